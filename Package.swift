@@ -1,0 +1,53 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Strata",
+    products: [
+        .library(name: "Strata", targets: ["Strata"]),
+        .executable(name: "strata-dump", targets: ["strata-dump"]),
+        .executable(name: "strata-quickstart", targets: ["strata-quickstart"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // liblz4 through pkg-config; Debian's liblz4-dev provides the header and the .pc file.
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]
+        ),
+        // Small C helpers the byte layers need: hardware CRC32C and acquire/release atomics.
+        .target(name: "CStrataSupport"),
+        .target(
+            name: "Strata",
+            dependencies: ["CLZ4", "CStrataSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "strata-dump",
+            dependencies: [
+                "Strata",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "strata-quickstart",
+            dependencies: ["Strata"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The child process of the crash tests: writes acknowledged batches until it is killed.
+        .executableTarget(
+            name: "strata-crash-helper",
+            dependencies: ["Strata"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "StrataTests",
+            dependencies: ["Strata", "strata-crash-helper", "strata-dump"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

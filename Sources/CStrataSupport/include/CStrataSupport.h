@@ -1,0 +1,29 @@
+#ifndef C_STRATA_SUPPORT_H
+#define C_STRATA_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Extends a CRC32C (Castagnoli) over `length` bytes. `crc` is the running value as returned by a
+/// previous call (0 to start); the usual pre/post inversion happens inside. Uses the SSE4.2 `crc32`
+/// instruction when the CPU has it, a slicing-by-8 table otherwise.
+uint32_t strata_crc32c_extend(uint32_t crc, const void *data, size_t length);
+
+/// 1 when `strata_crc32c_extend` uses the hardware instruction on this CPU.
+int strata_crc32c_is_hardware(void);
+
+/// Acquire load / release store of a pointer-sized word, for the memtable's lock-free readers.
+static inline uintptr_t strata_atomic_load_acquire(const uintptr_t *p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void strata_atomic_store_release(uintptr_t *p, uintptr_t v) {
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+static inline uint64_t strata_atomic_load_u64(const uint64_t *p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void strata_atomic_store_u64(uint64_t *p, uint64_t v) {
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+#endif

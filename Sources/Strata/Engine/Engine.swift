@@ -1,0 +1,575 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The storage engine under every collection: atomic batches through a group-committed
+/// write-ahead log into a memtable, flushed to sorted segment files, merged in the background.
+///
+/// Guarantees (DESIGN.md): batches are atomic; a batch acknowledged under `.synchronous` survives
+/// `kill -9` and power loss; readers see consistent snapshots and never block on writers' I/O;
+/// files are never changed in place.
+final class Engine: @unchecked Sendable {
+    let directory: String
+    let options: EngineOptions
+    let cache: BlockCache
+
+    // Everything below is guarded by `lock`, except where noted.
+    private let lock = ConditionLock()
+    private var manifest: Manifest
+    private var version: Version
+    private var active: Memtable
+    /// Newest first; the last one is flushed next.
+    private var immutables: [Memtable] = []
+    private var log: LogWriter
+    private var lastSequence: UInt64
+    private let visibleSequence: Atomic<UInt64>
+    private var writers: [PendingWrite] = []
+    /// A failed log write or sync: every later write fails with it (never retry an fsync).
+    private var writeError: StrataError?
+    /// A failed flush or compaction; retried on the next trigger, reported by `compact()`.
+    private var backgroundError: StrataError?
+    private var flushing = false
+    private var compacting = false
+    private var closed = false
+    private let shuttingDown = Atomic<Bool>(false)
+    private var logDirty = false
+    private var filters: [UInt64: CompactionFilter] = [:]
+    private let fileLock: FileLock
+    private let flushQueue = DispatchQueue(label: "strata.flush")
+    private let compactionQueue = DispatchQueue(label: "strata.compaction")
+    private var syncTimer: DispatchSourceTimer?
+
+    private final class PendingWrite {
+        let batch: WriteBatch
+        let sync: Bool
+        var done = false
+        var error: StrataError?
+        init(batch: WriteBatch, sync: Bool) {
+            self.batch = batch
+            self.sync = sync
+        }
+    }
+
+    // MARK: Open and recovery
+
+    /// Opens (creating if needed) the store in `directory`, replaying its log.
+    init(directory: String, options: EngineOptions) throws {
+        self.directory = directory
+        self.options = options
+        self.cache = BlockCache(capacity: options.cacheSize)
+        try FileSystem.createDirectory(directory)
+        fileLock = try FileLock(path: directory + "/" + FileNames.lock)
+        do {
+            var m = try Manifest.read(directory: directory) ?? Manifest()
+            let names = try FileSystem.listDirectory(directory)
+            var maxNumber: UInt64 = 0
+            var logs: [UInt64] = []
+            var segmentsOnDisk = Set<UInt64>()
+            for name in names {
+                switch FileNames.parse(name) {
+                case .log(let n): maxNumber = max(maxNumber, n); if n >= m.logNumber { logs.append(n) }
+                case .segment(let n): maxNumber = max(maxNumber, n); segmentsOnDisk.insert(n)
+                case .temporary: try FileSystem.remove(directory + "/" + name)
+                default: break
+                }
+            }
+            m.nextFileNumber = max(m.nextFileNumber, maxNumber + 1)
+
+            var runs: [SortedRun] = []
+            var live = Set<UInt64>()
+            for run in m.runs {
+                var readers: [SegmentReader] = []
+                for s in run {
+                    let path = directory + "/" + FileNames.segment(s.number)
+                    guard segmentsOnDisk.contains(s.number) else {
+                        throw StrataError.corrupted(file: path, offset: 0, reason: "segment listed in the manifest is missing")
+                    }
+                    readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize)))
+                    live.insert(s.number)
+                }
+                runs.append(SortedRun(segments: readers))
+            }
+            // Segments a crashed flush or compaction left behind were never published.
+            for n in segmentsOnDisk where !live.contains(n) {
+                try FileSystem.remove(directory + "/" + FileNames.segment(n))
+            }
+
+            // Replay the logs the segments do not cover.
+            let recovered = Memtable(logNumber: 0)
+            var maxSequence = m.lastSequence
+            for n in logs.sorted() {
+                let path = directory + "/" + FileNames.log(n)
+                let reader = try LogReader(path: path)
+                for record in reader.records {
+                    try Self.replay(record, into: recovered, path: path, maxSequence: &maxSequence)
+                }
+                if case .tornTail = reader.end {
+                    try SystemFile.withFile(path, flags: O_WRONLY) { f in
+                        try f.truncate(to: reader.validLength)
+                        try f.sync()
+                    }
+                }
+            }
+            var nextNumber = m.nextFileNumber
+            if !recovered.isEmpty {
+                let written = try Self.writeRun(from: recovered, directory: directory, options: options) {
+                    defer { nextNumber += 1 }
+                    return nextNumber
+                }
+                if !written.isEmpty {
+                    try FileSystem.syncDirectory(directory)
+                    m.runs.insert(written, at: 0)
+                    let blockCache = cache
+                    runs.insert(SortedRun(segments: try written.map {
+                        try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: blockCache)
+                    }), at: 0)
+                }
+            }
+            let logNumber = nextNumber
+            m.nextFileNumber = logNumber + 1
+            m.logNumber = logNumber
+            m.lastSequence = maxSequence
+            self.log = try LogWriter(path: directory + "/" + FileNames.log(logNumber), number: logNumber)
+            try log.sync()
+            try m.write(directory: directory)
+            for n in logs { try FileSystem.remove(directory + "/" + FileNames.log(n)) }
+
+            self.manifest = m
+            self.version = Version(runs: runs)
+            self.active = Memtable(logNumber: logNumber)
+            self.lastSequence = maxSequence
+            self.visibleSequence = Atomic(maxSequence)
+        } catch {
+            fileLock.release()
+            throw error
+        }
+        if options.durability == .buffered { startSyncTimer() }
+        lock.withLock { maybeScheduleCompaction() }
+    }
+
+    private static func replay(_ record: LogReader.Record, into memtable: Memtable, path: String,
+                               maxSequence: inout UInt64) throws {
+        guard record.payload.count >= 12 else {
+            throw StrataError.corrupted(file: path, offset: record.offset, reason: "batch record of \(record.payload.count) bytes")
+        }
+        try record.payload.withUnsafeBytes { p in
+            let first = LittleEndian.uint64(p, at: 0)
+            let count = Int(LittleEndian.uint32(p, at: 8))
+            try memtable.apply(operations: UnsafeRawBufferPointer(rebasing: p[12...]), count: count,
+                               firstSequence: first, file: path)
+            if count > 0 { maxSequence = max(maxSequence, first + UInt64(count) - 1) }
+        }
+    }
+
+    private func startSyncTimer() {
+        let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.sync"))
+        let ms = Int(options.syncInterval * 1000)
+        t.schedule(deadline: .now() + .milliseconds(ms), repeating: .milliseconds(ms))
+        t.setEventHandler { [weak self] in self?.syncIfDirty() }
+        t.resume()
+        syncTimer = t
+    }
+
+    private func syncIfDirty() {
+        let target: LogWriter? = lock.withLock {
+            guard logDirty, !closed, writeError == nil else { return nil }
+            logDirty = false
+            return log
+        }
+        guard let target else { return }
+        do { try target.sync() } catch let e as StrataError {
+            lock.withLock { if writeError == nil { writeError = e } }
+        } catch {}
+    }
+
+    // MARK: Writes
+
+    /// Applies `batch` atomically; returns once it is as durable as `durability` asks.
+    func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
+        if batch.isEmpty { return }
+        let w = PendingWrite(batch: batch, sync: (durability ?? options.durability) == .synchronous)
+        lock.lock()
+        if closed { lock.unlock(); throw StrataError.closed }
+        writers.append(w)
+        while !w.done && writers.first !== w { lock.wait() }
+        if w.done {
+            lock.unlock()
+            if let e = w.error { throw e }
+            return
+        }
+        // This writer leads: it commits its own batch and those queued behind it.
+        do {
+            try makeRoomForWrite()
+        } catch {
+            writers.removeFirst()
+            lock.broadcast()
+            lock.unlock()
+            throw error
+        }
+        var group = [w]
+        var bytes = w.batch.byteSize
+        var needSync = w.sync
+        let cap = bytes <= 128 << 10 ? bytes + (128 << 10) : 1 << 20
+        for other in writers.dropFirst() {
+            if bytes + other.batch.byteSize > cap { break }
+            group.append(other)
+            bytes += other.batch.byteSize
+            needSync = needSync || other.sync
+        }
+        let first = lastSequence + 1
+        let total = group.reduce(0) { $0 + $1.batch.count }
+        lastSequence += UInt64(total)
+        let log = self.log
+        let memtable = active
+        if !needSync { logDirty = true }
+        lock.unlock()
+
+        var failure: StrataError?
+        do {
+            var payload: [UInt8] = []
+            payload.reserveCapacity(bytes + 12)
+            LittleEndian.append(first, to: &payload)
+            LittleEndian.append(UInt32(total), to: &payload)
+            if group.count == 1 {
+                payload.append(contentsOf: w.batch.operations)
+            } else {
+                for g in group { payload.append(contentsOf: g.batch.operations) }
+            }
+            try payload.withUnsafeBytes { try log.append(type: .batch, payload: $0) }
+            if needSync { try log.sync() }
+            var seq = first
+            for g in group {
+                try g.batch.operations.withUnsafeBytes {
+                    try memtable.apply(operations: $0, count: g.batch.count, firstSequence: seq, file: log.path)
+                }
+                seq += UInt64(g.batch.count)
+            }
+        } catch let e as StrataError {
+            failure = e
+        } catch {
+            failure = .io(path: log.path, errno: EIO, operation: "write")
+        }
+
+        lock.lock()
+        if let failure {
+            if writeError == nil { writeError = failure }
+        } else {
+            visibleSequence.store(first + UInt64(total) - 1, ordering: .releasing)
+        }
+        for g in group {
+            g.done = true
+            g.error = failure
+        }
+        writers.removeFirst(group.count)
+        lock.broadcast()
+        lock.unlock()
+        if let failure { throw failure }
+    }
+
+    /// Makes sure the active memtable has room, switching to a new one (and a new log) when it is
+    /// full and waiting when flushes are behind. Called by the commit leader with the lock held.
+    private func makeRoomForWrite(force: Bool = false) throws {
+        while true {
+            if let e = writeError { throw e }
+            if closed { throw StrataError.closed }
+            if !force && active.approximateSize < options.memtableSize { return }
+            if force && active.isEmpty { return }
+            if immutables.count >= options.maxImmutableMemtables {
+                if let e = backgroundError, !flushing { throw e }
+                if !options.runInBackground { lock.unlock(); flushOne(); lock.lock(); continue }
+                lock.wait()
+                continue
+            }
+            let number = manifest.nextFileNumber
+            manifest.nextFileNumber += 1
+            // The old log is complete: make it durable before writes move on to the new one.
+            try log.sync()
+            let newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
+            immutables.insert(active, at: 0)
+            active = Memtable(logNumber: number)
+            log = newLog
+            logDirty = false
+            scheduleFlush()
+            return
+        }
+    }
+
+    // MARK: Reads
+
+    /// A consistent view of everything committed so far.
+    func snapshot() throws -> Snapshot {
+        lock.lock()
+        defer { lock.unlock() }
+        if closed { throw StrataError.closed }
+        return Snapshot(sequence: visibleSequence.load(ordering: .acquiring),
+                        memtables: [active] + immutables, version: version)
+    }
+
+    func get(_ key: [UInt8]) throws -> [UInt8]? {
+        try snapshot().get(key)
+    }
+
+    // MARK: Flush
+
+    private func scheduleFlush() {
+        guard options.runInBackground, !flushing, !immutables.isEmpty else { return }
+        flushing = true
+        flushQueue.async { [self] in
+            flushOne()
+            lock.withLock {
+                flushing = false
+                if !immutables.isEmpty && backgroundError == nil && !closed { scheduleFlush() }
+                lock.broadcast()
+            }
+        }
+    }
+
+    private func allocateFileNumber() -> UInt64 {
+        lock.withLock {
+            defer { manifest.nextFileNumber += 1 }
+            return manifest.nextFileNumber
+        }
+    }
+
+    /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
+    private static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
+                                 allocate: @escaping () -> UInt64) throws -> [SegmentMetadata] {
+        let writer = RunWriter(directory: directory, options: options.segment,
+                               targetFileSize: options.targetSegmentSize, allocateNumber: allocate)
+        do {
+            writer.addRangeTombstones(memtable.allRangeTombstones.map { RangeTombstone(start: $0.start, end: $0.end) })
+            let cursor = MergedCursor(memtables: [memtable], runs: [], sequence: .max,
+                                      lower: nil, upper: nil, reverse: false, keepTombstones: true)
+            while try cursor.next() {
+                try writer.add(key: cursor.key, kind: cursor.kind, value: cursor.value)
+            }
+            return try writer.finish()
+        } catch {
+            writer.abandon()
+            throw error
+        }
+    }
+
+    /// Flushes the oldest immutable memtable to a new sorted run and publishes it.
+    private func flushOne() {
+        guard let memtable = lock.withLock({ immutables.last }) else { return }
+        do {
+            let written = try Self.writeRun(from: memtable, directory: directory, options: options) { [self] in
+                allocateFileNumber()
+            }
+            try FileSystem.syncDirectory(directory)
+            let readers = try written.map {
+                try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
+            }
+            try lock.withLock {
+                var m = manifest
+                if !written.isEmpty { m.runs.insert(written, at: 0) }
+                let remaining = immutables.dropLast()
+                m.logNumber = remaining.last?.logNumber ?? active.logNumber
+                m.lastSequence = lastSequence
+                do {
+                    try m.write(directory: directory)
+                } catch {
+                    for r in readers { r.markObsolete() }
+                    throw error
+                }
+                manifest = m
+                if !readers.isEmpty { version = Version(runs: [SortedRun(segments: readers)] + version.runs) }
+                immutables.removeLast()
+                backgroundError = nil
+                maybeScheduleCompaction()
+            }
+            // The flushed memtable's log is no longer needed.
+            try? FileSystem.remove(directory + "/" + FileNames.log(memtable.logNumber))
+        } catch let e as StrataError {
+            lock.withLock { backgroundError = e }
+        } catch {}
+    }
+
+    // MARK: Compaction
+
+    /// Registers the compaction filter of a keyspace: records for which it returns false are
+    /// dropped when compaction meets them.
+    func setCompactionFilter(keyspace: UInt64, _ filter: CompactionFilter?) {
+        lock.withLock { filters[keyspace] = filter }
+    }
+
+    /// Universal (size-tiered) picking: from the newest run, take runs while each is no larger
+    /// than `compactionSizeRatio` times the runs taken so far; with too many runs and no such
+    /// pair, merge the newest ones down to below the trigger.
+    static func pickCompaction(runSizes: [UInt64], trigger: Int, ratio: Double) -> Range<Int>? {
+        guard runSizes.count >= trigger else { return nil }
+        var accumulated = Double(runSizes[0])
+        var end = 1
+        while end < runSizes.count && Double(runSizes[end]) <= accumulated * ratio {
+            accumulated += Double(runSizes[end])
+            end += 1
+        }
+        if end >= 2 { return 0..<end }
+        return 0..<(runSizes.count - trigger + 2)
+    }
+
+    private func maybeScheduleCompaction() {
+        guard options.runInBackground, !compacting, !closed else { return }
+        guard let range = Self.pickCompaction(runSizes: version.runs.map(\.fileSize),
+                                              trigger: options.compactionTrigger, ratio: options.compactionSizeRatio)
+        else { return }
+        compacting = true
+        let inputs = Array(version.runs[range])
+        let bottommost = range.upperBound == version.runs.count
+        compactionQueue.async { [self] in
+            do {
+                try compact(inputs, bottommost: bottommost)
+            } catch let e as StrataError {
+                lock.withLock { backgroundError = e }
+            } catch {}
+            lock.withLock {
+                compacting = false
+                if backgroundError == nil { maybeScheduleCompaction() }
+                lock.broadcast()
+            }
+        }
+    }
+
+    /// Merges `inputs` (consecutive runs, newest first) into one run and installs it in their place.
+    private func compact(_ inputs: [SortedRun], bottommost: Bool) throws {
+        let filters = lock.withLock { self.filters }
+        let writer = RunWriter(directory: directory, options: options.segment,
+                               targetFileSize: options.targetSegmentSize) { [self] in allocateFileNumber() }
+        var written: [SegmentMetadata] = []
+        do {
+            if !bottommost {
+                writer.addRangeTombstones(SortedRun(segments: inputs.flatMap(\.segments)).rangeTombstones)
+            }
+            let cursor = MergedCursor(memtables: [], runs: inputs, sequence: .max,
+                                      lower: nil, upper: nil, reverse: false, keepTombstones: !bottommost)
+            var n = 0
+            while try cursor.next() {
+                n += 1
+                if n & 0xFFF == 0 && shuttingDown.load(ordering: .relaxed) {
+                    throw StrataError.closed
+                }
+                var kind = cursor.kind
+                if kind == .value, !filters.isEmpty,
+                   let filter = cursor.key.withUnsafeBytes({ filters[SegmentProperties.keyspace(of: $0)] }),
+                   !cursor.key.withUnsafeBytes({ filter($0, cursor.value) }) {
+                    // Dropped. Above the bottom, older runs may hold older versions: shadow them.
+                    if bottommost { continue }
+                    kind = .tombstone
+                }
+                try writer.add(key: cursor.key, kind: kind,
+                               value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0))
+            }
+            written = try writer.finish()
+            try FileSystem.syncDirectory(directory)
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        let readers = try written.map {
+            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
+        }
+        try lock.withLock {
+            let inputNumbers = Set(inputs.flatMap(\.numbers))
+            guard let start = version.runs.firstIndex(where: { $0 === inputs[0] }) else {
+                for r in readers { r.markObsolete() }
+                throw StrataError.conflict("compaction inputs are no longer live")
+            }
+            var m = manifest
+            var runs = version.runs
+            var metas = m.runs
+            runs.replaceSubrange(start..<(start + inputs.count), with: readers.isEmpty ? [] : [SortedRun(segments: readers)])
+            metas.replaceSubrange(start..<(start + inputs.count), with: written.isEmpty ? [] : [written])
+            m.runs = metas
+            do {
+                try m.write(directory: directory)
+            } catch {
+                for r in readers { r.markObsolete() }
+                throw error
+            }
+            manifest = m
+            version = Version(runs: runs)
+            for run in inputs { for s in run.segments where inputNumbers.contains(s.number) { s.markObsolete() } }
+        }
+    }
+
+    /// Flushes the memtable and merges every run into one, applying filters and dropping
+    /// tombstones; returns when done.
+    func compactAll() throws {
+        lock.lock()
+        if closed { lock.unlock(); throw StrataError.closed }
+        // Wait for the writers queue to drain so the switch does not race a leader.
+        while !writers.isEmpty || compacting { lock.wait() }
+        do { try makeRoomForWrite(force: true) } catch { lock.unlock(); throw error }
+        compacting = true
+        while !immutables.isEmpty {
+            if let e = backgroundError, !flushing { compacting = false; lock.unlock(); throw e }
+            if !options.runInBackground || !flushing {
+                lock.unlock(); flushOne(); lock.lock()
+            } else {
+                lock.wait()
+            }
+        }
+        let inputs = version.runs
+        lock.unlock()
+        var failure: Error?
+        if inputs.count > 1 || (inputs.first.map { $0.rangeTombstones.count > 0 || $0.segments.contains { $0.properties.tombstones > 0 } } ?? false)
+            || !lock.withLock({ filters.isEmpty }) && !inputs.isEmpty {
+            do { try compact(inputs, bottommost: true) } catch { failure = error }
+        }
+        lock.withLock {
+            compacting = false
+            lock.broadcast()
+        }
+        if let failure { throw failure }
+    }
+
+    // MARK: Sync and close
+
+    /// Makes every acknowledged write durable.
+    func sync() throws {
+        let log: LogWriter = try lock.withLock {
+            if closed { throw StrataError.closed }
+            if let e = writeError { throw e }
+            logDirty = false
+            return self.log
+        }
+        try log.sync()
+    }
+
+    /// Waits for background work, syncs the log and releases the lock file. Idempotent.
+    func close() throws {
+        lock.lock()
+        if closed { lock.unlock(); return }
+        closed = true
+        shuttingDown.store(true, ordering: .relaxed)
+        while !writers.isEmpty || flushing || compacting { lock.wait() }
+        let log = self.log
+        let failed = writeError
+        lock.unlock()
+        syncTimer?.cancel()
+        syncTimer = nil
+        defer { fileLock.release() }
+        if failed == nil { try log.sync() }
+    }
+
+    // MARK: Introspection
+
+    struct Statistics: Sendable {
+        var runs: [[UInt64]]
+        var memtableBytes: Int
+        var immutableMemtables: Int
+        var lastSequence: UInt64
+        var diskBytes: UInt64
+    }
+
+    var statistics: Statistics {
+        lock.withLock {
+            Statistics(runs: version.runs.map(\.numbers), memtableBytes: active.approximateSize,
+                       immutableMemtables: immutables.count, lastSequence: lastSequence,
+                       diskBytes: version.fileSize)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// When a write returns, relative to stable storage.
+public enum Durability: Sendable, Equatable {
+    /// A write returns after its batch is on stable storage (`fdatasync` of the log).
+    /// Concurrent writers share one sync (group commit).
+    case synchronous
+    /// A write returns once the OS has the batch. The log is synced on a short interval
+    /// (``StoreOptions/syncInterval``), on ``Store/sync()`` and on close: a crash of the process
+    /// loses nothing, a crash of the machine may lose the last interval.
+    case buffered
+}
+
+/// The engine's settings, derived from ``StoreOptions``.
+struct EngineOptions: Sendable {
+    var durability: Durability = .synchronous
+    var memtableSize = 64 << 20
+    var segment = SegmentWriterOptions()
+    var targetSegmentSize = 64 << 20
+    var cacheSize = 256 << 20
+    var syncInterval: Double = 0.1
+    /// Compaction starts when there are at least this many sorted runs.
+    var compactionTrigger = 4
+    /// A run joins a compaction while its size is at most this factor times the runs before it.
+    var compactionSizeRatio = 1.2
+    /// Memtables waiting to be flushed before writers wait.
+    var maxImmutableMemtables = 2
+    var runInBackground = true
+}
+
+/// What a compaction filter decides about a record.
+typealias CompactionFilter = @Sendable (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool

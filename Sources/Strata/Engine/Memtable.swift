@@ -1,0 +1,88 @@
+import Synchronization
+
+/// A range deletion in a memtable, with the sequence number that orders it against puts.
+struct SequencedRangeTombstone: Sendable {
+    var start: [UInt8]
+    var end: [UInt8]
+    var sequence: UInt64
+
+    func covers(_ key: UnsafeRawBufferPointer) -> Bool {
+        ByteComparison.compare(start, key) <= 0 && ByteComparison.compare(end, key) > 0
+    }
+}
+
+/// The result of looking a key up in one layer of the store.
+enum Lookup: Equatable {
+    /// The layer has nothing for the key; look in older layers.
+    case notFound
+    /// The key was deleted here (point or range deletion); older layers do not count.
+    case deleted
+    case value([UInt8])
+}
+
+/// The in-memory, newest layer of the store: every write since the last flush, in key order,
+/// all versions kept so that snapshots read consistently while writes go on.
+///
+/// One writer (the commit leader) applies batches; readers use it concurrently. A memtable is
+/// tied to the log file that holds the same writes (`logNumber`); once the memtable is flushed
+/// to a segment, that log can go.
+final class Memtable: Sendable {
+    let list = ArenaSkipList()
+    let logNumber: UInt64
+    private let tombstones = Mutex<[SequencedRangeTombstone]>([])
+    private let tombstoneBytes = Atomic<Int>(0)
+
+    init(logNumber: UInt64) {
+        self.logNumber = logNumber
+    }
+
+    var approximateSize: Int { list.memoryUsage + tombstoneBytes.load(ordering: .relaxed) }
+
+    var isEmpty: Bool { list.first == nil && tombstones.withLock { $0.isEmpty } }
+
+    /// Applies the operations of a batch with consecutive sequence numbers from `firstSequence`.
+    /// Writer-only.
+    func apply(operations: UnsafeRawBufferPointer, count: Int, firstSequence: UInt64, file: String) throws {
+        var seq = firstSequence
+        try WriteBatch.forEachOperation(in: operations, count: count, file: file, offset: 0) { op, key, second in
+            switch op {
+            case .put:
+                list.insert(key: key, sequence: seq, kind: RecordKind.value.rawValue, value: second)
+            case .delete:
+                list.insert(key: key, sequence: seq, kind: RecordKind.tombstone.rawValue,
+                            value: UnsafeRawBufferPointer(start: nil, count: 0))
+            case .deleteRange:
+                let t = SequencedRangeTombstone(start: Array(key), end: Array(second), sequence: seq)
+                if ByteComparison.compare(t.start, t.end) < 0 {
+                    tombstones.withLock { $0.append(t) }
+                    tombstoneBytes.add(key.count + second.count + 64, ordering: .relaxed)
+                }
+            }
+            seq += 1
+        }
+    }
+
+    /// The range tombstones visible at `sequence`.
+    func rangeTombstones(at sequence: UInt64) -> [SequencedRangeTombstone] {
+        tombstones.withLock { $0.filter { $0.sequence <= sequence } }
+    }
+
+    var allRangeTombstones: [SequencedRangeTombstone] { tombstones.withLock { $0 } }
+
+    /// The newest version of `key` visible at `sequence`.
+    func get(_ key: UnsafeRawBufferPointer, sequence: UInt64) -> Lookup {
+        var pointSequence: UInt64?
+        var result = Lookup.notFound
+        if let n = list.seek(key, sequence: sequence), ByteComparison.compare(ArenaSkipList.key(n), key) == 0 {
+            pointSequence = ArenaSkipList.sequence(n)
+            result = ArenaSkipList.kind(n) == RecordKind.tombstone.rawValue ? .deleted : .value(Array(ArenaSkipList.value(n)))
+        }
+        let deletedAt = tombstones.withLock { list -> UInt64? in
+            var best: UInt64?
+            for t in list where t.sequence <= sequence && t.covers(key) { best = max(best ?? 0, t.sequence) }
+            return best
+        }
+        if let d = deletedAt, d > (pointSequence ?? 0) || pointSequence == nil { return .deleted }
+        return result
+    }
+}

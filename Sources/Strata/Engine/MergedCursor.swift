@@ -1,0 +1,130 @@
+/// One ordered view of a snapshot: the layers (memtables newest first, then sorted runs newest
+/// first) merged so that for each key the newest layer wins, tombstones hide the key, and range
+/// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
+final class MergedCursor {
+    private var sources: [RecordCursor]
+    /// Memtable range tombstones with the rank (source index) they came from.
+    private let memtableTombstones: [(rank: Int, tombstone: SequencedRangeTombstone)]
+    /// Runs with range tombstones, with their rank.
+    private let runsWithTombstones: [(rank: Int, run: SortedRun)]
+    let reverse: Bool
+    /// Whether point tombstones are shown (flush and compaction keep them for older layers).
+    private let keepTombstones: Bool
+    private let lower: [UInt8]?
+    private let upper: [UInt8]?
+    private var current = -1
+    private var started = false
+    /// The current key; valid while ``isValid``.
+    private(set) var key: [UInt8] = []
+
+    init(memtables: [Memtable], runs: [SortedRun], sequence: UInt64,
+         lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false) {
+        self.keepTombstones = keepTombstones
+        var s: [RecordCursor] = memtables.map { .memtable(MemtableCursor($0, sequence: sequence)) }
+        var mt: [(Int, SequencedRangeTombstone)] = []
+        for (i, m) in memtables.enumerated() {
+            for t in m.rangeTombstones(at: sequence) where Self.overlaps(t.start, t.end, lower, upper) { mt.append((i, t)) }
+        }
+        var rt: [(Int, SortedRun)] = []
+        for (i, r) in runs.enumerated() {
+            s.append(.run(RunCursor(r)))
+            if !r.rangeTombstones.isEmpty { rt.append((memtables.count + i, r)) }
+        }
+        sources = s
+        memtableTombstones = mt
+        runsWithTombstones = rt
+        self.lower = lower
+        self.upper = upper
+        self.reverse = reverse
+        key.reserveCapacity(64)
+    }
+
+    private static func overlaps(_ s: [UInt8], _ e: [UInt8], _ lower: [UInt8]?, _ upper: [UInt8]?) -> Bool {
+        if let lower, ByteComparison.compare(e, lower) <= 0 { return false }
+        if let upper, ByteComparison.compare(s, upper) >= 0 { return false }
+        return true
+    }
+
+    var isValid: Bool { current >= 0 }
+
+    /// The current value; valid until the cursor moves.
+    var value: UnsafeRawBufferPointer { sources[current].value }
+
+    /// The kind of the current record (always `.value` unless `keepTombstones`).
+    var kind: RecordKind { sources[current].kind }
+
+    /// Moves to the next record (the first one on the first call). Returns false at the end.
+    func next() throws -> Bool {
+        if !started {
+            started = true
+            for i in sources.indices {
+                if reverse {
+                    if let upper {
+                        try upper.withUnsafeBytes { try sources[i].seekForPrevious($0) }
+                        // seekForPrevious is inclusive; the upper bound is not.
+                        if sources[i].isValid, sources[i].withKey({ ByteComparison.compare(upper, $0) }) == 0 {
+                            try sources[i].previous()
+                        }
+                    } else {
+                        try sources[i].seekToLast()
+                    }
+                } else if let lower {
+                    try lower.withUnsafeBytes { try sources[i].seek($0) }
+                } else {
+                    try sources[i].seekToFirst()
+                }
+            }
+        } else if current >= 0 {
+            if reverse { try sources[current].previous() } else { try sources[current].next() }
+        } else {
+            return false
+        }
+        try settle()
+        return current >= 0
+    }
+
+    private func hidden(_ k: UnsafeRawBufferPointer, rank: Int, sequence: UInt64) -> Bool {
+        for (r, t) in memtableTombstones where r <= rank {
+            if (r < rank || t.sequence > sequence) && t.covers(k) { return true }
+        }
+        for (r, run) in runsWithTombstones {
+            if r >= rank { break }
+            if run.deletes(k) { return true }
+        }
+        return false
+    }
+
+    /// From the sources' positions, finds the next visible record in the cursor's direction.
+    private func settle() throws {
+        while true {
+            var best = -1
+            for i in sources.indices where sources[i].isValid {
+                if best < 0 {
+                    best = i
+                    continue
+                }
+                let c = sources[i].withKey { k in sources[best].withKey { ByteComparison.compare(k, $0) } }
+                if reverse ? c > 0 : c < 0 { best = i }
+            }
+            guard best >= 0 else { current = -1; return }
+            key.removeAll(keepingCapacity: true)
+            sources[best].withKey { key.append(contentsOf: $0) }
+            if !reverse, let upper, ByteComparison.compare(key, upper) >= 0 { current = -1; return }
+            if reverse, let lower, ByteComparison.compare(key, lower) < 0 { current = -1; return }
+            // Older versions of the same key in other layers are shadowed: step past them.
+            for i in sources.indices where i != best && sources[i].isValid {
+                if sources[i].withKey({ ByteComparison.compare(key, $0) }) == 0 {
+                    if reverse { try sources[i].previous() } else { try sources[i].next() }
+                }
+            }
+            let isHidden = (sources[best].kind == .tombstone && !keepTombstones)
+                || ((!memtableTombstones.isEmpty || !runsWithTombstones.isEmpty)
+                    && key.withUnsafeBytes { hidden($0, rank: best, sequence: sources[best].sequence) })
+            if !isHidden {
+                current = best
+                return
+            }
+            if reverse { try sources[best].previous() } else { try sources[best].next() }
+        }
+    }
+}

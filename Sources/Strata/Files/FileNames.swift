@@ -1,0 +1,26 @@
+/// The names of the files in a store directory (FORMAT.md, "Store directory").
+enum FileNames {
+    static let lock = "LOCK"
+    static let manifest = "MANIFEST"
+
+    static func log(_ number: UInt64) -> String { pad(number) + ".log" }
+    static func segment(_ number: UInt64) -> String { pad(number) + ".seg" }
+
+    enum Kind: Equatable { case log(UInt64), segment(UInt64), manifest, lock, temporary, other }
+
+    static func parse(_ name: String) -> Kind {
+        if name == lock { return .lock }
+        if name == manifest { return .manifest }
+        if name.hasSuffix(".tmp") { return .temporary }
+        for (suffix, make) in [(".log", Kind.log), (".seg", Kind.segment)] where name.hasSuffix(suffix) {
+            let digits = name.dropLast(suffix.count)
+            if !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = UInt64(digits) { return make(n) }
+        }
+        return .other
+    }
+
+    private static func pad(_ n: UInt64) -> String {
+        let s = String(n)
+        return s.count >= 6 ? s : String(repeating: "0", count: 6 - s.count) + s
+    }
+}

@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The store's table of contents (FORMAT.md, "Manifest"): which segment files are live, in which
+/// sorted runs, and the counters recovery resumes from.
+///
+/// It is rewritten whole on every change — a temporary file, synced, renamed over `MANIFEST`, the
+/// directory synced — so a crash leaves either the old or the new one, never a mix.
+///
+/// ```
+/// manifest := magic:8 "STRATMAN" | version:u32 | payloadLength:u32 | maskedCRC:u32 | payload
+/// payload  := nextFileNumber:varint lastSequence:varint logNumber:varint runCount:varint run*
+/// run      := segmentCount:varint segment*
+/// segment  := number:varint fileSize:varint records:varint smallestKey:bytes largestKey:bytes
+/// bytes    := length:varint byte*
+/// ```
+struct Manifest: Equatable, Sendable {
+    static let magic: [UInt8] = Array("STRATMAN".utf8)  // never change
+    static let version: UInt32 = 1
+    static let headerSize = 20
+
+    /// The next number to give a new file (logs and segments share the sequence).
+    var nextFileNumber: UInt64 = 1
+    /// The last write sequence number covered by the segments.
+    var lastSequence: UInt64 = 0
+    /// Logs numbered below this have been flushed into segments and are not replayed.
+    var logNumber: UInt64 = 0
+    /// Sorted runs, newest first; each run's segments are in key order and do not overlap.
+    var runs: [[SegmentMetadata]] = []
+
+    func encode() -> [UInt8] {
+        var p: [UInt8] = []
+        Varint.append(nextFileNumber, to: &p)
+        Varint.append(lastSequence, to: &p)
+        Varint.append(logNumber, to: &p)
+        Varint.append(UInt64(runs.count), to: &p)
+        for run in runs {
+            Varint.append(UInt64(run.count), to: &p)
+            for s in run {
+                Varint.append(s.number, to: &p)
+                Varint.append(s.fileSize, to: &p)
+                Varint.append(s.records, to: &p)
+                Varint.append(UInt64(s.smallestKey.count), to: &p)
+                p.append(contentsOf: s.smallestKey)
+                Varint.append(UInt64(s.largestKey.count), to: &p)
+                p.append(contentsOf: s.largestKey)
+            }
+        }
+        var out = Self.magic
+        LittleEndian.append(Self.version, to: &out)
+        LittleEndian.append(UInt32(p.count), to: &out)
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(p)), to: &out)
+        out.append(contentsOf: p)
+        return out
+    }
+
+    static func decode(_ bytes: [UInt8], file: String) throws -> Manifest {
+        guard bytes.count >= headerSize else {
+            throw StrataError.corrupted(file: file, offset: bytes.count, reason: "manifest of \(bytes.count) bytes is too short")
+        }
+        guard Array(bytes[0..<8]) == magic else {
+            throw StrataError.corrupted(file: file, offset: 0, reason: "not a Strata manifest (bad magic)")
+        }
+        let (version, length, crc) = bytes.withUnsafeBytes {
+            (LittleEndian.uint32($0, at: 8), Int(LittleEndian.uint32($0, at: 12)), LittleEndian.uint32($0, at: 16))
+        }
+        guard version == Self.version else { throw StrataError.unsupportedFormatVersion(file: file, found: version) }
+        guard length == bytes.count - headerSize else {
+            throw StrataError.corrupted(file: file, offset: 12, reason: "payload length \(length) but \(bytes.count - headerSize) bytes follow")
+        }
+        guard CRC32C.mask(CRC32C.checksum(bytes[headerSize...])) == crc else {
+            throw StrataError.corrupted(file: file, offset: headerSize, reason: "manifest checksum mismatch")
+        }
+        return try bytes.withUnsafeBytes { (all) throws -> Manifest in
+            let b = UnsafeRawBufferPointer(rebasing: all[headerSize...])
+            var p = 0
+            func bad() -> StrataError { .corrupted(file: file, offset: headerSize + p, reason: "malformed manifest payload") }
+            func u() throws -> UInt64 {
+                guard let v = Varint.read(b, at: &p) else { throw bad() }
+                return v
+            }
+            func key() throws -> [UInt8] {
+                guard let n = Varint.readLength(b, at: &p, limit: b.count - p) else { throw bad() }
+                defer { p += n }
+                return Array(b[p..<(p + n)])
+            }
+            var m = Manifest()
+            m.nextFileNumber = try u()
+            m.lastSequence = try u()
+            m.logNumber = try u()
+            let runCount = try u()
+            guard runCount <= UInt64(b.count) else { throw bad() }
+            for _ in 0..<runCount {
+                let n = try u()
+                guard n <= UInt64(b.count) else { throw bad() }
+                var run: [SegmentMetadata] = []
+                for _ in 0..<n {
+                    let number = try u(), size = try u(), records = try u()
+                    let s = try key(), l = try key()
+                    guard number < m.nextFileNumber else { throw bad() }
+                    run.append(SegmentMetadata(number: number, fileSize: size, smallestKey: s, largestKey: l, records: records))
+                }
+                m.runs.append(run)
+            }
+            guard p == b.count else { throw bad() }
+            return m
+        }
+    }
+
+    static func read(directory: String) throws -> Manifest? {
+        let path = directory + "/" + FileNames.manifest
+        guard FileSystem.exists(path) else { return nil }
+        let bytes = try SystemFile.withFile(path, flags: O_RDONLY) { (f) in
+            try f.read(at: 0, count: try f.size())
+        }
+        return try decode(bytes, file: path)
+    }
+
+    func write(directory: String) throws {
+        try FileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory)
+    }
+}

@@ -1,0 +1,94 @@
+/// Constants and small structures shared by ``SegmentWriter`` and ``SegmentReader``;
+/// FORMAT.md "Segment files" is the spec.
+///
+/// ```
+/// segment := dataBlock+ filterBlock? rangeTombstoneBlock? indexBlock+ propertiesBlock footer
+/// stored block := payload | compression:u8 | uncompressedLength:u32 | maskedCRC:u32
+///                 (the CRC covers payload, compression byte and uncompressed length)
+/// footer (68 bytes) :=
+///   0  rootIndexOffset:u64   8 rootIndexSize:u32   12 indexHeight:u32
+///   16 filterOffset:u64     24 filterSize:u32      28 rangeTombstoneSize:u32
+///   32 rangeTombstoneOffset:u64                    40 propertiesOffset:u64
+///   48 propertiesSize:u32   52 formatVersion:u32   56 magic:u64 "STRATSEG"   64 maskedCRC:u32
+/// ```
+/// All integers little-endian. A size of 0 means the block is absent.
+enum SegmentFormat {
+    static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
+    static let version: UInt32 = 1
+    static let footerSize = 68
+    static let blockTrailerSize = 9
+    /// Versions this build reads.
+    static let supportedVersions: ClosedRange<UInt32> = 1...1
+}
+
+/// Where a stored block is: the offset of its payload and the payload's length (without trailer).
+struct BlockHandle: Hashable, Sendable {
+    var offset: UInt64
+    var length: UInt64
+
+    static let empty = BlockHandle(offset: 0, length: 0)
+
+    /// The encoding used in index entries: two varints.
+    func encode(into bytes: inout [UInt8]) {
+        Varint.append(offset, to: &bytes)
+        Varint.append(length, to: &bytes)
+    }
+
+    static func decode(_ value: UnsafeRawBufferPointer) -> BlockHandle? {
+        var p = 0
+        guard let o = Varint.read(value, at: &p), let l = Varint.read(value, at: &p), p == value.count else { return nil }
+        return BlockHandle(offset: o, length: l)
+    }
+}
+
+/// The fixed-size trailer of a segment file.
+struct SegmentFooter: Equatable, Sendable {
+    var rootIndex: BlockHandle
+    var indexHeight: UInt32
+    var filter: BlockHandle
+    var rangeTombstones: BlockHandle
+    var properties: BlockHandle
+    var formatVersion: UInt32 = SegmentFormat.version
+
+    func encode() -> [UInt8] {
+        var b: [UInt8] = []
+        b.reserveCapacity(SegmentFormat.footerSize)
+        LittleEndian.append(rootIndex.offset, to: &b)
+        LittleEndian.append(UInt32(rootIndex.length), to: &b)
+        LittleEndian.append(indexHeight, to: &b)
+        LittleEndian.append(filter.offset, to: &b)
+        LittleEndian.append(UInt32(filter.length), to: &b)
+        LittleEndian.append(UInt32(rangeTombstones.length), to: &b)
+        LittleEndian.append(rangeTombstones.offset, to: &b)
+        LittleEndian.append(properties.offset, to: &b)
+        LittleEndian.append(UInt32(properties.length), to: &b)
+        LittleEndian.append(formatVersion, to: &b)
+        LittleEndian.append(SegmentFormat.magic, to: &b)
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(b)), to: &b)
+        assert(b.count == SegmentFormat.footerSize)
+        return b
+    }
+
+    /// Decodes the last ``SegmentFormat/footerSize`` bytes of `file`. The magic and version are
+    /// checked first, so a future version with another footer layout is reported as such.
+    static func decode(_ f: UnsafeRawBufferPointer, file: String, fileOffset: Int) throws -> SegmentFooter {
+        precondition(f.count == SegmentFormat.footerSize)
+        guard LittleEndian.uint64(f, at: 56) == SegmentFormat.magic else {
+            throw StrataError.corrupted(file: file, offset: fileOffset + 56, reason: "not a Strata segment (bad magic)")
+        }
+        let version = LittleEndian.uint32(f, at: 52)
+        guard SegmentFormat.supportedVersions.contains(version) else {
+            throw StrataError.unsupportedFormatVersion(file: file, found: version)
+        }
+        guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: f[0..<64]))) == LittleEndian.uint32(f, at: 64) else {
+            throw StrataError.corrupted(file: file, offset: fileOffset, reason: "segment footer checksum mismatch")
+        }
+        return SegmentFooter(
+            rootIndex: BlockHandle(offset: LittleEndian.uint64(f, at: 0), length: UInt64(LittleEndian.uint32(f, at: 8))),
+            indexHeight: LittleEndian.uint32(f, at: 12),
+            filter: BlockHandle(offset: LittleEndian.uint64(f, at: 16), length: UInt64(LittleEndian.uint32(f, at: 24))),
+            rangeTombstones: BlockHandle(offset: LittleEndian.uint64(f, at: 32), length: UInt64(LittleEndian.uint32(f, at: 28))),
+            properties: BlockHandle(offset: LittleEndian.uint64(f, at: 40), length: UInt64(LittleEndian.uint32(f, at: 48))),
+            formatVersion: version)
+    }
+}

@@ -1,0 +1,217 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a segment file through a read-only memory map of the whole file.
+///
+/// Invariants: the mapping covers exactly `fileSize` bytes and lives as long as the reader; every
+/// handle is checked against `fileSize` before its bytes are touched; before a block is copied out
+/// of the map the file's current size is checked again, so a file that shrank under us is reported
+/// as ``StrataError/corrupted(file:offset:reason:)`` instead of faulting (SIGBUS) on a page past
+/// its end. Block bytes are verified against their CRC before they are decompressed.
+///
+/// A reader is shared by every version and snapshot that lists its segment; when the engine marks
+/// it obsolete, the file is deleted once the last of them lets go (in `deinit`).
+final class SegmentReader: @unchecked Sendable {
+    let number: UInt64
+    let path: String
+    let fileSize: Int
+    let footer: SegmentFooter
+    let properties: SegmentProperties
+    /// Sorted, disjoint `[start, end)` ranges this segment deletes in older segments.
+    let rangeTombstones: [RangeTombstone]
+    private let file: SystemFile
+    private let map: UnsafeRawBufferPointer
+    private let filter: [UInt8]
+    private let root: Block
+    private let cache: BlockCache?
+    private let obsolete = Atomic<Bool>(false)
+
+    init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil) throws {
+        self.path = path
+        self.number = number
+        self.cache = cache
+        let file = try SystemFile.open(path, flags: O_RDONLY)
+        var mapped: UnsafeRawBufferPointer?
+        do {
+            let size = try file.size()
+            if let expectedSize, expectedSize != size {
+                throw StrataError.corrupted(file: path, offset: min(size, expectedSize),
+                                            reason: "file is \(size) bytes, the manifest says \(expectedSize)")
+            }
+            guard size >= SegmentFormat.footerSize else {
+                throw StrataError.corrupted(file: path, offset: 0, reason: "file of \(size) bytes is too short for a segment")
+            }
+            try IOFaultInjection.check(.mmap, path)
+            guard let p = mmap(nil, size, PROT_READ, MAP_SHARED, file.descriptor, 0), p != MAP_FAILED else {
+                throw StrataError.io(path: path, errno: errno, operation: "mmap")
+            }
+            let m = UnsafeRawBufferPointer(start: UnsafeRawPointer(p), count: size)
+            mapped = m
+            self.fileSize = size
+            self.file = file
+            self.map = m
+            let footerOffset = size - SegmentFormat.footerSize
+            self.footer = try SegmentFooter.decode(UnsafeRawBufferPointer(rebasing: m[footerOffset...]),
+                                                   file: path, fileOffset: footerOffset)
+            let limit = UInt64(footerOffset)
+            for (name, h) in [("root index", footer.rootIndex), ("filter", footer.filter),
+                              ("range tombstones", footer.rangeTombstones), ("properties", footer.properties)]
+            where h.length > 0 || name == "root index" || name == "properties" {
+                guard h.offset <= limit, h.length + UInt64(SegmentFormat.blockTrailerSize) <= limit - h.offset else {
+                    throw StrataError.corrupted(file: path, offset: footerOffset,
+                                                reason: "\(name) block handle \(h.offset)+\(h.length) outside the file")
+                }
+            }
+            guard footer.indexHeight >= 1, footer.indexHeight <= 16 else {
+                throw StrataError.corrupted(file: path, offset: footerOffset, reason: "index height \(footer.indexHeight) impossible")
+            }
+            let propsBytes = try Self.decodeBytes(m, footer.properties, path: path)
+            guard let props = propsBytes.withUnsafeBytes({ SegmentProperties.decode($0) }) else {
+                throw StrataError.corrupted(file: path, offset: Int(footer.properties.offset), reason: "malformed properties block")
+            }
+            self.properties = props
+            self.filter = footer.filter.length > 0 ? try Self.decodeBytes(m, footer.filter, path: path) : []
+            var tombstones: [RangeTombstone] = []
+            if footer.rangeTombstones.length > 0 {
+                var c = BlockCursor(try Self.decodeBlock(m, footer.rangeTombstones, path: path, checkSize: nil))
+                try c.seekToFirst()
+                while c.isValid {
+                    tombstones.append(RangeTombstone(start: c.key, end: c.valueBytes))
+                    try c.next()
+                }
+            }
+            self.rangeTombstones = tombstones
+            self.root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil)
+        } catch {
+            if let mapped { munmap(UnsafeMutableRawPointer(mutating: mapped.baseAddress), mapped.count) }
+            file.close()
+            throw error
+        }
+    }
+
+    deinit {
+        munmap(UnsafeMutableRawPointer(mutating: map.baseAddress), map.count)
+        file.close()
+        if obsolete.load(ordering: .acquiring) {
+            cache?.evict(file: number)
+            try? FileSystem.remove(path)
+        }
+    }
+
+    /// Marks the file for deletion once no version, snapshot or iterator uses it.
+    func markObsolete() { obsolete.store(true, ordering: .releasing) }
+
+    /// Verifies and decodes the stored block at `handle` and parses it as a ``Block``.
+    private static func decodeBlock(
+        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?
+    ) throws -> Block {
+        try Block(adopting: try decodePayload(map, h, path: path, checkSize: checkSize), file: path, fileOffset: Int(h.offset))
+    }
+
+    /// Verifies and decodes a stored block whose content is not a ``Block`` (filter, properties).
+    private static func decodeBytes(_ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String) throws -> [UInt8] {
+        let storage = try decodePayload(map, h, path: path, checkSize: nil)
+        defer { storage.deallocate() }
+        return Array(storage)
+    }
+
+    /// Verifies the stored block at `handle` (bounds, CRC) and decompresses it into memory the
+    /// caller owns.
+    private static func decodePayload(
+        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?
+    ) throws -> UnsafeMutableRawBufferPointer {
+        let trailer = SegmentFormat.blockTrailerSize
+        guard h.offset <= UInt64(map.count), h.length <= UInt64(map.count) - h.offset,
+              UInt64(trailer) <= UInt64(map.count) - h.offset - h.length
+        else {
+            throw StrataError.corrupted(file: path, offset: Int(clamping: h.offset), reason: "block handle \(h.offset)+\(h.length) outside the file")
+        }
+        let start = Int(h.offset), length = Int(h.length)
+        if let file = checkSize {
+            let now = try file.size()
+            guard now >= map.count else {
+                throw StrataError.corrupted(file: path, offset: now, reason: "file shrank from \(map.count) to \(now) bytes while open")
+            }
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: map[start..<(start + length)])
+        let t = UnsafeRawBufferPointer(rebasing: map[(start + length)..<(start + length + trailer)])
+        let stored = LittleEndian.uint32(t, at: 5)
+        var crc = CRC32C.checksum(payload)
+        crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: t[0..<5]), extending: crc)
+        guard CRC32C.mask(crc) == stored else {
+            throw StrataError.corrupted(file: path, offset: start, reason: "block checksum mismatch")
+        }
+        let rawLength = Int(LittleEndian.uint32(t, at: 1))
+        guard let compression = BlockCompression(rawValue: t[0]) else {
+            throw StrataError.corrupted(file: path, offset: start + length, reason: "unknown block compression \(t[0])")
+        }
+        let storage: UnsafeMutableRawBufferPointer
+        switch compression {
+        case .none:
+            guard rawLength == length else {
+                throw StrataError.corrupted(file: path, offset: start + length, reason: "raw block length \(length) != \(rawLength)")
+            }
+            storage = .allocate(byteCount: max(length, 1), alignment: 8)
+            if length > 0 { storage.copyMemory(from: payload) }
+        case .lz4:
+            guard rawLength <= 64 << 20 else {
+                throw StrataError.corrupted(file: path, offset: start + length, reason: "uncompressed length \(rawLength) impossible")
+            }
+            storage = .allocate(byteCount: max(rawLength, 1), alignment: 8)
+            guard BlockCompression.decompressLZ4(payload, into: UnsafeMutableRawBufferPointer(rebasing: storage[0..<rawLength])) else {
+                storage.deallocate()
+                throw StrataError.corrupted(file: path, offset: start, reason: "LZ4 payload does not decode to \(rawLength) bytes")
+            }
+        }
+        return UnsafeMutableRawBufferPointer(rebasing: storage[0..<rawLength])
+    }
+
+    /// The block at `handle`, from the cache or decoded from the file.
+    func block(_ handle: BlockHandle) throws -> Block {
+        let key = BlockCache.Key(file: number, offset: handle.offset)
+        if let hit = cache?.lookup(key) { return hit }
+        let b = try Self.decodeBlock(map, handle, path: path, checkSize: file)
+        cache?.insert(key, b)
+        return b
+    }
+
+    var rootBlock: Block { root }
+
+    /// Whether the bloom filter allows `key` to be here (always true without a filter).
+    func mayContain(hash: UInt64) -> Bool {
+        if filter.isEmpty { return true }
+        return filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
+    }
+
+    /// The record stored for exactly `key`, if this segment has one.
+    func get(_ key: UnsafeRawBufferPointer, hash: UInt64) throws -> (RecordKind, [UInt8])? {
+        guard mayContain(hash: hash) else { return nil }
+        var block = root
+        for _ in 0..<footer.indexHeight {
+            var c = BlockCursor(block)
+            try c.seek(key)
+            guard c.isValid else { return nil }
+            guard let h = BlockHandle.decode(c.value) else {
+                throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
+            }
+            block = try self.block(h)
+        }
+        var c = BlockCursor(block)
+        try c.seek(key)
+        guard c.isValid, c.key.withUnsafeBytes({ ByteComparison.compare($0, key) }) == 0 else { return nil }
+        return (c.kind, c.valueBytes)
+    }
+}
+
+/// A deleted key range `[start, end)`.
+struct RangeTombstone: Equatable, Sendable {
+    var start: [UInt8]
+    var end: [UInt8]
+
+    @inline(__always)
+    func covers(_ key: UnsafeRawBufferPointer) -> Bool {
+        ByteComparison.compare(start, key) <= 0 && ByteComparison.compare(end, key) > 0
+    }
+}

@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a segment file holds, as the manifest records it.
+struct SegmentMetadata: Equatable, Sendable {
+    var number: UInt64
+    var fileSize: UInt64
+    /// The smallest and largest key the segment speaks for, range tombstones included
+    /// (a range tombstone's exclusive end counts as its largest key).
+    var smallestKey: [UInt8]
+    var largestKey: [UInt8]
+    var records: UInt64
+}
+
+/// Tuning for the files a ``SegmentWriter`` produces.
+struct SegmentWriterOptions: Sendable {
+    /// Target size of a data block before compression.
+    var blockSize = 32 * 1024
+    /// Target size of an index block.
+    var indexBlockSize = 8 * 1024
+    /// Keys stored whole every this many entries in a data block.
+    var restartInterval = 16
+    /// Bloom filter bits per key; 0 writes no filter.
+    var bloomBitsPerKey = 10
+}
+
+/// Writes one segment file: sorted records into LZ4-compressed data blocks, then the filter,
+/// range tombstones, the B-tree index, the properties and the footer (FORMAT.md "Segment files").
+///
+/// The file is written under a temporary name and only renamed to its final name by ``finish()``
+/// after it is complete and synced; the caller then syncs the directory and publishes it in the
+/// manifest. Records must be added in strictly increasing key order.
+final class SegmentWriter {
+    let number: UInt64
+    let finalPath: String
+    private let tempPath: String
+    private let options: SegmentWriterOptions
+    private let file: SystemFile
+    private var out: [UInt8] = []
+    private var offset: UInt64 = 0
+    private var data: BlockBuilder
+    private var leafEntries: [([UInt8], BlockHandle)] = []
+    private var hashes: [UInt64] = []
+    private var rangeTombstones: [([UInt8], [UInt8])] = []
+    private(set) var properties = SegmentProperties()
+    private var lastKeyspace: UInt64?
+    private var lastKey: [UInt8] = []
+
+    init(directory: String, number: UInt64, options: SegmentWriterOptions) throws {
+        self.number = number
+        self.finalPath = directory + "/" + FileNames.segment(number)
+        self.tempPath = finalPath + ".tmp"
+        self.options = options
+        self.data = BlockBuilder(restartInterval: options.restartInterval)
+        self.file = try SystemFile.open(tempPath, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        out.reserveCapacity(1 << 20)
+    }
+
+    var isEmpty: Bool { properties.records == 0 && rangeTombstones.isEmpty }
+
+    /// The size of the file so far, counting the open data block uncompressed.
+    var estimatedFileSize: Int { Int(offset) + out.count + data.estimatedSize }
+
+    func add(key: UnsafeRawBufferPointer, kind: RecordKind, value: UnsafeRawBufferPointer) throws {
+        let ks = SegmentProperties.keyspace(of: key)
+        if let last = lastKeyspace, last != ks { properties.closeKeyspace(lastKey: lastKey) }
+        lastKeyspace = ks
+        properties.add(key: key, kind: kind, valueLength: value.count)
+        if options.bloomBitsPerKey > 0 { hashes.append(KeyHash.hash64(key)) }
+        data.add(key: key, kind: kind, value: value)
+        if data.estimatedSize >= options.blockSize { try flushDataBlock() }
+        lastKey.removeAll(keepingCapacity: true)
+        lastKey.append(contentsOf: key)
+    }
+
+    func add(key: [UInt8], kind: RecordKind, value: [UInt8]) throws {
+        try key.withUnsafeBytes { (k) in
+            try value.withUnsafeBytes { (v) in try add(key: k, kind: kind, value: v) }
+        }
+    }
+
+    /// Records a range tombstone `[start, end)`; they may come in any order.
+    func addRangeTombstone(start: [UInt8], end: [UInt8]) {
+        if ByteComparison.compare(start, end) < 0 { rangeTombstones.append((start, end)) }
+    }
+
+    private func flushDataBlock() throws {
+        guard !data.isEmpty else { return }
+        let last = data.lastAddedKey
+        let raw = data.finish()
+        properties.uncompressedDataBytes += UInt64(raw.count)
+        let handle = try writeBlock(raw, compress: true)
+        properties.storedDataBytes += handle.length + UInt64(SegmentFormat.blockTrailerSize)
+        properties.dataBlocks += 1
+        leafEntries.append((last, handle))
+    }
+
+    /// Appends a stored block (payload + trailer) and returns its handle.
+    private func writeBlock(_ raw: [UInt8], compress: Bool) throws -> BlockHandle {
+        let (kind, payload) = compress ? BlockCompression.compress(raw) : (.none, raw)
+        let handle = BlockHandle(offset: offset + UInt64(out.count), length: UInt64(payload.count))
+        out.append(contentsOf: payload)
+        var trailer: [UInt8] = [kind.rawValue]
+        LittleEndian.append(UInt32(raw.count), to: &trailer)
+        var crc = CRC32C.checksum(payload)
+        crc = CRC32C.checksum(trailer, extending: crc)
+        out.append(contentsOf: trailer)
+        LittleEndian.append(CRC32C.mask(crc), to: &out)
+        if out.count >= 1 << 20 { try drain() }
+        return handle
+    }
+
+    private func drain() throws {
+        try file.write(out)
+        offset += UInt64(out.count)
+        out.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes the rest of the file, syncs it and renames it to its final name.
+    func finish() throws -> SegmentMetadata {
+        try flushDataBlock()
+        properties.finish(lastKey: lastKey)
+
+        var filter = BlockHandle.empty
+        if options.bloomBitsPerKey > 0 && !hashes.isEmpty {
+            filter = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: options.bloomBitsPerKey), compress: false)
+        }
+
+        // Range tombstones of one segment all apply to older segments only, so their union is
+        // equivalent to the list: store it as sorted, disjoint ranges.
+        var merged: [([UInt8], [UInt8])] = []
+        for (s, e) in rangeTombstones.sorted(by: { ByteComparison.compare($0.0, $1.0) < 0 }) {
+            if let last = merged.last, ByteComparison.compare(s, last.1) <= 0 {
+                if ByteComparison.compare(e, last.1) > 0 { merged[merged.count - 1].1 = e }
+            } else {
+                merged.append((s, e))
+            }
+        }
+        var tombstones = BlockHandle.empty
+        if !merged.isEmpty {
+            var b = BlockBuilder(restartInterval: 1)
+            for (s, e) in merged { b.add(key: s, kind: .value, value: e) }
+            tombstones = try writeBlock(b.finish(), compress: false)
+            properties.rangeTombstones = UInt64(merged.count)
+        }
+
+        // The B-tree, bottom up: each level indexes the blocks of the level below by their last key.
+        var level = leafEntries
+        var height: UInt32 = 0
+        if level.isEmpty {
+            var b = BlockBuilder(restartInterval: 1)
+            level = [([], try writeBlock(b.finish(), compress: false))]
+            properties.indexBlocks += 1
+            height = 1
+        }
+        while height == 0 || level.count > 1 {
+            var next: [([UInt8], BlockHandle)] = []
+            var b = BlockBuilder(restartInterval: 1)
+            var value: [UInt8] = []
+            for (i, (key, handle)) in level.enumerated() {
+                value.removeAll(keepingCapacity: true)
+                handle.encode(into: &value)
+                b.add(key: key, kind: .value, value: value)
+                if b.estimatedSize >= options.indexBlockSize || i == level.count - 1 {
+                    next.append((key, try writeBlock(b.finish(), compress: false)))
+                    properties.indexBlocks += 1
+                }
+            }
+            level = next
+            height += 1
+        }
+        let root = level[0].1
+        let props = try writeBlock(properties.encode(), compress: false)
+        let footer = SegmentFooter(rootIndex: root, indexHeight: height, filter: filter,
+                                   rangeTombstones: tombstones, properties: props)
+        out.append(contentsOf: footer.encode())
+        try drain()
+        try file.sync()
+        file.close()
+        try FileSystem.rename(tempPath, finalPath)
+
+        var smallest = properties.smallestKey, largest = properties.largestKey
+        if let first = merged.first, properties.records == 0 || ByteComparison.compare(first.0, smallest) < 0 {
+            smallest = first.0
+        }
+        if let last = merged.last, properties.records == 0 || ByteComparison.compare(last.1, largest) > 0 {
+            largest = last.1
+        }
+        return SegmentMetadata(number: number, fileSize: offset, smallestKey: smallest,
+                               largestKey: largest, records: properties.records)
+    }
+
+    /// Closes and deletes the unfinished file.
+    func abandon() {
+        file.close()
+        try? FileSystem.remove(tempPath)
+    }
+}

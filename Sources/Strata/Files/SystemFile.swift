@@ -1,0 +1,199 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The system calls Strata makes, named for error messages and fault injection.
+enum IOOperation: String, Sendable {
+    case open, read, write, fsync, ftruncate, fstat, close, rename, unlink, mkdir, mmap, flock, readdir
+}
+
+/// A test seam: when set, called before each system call; a non-nil result is returned as that
+/// call's errno instead of making the call. Production code never sets it.
+enum IOFaultInjection {
+    nonisolated(unsafe) private static var hook: (@Sendable (IOOperation, String) -> Int32?)?
+    private static let lock = NSLock()
+
+    static func set(_ newHook: (@Sendable (IOOperation, String) -> Int32?)?) {
+        lock.lock(); defer { lock.unlock() }
+        hook = newHook
+    }
+
+    @inline(__always)
+    static func check(_ op: IOOperation, _ path: String) throws {
+        lock.lock()
+        let h = hook
+        lock.unlock()
+        if let h, let code = h(op, path) { throw StrataError.io(path: path, errno: code, operation: op.rawValue) }
+    }
+}
+
+/// An open file descriptor with the path it was opened from. Every call retries `EINTR`, and
+/// every failure is a ``StrataError/io(path:errno:operation:)`` naming the path and the call.
+struct SystemFile: Sendable {
+    let descriptor: Int32
+    let path: String
+
+    static func open(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> SystemFile {
+        try IOFaultInjection.check(.open, path)
+        while true {
+            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+            if fd >= 0 { return SystemFile(descriptor: fd, path: path) }
+            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "open") }
+        }
+    }
+
+    /// Writes all of `bytes` at the current offset.
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        try IOFaultInjection.check(.write, path)
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StrataError.io(path: path, errno: errno, operation: "write")
+            }
+            done += n
+        }
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { (b) in try write(b) }
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
+    func read(at offset: Int, count: Int) throws -> [UInt8] {
+        try IOFaultInjection.check(.read, path)
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        let err: Int32? = out.withUnsafeMutableBytes { buf in
+            while done < count {
+                let n = pread(descriptor, buf.baseAddress! + done, count - done, off_t(offset + done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if n == 0 { break }
+                done += n
+            }
+            return nil
+        }
+        if let err { throw StrataError.io(path: path, errno: err, operation: "read") }
+        out.removeLast(count - done)
+        return out
+    }
+
+    /// `fdatasync`: the file's data (and the size) on stable storage.
+    func sync() throws {
+        try IOFaultInjection.check(.fsync, path)
+        while fdatasync(descriptor) != 0 {
+            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
+        }
+    }
+
+    func truncate(to size: Int) throws {
+        try IOFaultInjection.check(.ftruncate, path)
+        while ftruncate(descriptor, off_t(size)) != 0 {
+            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "ftruncate") }
+        }
+    }
+
+    func size() throws -> Int {
+        try IOFaultInjection.check(.fstat, path)
+        var st = stat()
+        guard fstat(descriptor, &st) == 0 else { throw StrataError.io(path: path, errno: errno, operation: "fstat") }
+        return Int(st.st_size)
+    }
+
+    func seekToEnd() throws {
+        if lseek(descriptor, 0, SEEK_END) < 0 { throw StrataError.io(path: path, errno: errno, operation: "lseek") }
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)  // close is not retried on EINTR on Linux: the fd is gone either way
+    }
+
+    /// Runs `body` with the file, closing it afterwards whatever happens.
+    static func withFile<R>(
+        _ path: String, flags: Int32, mode: mode_t = 0o644,
+        _ body: (SystemFile) throws -> R
+    ) throws -> R {
+        let file = try open(path, flags: flags, mode: mode)
+        defer { file.close() }
+        return try body(file)
+    }
+}
+
+/// Directory-level operations: the directory sync after creates, renames and deletes.
+enum FileSystem {
+    static func syncDirectory(_ path: String) throws {
+        let dir = try SystemFile.open(path, flags: O_RDONLY | O_DIRECTORY)
+        defer { dir.close() }
+        try IOFaultInjection.check(.fsync, path)
+        while fsync(dir.descriptor) != 0 {
+            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
+        }
+    }
+
+    static func rename(_ from: String, _ to: String) throws {
+        try IOFaultInjection.check(.rename, to)
+        if Glibc.rename(from, to) != 0 { throw StrataError.io(path: to, errno: errno, operation: "rename") }
+    }
+
+    static func remove(_ path: String) throws {
+        try IOFaultInjection.check(.unlink, path)
+        if unlink(path) != 0 && errno != ENOENT { throw StrataError.io(path: path, errno: errno, operation: "unlink") }
+    }
+
+    static func createDirectory(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            if (st.st_mode & S_IFMT) == S_IFDIR { return }
+            throw StrataError.io(path: path, errno: ENOTDIR, operation: "mkdir")
+        }
+        // Create parents first, like `mkdir -p`.
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path && parent != "/" { try createDirectory(parent) }
+        try IOFaultInjection.check(.mkdir, path)
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw StrataError.io(path: path, errno: errno, operation: "mkdir") }
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0
+    }
+
+    static func fileSize(_ path: String) throws -> Int {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw StrataError.io(path: path, errno: errno, operation: "stat") }
+        return Int(st.st_size)
+    }
+
+    static func listDirectory(_ path: String) throws -> [String] {
+        try IOFaultInjection.check(.readdir, path)
+        guard let dir = opendir(path) else { throw StrataError.io(path: path, errno: errno, operation: "opendir") }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Writes `bytes` to `path` atomically: a temporary file, synced, renamed over `path`,
+    /// then the directory synced.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+        let temp = path + ".tmp"
+        try SystemFile.withFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC) { (f) in
+            try f.write(bytes)
+            try f.sync()
+        }
+        try rename(temp, path)
+        try syncDirectory(directory)
+    }
+}

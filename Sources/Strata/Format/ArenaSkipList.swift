@@ -1,0 +1,211 @@
+import CStrataSupport
+
+/// A skiplist of `(key, sequence) → (kind, value)` entries stored in an arena, for the memtable.
+///
+/// Order: key ascending (bytewise), then sequence descending, so the newest version of a key
+/// comes first. One writer at a time inserts (the engine's commit leader); any number of readers
+/// walk the list concurrently without locks.
+///
+/// Invariants:
+/// - Nodes live in arena chunks that are never moved or freed before the list is deinitialized;
+///   a reader holding the list (a strong reference) may follow any pointer it loaded.
+/// - A node is fully written (key, value, its own next pointers) before it is published by a
+///   release store into its predecessor's next pointer; readers load next pointers with acquire.
+/// - Node layout (8-byte aligned): `sequence:u64 | keyLength:u32 | valueLength:u32 | kind:u8 |
+///   height:u8 | pad:6 | next:uintptr × height | key | value`.
+final class ArenaSkipList: @unchecked Sendable {
+    static let maxHeight = 12
+    private static let headerSize = 24
+
+    private var chunks: [UnsafeMutableRawPointer] = []
+    private var cursor: UnsafeMutableRawPointer?
+    private var remaining = 0
+    private let chunkSize = 1 << 20
+    private let head: UnsafeMutableRawPointer
+    // Written by the writer with release, read by readers with acquire.
+    private let heightCell: UnsafeMutablePointer<UInt64>
+    private let usageCell: UnsafeMutablePointer<UInt64>
+    private var random: UInt64 = 0x2545_F491_4F6C_DD1D
+    private var entryCount = 0
+    /// Scratch for `insert` (writer-only): the predecessor at each level.
+    private let preds: UnsafeMutablePointer<UnsafeMutableRawPointer>
+
+    init() {
+        heightCell = .allocate(capacity: 1)
+        heightCell.initialize(to: 1)
+        usageCell = .allocate(capacity: 1)
+        usageCell.initialize(to: 0)
+        head = UnsafeMutableRawPointer.allocate(byteCount: Self.headerSize + 8 * Self.maxHeight, alignment: 8)
+        head.initializeMemory(as: UInt8.self, repeating: 0, count: Self.headerSize + 8 * Self.maxHeight)
+        head.storeBytes(of: UInt8(Self.maxHeight), toByteOffset: 17, as: UInt8.self)
+        preds = .allocate(capacity: Self.maxHeight)
+        preds.initialize(repeating: head, count: Self.maxHeight)
+    }
+
+    deinit {
+        for c in chunks { c.deallocate() }
+        head.deallocate()
+        preds.deallocate()
+        heightCell.deallocate()
+        usageCell.deallocate()
+    }
+
+    /// Bytes of arena in use (keys, values and node overhead); readable from any thread.
+    var memoryUsage: Int { Int(strata_atomic_load_u64(usageCell)) }
+
+    /// Number of entries; writer-side only.
+    var count: Int { entryCount }
+
+    // MARK: Node access
+
+    typealias Node = UnsafeMutableRawPointer
+
+    @inline(__always) static func sequence(_ n: Node) -> UInt64 { n.load(as: UInt64.self) }
+    @inline(__always) static func kind(_ n: Node) -> UInt8 { n.load(fromByteOffset: 16, as: UInt8.self) }
+    @inline(__always) private static func height(_ n: Node) -> Int { Int(n.load(fromByteOffset: 17, as: UInt8.self)) }
+
+    @inline(__always) static func key(_ n: Node) -> UnsafeRawBufferPointer {
+        let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
+        return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n), count: kl)
+    }
+
+    @inline(__always) static func value(_ n: Node) -> UnsafeRawBufferPointer {
+        let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
+        let vl = Int(n.load(fromByteOffset: 12, as: UInt32.self))
+        return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n) + kl, count: vl)
+    }
+
+    @inline(__always) private static func nextCell(_ n: Node, _ level: Int) -> UnsafeMutablePointer<UInt> {
+        (n + headerSize + 8 * level).assumingMemoryBound(to: UInt.self)
+    }
+
+    @inline(__always) static func next(_ n: Node, _ level: Int) -> Node? {
+        UnsafeMutableRawPointer(bitPattern: strata_atomic_load_acquire(nextCell(n, level)))
+    }
+
+    // MARK: Ordering
+
+    /// Compares node `n` with `(key, sequence)` in list order: negative when `n` comes first.
+    @inline(__always)
+    private static func compare(_ n: Node, _ key: UnsafeRawBufferPointer, _ sequence: UInt64) -> Int {
+        let c = ByteComparison.compare(Self.key(n), key)
+        if c != 0 { return c }
+        let s = Self.sequence(n)
+        return s > sequence ? -1 : (s < sequence ? 1 : 0)
+    }
+
+    private var currentHeight: Int { Int(strata_atomic_load_u64(heightCell)) }
+
+    // MARK: Writer
+
+    private func allocate(_ size: Int) -> UnsafeMutableRawPointer {
+        let rounded = (size + 7) & ~7
+        if rounded > remaining {
+            let n = max(chunkSize, rounded)
+            let c = UnsafeMutableRawPointer.allocate(byteCount: n, alignment: 8)
+            chunks.append(c)
+            cursor = c
+            remaining = n
+        }
+        let p = cursor!
+        cursor = p + rounded
+        remaining -= rounded
+        return p
+    }
+
+    private func randomHeight() -> Int {
+        var h = 1
+        while h < Self.maxHeight {
+            random ^= random << 13; random ^= random >> 7; random ^= random << 17
+            if random & 3 != 0 { break }
+            h += 1
+        }
+        return h
+    }
+
+    /// Inserts an entry. Only one thread may call this at a time; `(key, sequence)` must be new.
+    func insert(key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8, value: UnsafeRawBufferPointer) {
+        for i in 0..<Self.maxHeight { preds[i] = head }
+        var x = head
+        var level = currentHeight - 1
+        while level >= 0 {
+            while let n = Self.next(x, level), Self.compare(n, key, sequence) < 0 { x = n }
+            preds[level] = x
+            level -= 1
+        }
+        let h = randomHeight()
+        let size = Self.headerSize + 8 * h + key.count + value.count
+        let node = allocate(size)
+        node.storeBytes(of: sequence, as: UInt64.self)
+        node.storeBytes(of: UInt32(key.count), toByteOffset: 8, as: UInt32.self)
+        node.storeBytes(of: UInt32(value.count), toByteOffset: 12, as: UInt32.self)
+        node.storeBytes(of: kind, toByteOffset: 16, as: UInt8.self)
+        node.storeBytes(of: UInt8(h), toByteOffset: 17, as: UInt8.self)
+        let body = node + Self.headerSize + 8 * h
+        if let k = key.baseAddress, key.count > 0 { body.copyMemory(from: k, byteCount: key.count) }
+        if let v = value.baseAddress, value.count > 0 { (body + key.count).copyMemory(from: v, byteCount: value.count) }
+        if h > currentHeight {
+            // Levels above the old height have `head` as predecessor (preds was reset to head).
+            strata_atomic_store_u64(heightCell, UInt64(h))
+        }
+        for i in 0..<h {
+            Self.nextCell(node, i).pointee = strata_atomic_load_acquire(Self.nextCell(preds[i], i))
+            strata_atomic_store_release(Self.nextCell(preds[i], i), UInt(bitPattern: node))
+        }
+        entryCount += 1
+        strata_atomic_store_u64(usageCell, strata_atomic_load_u64(usageCell) + UInt64(size))
+    }
+
+    // MARK: Readers
+
+    /// The first node at or after `(key, sequence)` in list order; with `sequence` = the snapshot,
+    /// the newest version of `key` visible to it, if there is one.
+    func seek(_ key: UnsafeRawBufferPointer, sequence: UInt64) -> Node? {
+        var x = head
+        var level = currentHeight - 1
+        while true {
+            let n = Self.next(x, level)
+            if let n, Self.compare(n, key, sequence) < 0 {
+                x = n
+            } else if level == 0 {
+                return n
+            } else {
+                level -= 1
+            }
+        }
+    }
+
+    /// The first node.
+    var first: Node? { Self.next(head, 0) }
+
+    /// The last node whose key is strictly less than `key` (any version); nil if none.
+    func lastBefore(_ key: UnsafeRawBufferPointer) -> Node? {
+        var x = head
+        var level = currentHeight - 1
+        while true {
+            let n = Self.next(x, level)
+            if let n, ByteComparison.compare(Self.key(n), key) < 0 {
+                x = n
+            } else if level == 0 {
+                return x == head ? nil : x
+            } else {
+                level -= 1
+            }
+        }
+    }
+
+    /// The last node in the list.
+    var last: Node? {
+        var x = head
+        var level = currentHeight - 1
+        while true {
+            if let n = Self.next(x, level) {
+                x = n
+            } else if level == 0 {
+                return x == head ? nil : x
+            } else {
+                level -= 1
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+/// One decoded (decompressed, checksum-verified) block, owning its bytes.
+///
+/// Invariants, established by `init` and relied on by ``BlockCursor``: `restartCount >= 1`,
+/// `restartsOffset + 4 * restartCount + 4 == bytes.count`, and every restart offset is
+/// `< restartsOffset` and increasing. Entries themselves are bounds-checked as they are decoded.
+final class Block: @unchecked Sendable {
+    // Owned, immutable after init; freed in deinit. Never handed out beyond a cursor's lifetime.
+    let bytes: UnsafeRawBufferPointer
+    let restartsOffset: Int
+    let restartCount: Int
+    /// Where the block came from, for error messages.
+    let file: String
+    let fileOffset: Int
+
+    /// Takes ownership of `storage` (allocated with `UnsafeMutableRawBufferPointer.allocate`).
+    init(adopting storage: UnsafeMutableRawBufferPointer, file: String, fileOffset: Int) throws {
+        self.bytes = UnsafeRawBufferPointer(storage)
+        self.file = file
+        self.fileOffset = fileOffset
+        let raw = UnsafeRawBufferPointer(storage)
+        guard raw.count >= 4 else {
+            storage.deallocate()
+            throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block of \(raw.count) bytes is too short")
+        }
+        let n = Int(LittleEndian.uint32(raw, at: raw.count - 4))
+        guard n >= 1, n <= (raw.count - 4) / 4 else {
+            storage.deallocate()
+            throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block restart count \(n) impossible for \(raw.count) bytes")
+        }
+        let start = raw.count - 4 - 4 * n
+        var previous = -1
+        for i in 0..<n {
+            let r = Int(LittleEndian.uint32(raw, at: start + 4 * i))
+            guard r > previous, r < start || (r == 0 && start == 0) else {
+                storage.deallocate()
+                throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block restart \(i) at \(r) out of order or past the entries")
+            }
+            previous = r
+        }
+        self.restartsOffset = start
+        self.restartCount = n
+    }
+
+    /// A block built in memory (tests, the memtable flush path).
+    convenience init(copying data: [UInt8], file: String = "<memory>", fileOffset: Int = 0) throws {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(data.count, 1), alignment: 8)
+        let slice = UnsafeMutableRawBufferPointer(rebasing: storage[0..<data.count])
+        data.withUnsafeBytes { slice.copyMemory(from: $0) }
+        try self.init(adopting: slice, file: file, fileOffset: fileOffset)
+    }
+
+    deinit { UnsafeMutableRawBufferPointer(mutating: bytes).deallocate() }
+
+    func restart(_ i: Int) -> Int {
+        Int(LittleEndian.uint32(bytes, at: restartsOffset + 4 * i))
+    }
+
+    /// The number of bytes the block occupies in memory (for the cache's budget).
+    var memoryFootprint: Int { bytes.count + 96 }
+}
+
+/// Walks a ``Block`` forward or backward, or seeks in it by key.
+///
+/// The cursor keeps the current key in a buffer of its own; `value` is a view of the block's
+/// bytes, valid while the cursor (which holds the block) lives.
+struct BlockCursor {
+    let block: Block
+    /// Offset of the current entry; `nil` when the cursor is not on an entry.
+    private(set) var current: Int?
+    private var nextOffset = 0
+    private(set) var key: [UInt8] = []
+    private(set) var kind: RecordKind = .value
+    private var valueStart = 0
+    private var valueLength = 0
+
+    init(_ block: Block) {
+        self.block = block
+        key.reserveCapacity(64)
+    }
+
+    var isValid: Bool { current != nil }
+
+    var value: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: block.bytes[valueStart..<(valueStart + valueLength)])
+    }
+
+    var valueBytes: [UInt8] { Array(value) }
+
+    private func corrupt(_ offset: Int, _ reason: String) -> StrataError {
+        .corrupted(file: block.file, offset: block.fileOffset, reason: "block entry at \(offset): \(reason)")
+    }
+
+    /// Decodes the entry at `offset`, whose predecessor's key is in `key`.
+    @inline(__always)
+    private mutating func decode(at offset: Int) throws {
+        let b = block.bytes
+        let limit = block.restartsOffset
+        var p = offset
+        guard let shared = Varint.readLength(b, at: &p, limit: limit),
+              let unshared = Varint.readLength(b, at: &p, limit: limit),
+              let vlen = Varint.readLength(b, at: &p, limit: limit),
+              p < limit
+        else { throw corrupt(offset, "truncated entry header") }
+        guard let k = RecordKind(rawValue: b[p]) else { throw corrupt(offset, "unknown record kind \(b[p])") }
+        p += 1
+        guard shared <= key.count, p + unshared + vlen <= limit else {
+            throw corrupt(offset, "lengths run past the block (shared \(shared), unshared \(unshared), value \(vlen))")
+        }
+        key.removeLast(key.count - shared)
+        key.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[p..<(p + unshared)]))
+        p += unshared
+        kind = k
+        valueStart = p
+        valueLength = vlen
+        current = offset
+        nextOffset = p + vlen
+    }
+
+    mutating func seekToFirst() throws {
+        key.removeAll(keepingCapacity: true)
+        if block.restartsOffset == 0 { current = nil; return }
+        try decode(at: 0)
+    }
+
+    mutating func next() throws {
+        guard current != nil else { return }
+        if nextOffset >= block.restartsOffset { current = nil; return }
+        try decode(at: nextOffset)
+    }
+
+    /// Positions at restart `i` (whose key is stored whole).
+    private mutating func seekToRestart(_ i: Int) throws {
+        key.removeAll(keepingCapacity: true)
+        try decode(at: block.restart(i))  // with an empty key, decode rejects shared > 0
+    }
+
+    /// Positions at the first entry whose key is `>= target`; invalid if there is none.
+    mutating func seek(_ target: UnsafeRawBufferPointer) throws {
+        if block.restartsOffset == 0 { current = nil; return }
+        // Binary search for the last restart whose key is < target.
+        var lo = 0, hi = block.restartCount - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            try seekToRestart(mid)
+            if key.withUnsafeBytes({ ByteComparison.compare($0, target) }) < 0 {
+                lo = mid
+            } else {
+                hi = mid - 1
+            }
+        }
+        try seekToRestart(lo)
+        while current != nil, key.withUnsafeBytes({ ByteComparison.compare($0, target) }) < 0 {
+            try next()
+        }
+    }
+
+    mutating func seek(_ target: [UInt8]) throws {
+        try target.withUnsafeBytes { (t) in try seek(t) }
+    }
+
+    mutating func seekToLast() throws {
+        if block.restartsOffset == 0 { current = nil; return }
+        try seekToRestart(block.restartCount - 1)
+        while nextOffset < block.restartsOffset { try decode(at: nextOffset) }
+    }
+
+    /// Moves to the entry before the current one; invalid before the first.
+    mutating func previous() throws {
+        guard let here = current else { return }
+        if here == 0 { current = nil; return }
+        // The last restart strictly before `here`, then forward to the entry before `here`.
+        var lo = 0, hi = block.restartCount - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if block.restart(mid) < here { lo = mid } else { hi = mid - 1 }
+        }
+        try seekToRestart(lo)
+        while nextOffset < here { try decode(at: nextOffset) }
+        guard current != nil, nextOffset == here else { throw corrupt(here, "entry boundaries do not line up") }
+    }
+
+    /// Positions at the last entry whose key is `<= target`; invalid if there is none.
+    mutating func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
+        try seek(target)
+        if current == nil {
+            try seekToLast()
+        } else if key.withUnsafeBytes({ ByteComparison.compare($0, target) }) > 0 {
+            try previous()
+        }
+    }
+}

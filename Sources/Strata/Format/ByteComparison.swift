@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one key order of every file: unsigned byte-wise lexicographic, a prefix first.
+enum ByteComparison {
+    @inline(__always)
+    static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let c = memcmp(pa, pb, n)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return a.count < b.count ? -1 : (a.count > b.count ? 1 : 0)
+    }
+
+    @inline(__always)
+    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in compare(pa, pb) } }
+    }
+
+    @inline(__always)
+    static func compare(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
+        a.withUnsafeBytes { pa in compare(pa, b) }
+    }
+
+    /// The length of the common prefix of `a` and `b`.
+    @inline(__always)
+    static func sharedPrefixLength(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        var i = 0
+        while i + 8 <= n {
+            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                break
+            }
+            i += 8
+        }
+        while i < n && a[i] == b[i] { i += 1 }
+        return i
+    }
+}

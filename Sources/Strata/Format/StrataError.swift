@@ -1,0 +1,68 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Every error Strata throws.
+///
+/// Each case names what it concerns — the file and offset of a corrupt record, the path and system
+/// call of an I/O failure, the argument that was out of range — so that its ``description`` can be
+/// shown to a person as it is.
+///
+/// ```swift
+/// do {
+///     let store = try Store.open(at: url)
+/// } catch StrataError.locked(let path) {
+///     print("another process has \(path) open")
+/// }
+/// ```
+public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The store (or a collection of it) was used after ``Store/close()``.
+    case closed
+    /// Another process holds the store's `LOCK` file.
+    case locked(path: String)
+    /// A sealed file holds bytes that cannot be right: a CRC mismatch, an impossible length,
+    /// a truncated structure, keys out of order.
+    case corrupted(file: String, offset: Int, reason: String)
+    /// A file was written by a format version this build does not read.
+    case unsupportedFormatVersion(file: String, found: UInt32)
+    /// A system call failed. `errno` is the raw error number, `operation` the call (`open`, `fsync`…).
+    case io(path: String, errno: Int32, operation: String)
+    /// The named thing does not exist.
+    case notFound(String)
+    /// The named thing exists already, or changed under the caller.
+    case conflict(String)
+    /// An argument is out of range or malformed; the message names it.
+    case invalidArgument(String)
+    /// A collection was opened with a different type than it was created with.
+    case typeMismatch(String)
+    /// A time-series append carried a timestamp earlier than the series' latest event.
+    case timestampBeforeLatest(latest: Date, given: Date)
+
+    public var description: String {
+        switch self {
+        case .closed:
+            return "the store is closed"
+        case .locked(let path):
+            return "the store at \(path) is locked by another process"
+        case .corrupted(let file, let offset, let reason):
+            return "corruption in \(file) at offset \(offset): \(reason)"
+        case .unsupportedFormatVersion(let file, let found):
+            return "\(file) has format version \(found), which this build of Strata does not read"
+        case .io(let path, let code, let operation):
+            return "\(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))"
+        case .notFound(let what):
+            return "not found: \(what)"
+        case .conflict(let what):
+            return "conflict: \(what)"
+        case .invalidArgument(let what):
+            return "invalid argument: \(what)"
+        case .typeMismatch(let what):
+            return "type mismatch: \(what)"
+        case .timestampBeforeLatest(let latest, let given):
+            return "timestamp \(given) is before the latest event's timestamp \(latest)"
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/// LEB128 variable-length unsigned integers: seven bits a byte, least significant group first,
+/// the high bit set on every byte but the last. A `UInt64` takes 1…10 bytes.
+enum Varint {
+    /// The largest encoded size of a `UInt64`.
+    static let maxLength = 10
+
+    @inline(__always)
+    static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    @inline(__always)
+    static func append(_ value: Int, to bytes: inout [UInt8]) {
+        append(UInt64(value), to: &bytes)
+    }
+
+    /// The number of bytes `value` takes.
+    static func length(of value: UInt64) -> Int {
+        var v = value, n = 1
+        while v >= 0x80 { v >>= 7; n += 1 }
+        return n
+    }
+
+    /// Decodes a varint at `offset` in `buffer`, advancing `offset`. Returns nil when the buffer ends
+    /// inside the varint or the encoding is longer than ten bytes or overflows 64 bits.
+    @inline(__always)
+    static func read(_ buffer: UnsafeRawBufferPointer, at offset: inout Int) -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        var i = offset
+        while i < buffer.count {
+            let byte = buffer[i]
+            i += 1
+            if shift == 63 && byte > 1 { return nil }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 {
+                offset = i
+                return result
+            }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
+    }
+
+    /// Like ``read(_:at:)`` but for lengths and counts that must fit in an `Int` no larger than `limit`.
+    @inline(__always)
+    static func readLength(_ buffer: UnsafeRawBufferPointer, at offset: inout Int, limit: Int) -> Int? {
+        guard let v = read(buffer, at: &offset), v <= UInt64(limit) else { return nil }
+        return Int(v)
+    }
+}
+
+/// Fixed-width little-endian integers, the width of every stored field that is not a varint.
+enum LittleEndian {
+    @inline(__always)
+    static func append(_ value: UInt32, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    @inline(__always)
+    static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Reads a `UInt32` at `offset`; the caller has checked `offset + 4 <= buffer.count`.
+    @inline(__always)
+    static func uint32(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
+        UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    /// Reads a `UInt64` at `offset`; the caller has checked `offset + 8 <= buffer.count`.
+    @inline(__always)
+    static func uint64(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
+        UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+}

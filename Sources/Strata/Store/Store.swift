@@ -1,0 +1,224 @@
+import Foundation
+import Synchronization
+
+/// A Strata store: one directory of files holding time series, message history, documents and
+/// raw key-value data, owned by one process at a time.
+///
+/// ```swift
+/// import Strata
+///
+/// let store = try Store.open(at: URL(filePath: "/var/lib/app/data.strata"))
+/// try store.put(Array("greeting".utf8), Array("hello".utf8))
+/// let value = try store.get(Array("greeting".utf8))     // the bytes of "hello"
+/// try store.close()
+/// ```
+///
+/// ## Guarantees
+/// - **Atomic batches**: a ``WriteBatch`` is applied whole or not at all, also across a crash.
+/// - **Durable writes**: with ``Durability/synchronous`` (the default) a write returns after it is
+///   on stable storage; ``Durability/buffered`` lifts that (see its documentation).
+/// - **Isolated reads**: every read sees one consistent state; a ``StoreSnapshot`` keeps one.
+/// - **One owner**: a second process opening the directory gets ``StrataError/locked(path:)``;
+///   in this process, opening it again returns the same instance.
+///
+/// Every method is thread-safe. After ``close()``, every call throws ``StrataError/closed``.
+public final class Store: Sendable {
+    /// The directory the store lives in.
+    public let directory: URL
+    /// The options the store was opened with.
+    public let options: StoreOptions
+    let engine: Engine
+
+    private static let registry = Mutex<[String: Store]>([:])
+
+    private init(directory: URL, options: StoreOptions, engine: Engine) {
+        self.directory = directory
+        self.options = options
+        self.engine = engine
+    }
+
+    private static func canonicalPath(_ url: URL) -> String {
+        url.standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    /// Opens the store in `directory`, creating the directory and an empty store if missing.
+    ///
+    /// Opening a directory this process has open already returns that same instance (and
+    /// ignores `options`). Recovery happens here: the log written since the last flush is
+    /// replayed, and a batch torn by a crash is cut off.
+    ///
+    /// - Throws: ``StrataError/locked(path:)`` if another process has it open;
+    ///   ``StrataError/corrupted(file:offset:reason:)`` or
+    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for files it cannot trust;
+    ///   ``StrataError/invalidArgument(_:)`` for options out of range.
+    public static func open(at directory: URL, options: StoreOptions = StoreOptions()) throws -> Store {
+        let engineOptions = try options.engineOptions()
+        guard directory.isFileURL else { throw StrataError.invalidArgument("directory \(directory) is not a file URL") }
+        // Create first so that the canonical path resolves the same before and after.
+        try FileSystem.createDirectory(directory.standardizedFileURL.path)
+        let path = canonicalPath(directory)
+        return try registry.withLock { open in
+            if let existing = open[path] { return existing }
+            let engine = try Engine(directory: path, options: engineOptions)
+            let store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
+            open[path] = store
+            return store
+        }
+    }
+
+    /// The store this process has open in `directory`, if any.
+    public static func opened(at directory: URL) -> Store? {
+        let path = canonicalPath(directory)
+        return registry.withLock { $0[path] }
+    }
+
+    /// Closes every store this process has open (errors are ignored; each store is closed anyway).
+    public static func prepareForShutdown() {
+        let all = registry.withLock { open -> [Store] in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for store in all { try? store.engine.close() }
+    }
+
+    /// Closes the store if it is open here, then removes its files and, if then empty, its directory.
+    ///
+    /// - Throws: ``StrataError/locked(path:)`` if another process has it open.
+    public static func destroy(at directory: URL) throws {
+        if let store = opened(at: directory) { try store.close() }
+        let path = canonicalPath(directory)
+        guard FileSystem.exists(path) else { return }
+        let lock = try FileLock(path: path + "/" + FileNames.lock)
+        defer { lock.release() }
+        for name in try FileSystem.listDirectory(path) where FileNames.parse(name) != .other {
+            try FileSystem.remove(path + "/" + name)
+        }
+        if try FileSystem.listDirectory(path).isEmpty { _ = rmdir(path) }
+    }
+
+    /// Waits for background work, makes every write durable and releases the directory.
+    /// Idempotent; afterwards every call on the store throws ``StrataError/closed``.
+    public func close() throws {
+        let path = directory.path
+        Store.registry.withLock { open in
+            if open[path] === self { open[path] = nil }
+        }
+        try engine.close()
+    }
+
+    /// Makes every write acknowledged so far durable (useful with ``Durability/buffered``).
+    public func sync() throws { try engine.sync() }
+
+    /// Flushes memory to disk and merges every segment now, applying retention and dropping
+    /// deleted data; returns when done. Compaction otherwise runs in the background by itself.
+    public func compact() throws { try engine.compactAll() }
+
+    // MARK: Raw key-value data
+
+    /// Applies a batch atomically. `durability` overrides the store's for this write.
+    public func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
+        try engine.write(batch, durability: durability)
+    }
+
+    /// Sets `key` to `value`.
+    public func put(_ key: [UInt8], _ value: [UInt8]) throws {
+        var b = WriteBatch()
+        b.put(key, value)
+        try engine.write(b)
+    }
+
+    /// Removes `key` (no error if it is absent).
+    public func delete(_ key: [UInt8]) throws {
+        var b = WriteBatch()
+        b.delete(key)
+        try engine.write(b)
+    }
+
+    /// The value of `key`, or nil.
+    public func get(_ key: [UInt8]) throws -> [UInt8]? {
+        try engine.get(Keyspace.keyValue.prefix + key)
+    }
+
+    /// A consistent view of the store as it is now, unaffected by later writes.
+    public func snapshot() throws -> StoreSnapshot {
+        StoreSnapshot(try engine.snapshot())
+    }
+
+    /// A cursor over the keys `k` with `start <= k < end` (nil: unbounded), in key order or reverse.
+    public func cursor(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false) throws -> KeyValueCursor {
+        try snapshot().cursor(from: start, to: end, reverse: reverse)
+    }
+
+    /// The key-value pairs with `start <= key < end`, at most `limit` of them.
+    public func scan(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false,
+                     limit: Int = .max) throws -> [(key: [UInt8], value: [UInt8])] {
+        try snapshot().scan(from: start, to: end, reverse: reverse, limit: limit)
+    }
+}
+
+/// A read-only view of a store at one moment. It keeps the files it reads alive: release it
+/// (let it go out of scope) when done.
+public final class StoreSnapshot: Sendable {
+    let snapshot: Snapshot
+
+    init(_ snapshot: Snapshot) {
+        self.snapshot = snapshot
+    }
+
+    /// The value of `key` in this snapshot, or nil.
+    public func get(_ key: [UInt8]) throws -> [UInt8]? {
+        try snapshot.get(Keyspace.keyValue.prefix + key)
+    }
+
+    /// A cursor over `start <= key < end` in this snapshot.
+    public func cursor(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false) -> KeyValueCursor {
+        let ks = Keyspace.keyValue
+        return KeyValueCursor(snapshot.cursor(lower: ks.prefix + (start ?? []), upper: end.map { ks.prefix + $0 } ?? ks.end,
+                                              reverse: reverse), prefixLength: ks.prefix.count)
+    }
+
+    /// The key-value pairs with `start <= key < end`, at most `limit` of them.
+    public func scan(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false,
+                     limit: Int = .max) throws -> [(key: [UInt8], value: [UInt8])] {
+        guard limit >= 0 else { throw StrataError.invalidArgument("limit \(limit) is negative") }
+        let c = cursor(from: start, to: end, reverse: reverse)
+        var out: [(key: [UInt8], value: [UInt8])] = []
+        while out.count < limit, try c.next() { out.append((c.key, c.value)) }
+        return out
+    }
+}
+
+/// Walks key-value pairs in order. Not thread-safe: use one cursor from one thread at a time.
+///
+/// ```swift
+/// let cursor = try store.cursor(from: Array("a".utf8))
+/// while try cursor.next() {
+///     print(cursor.key, cursor.value)
+/// }
+/// ```
+public final class KeyValueCursor {
+    private let merged: MergedCursor
+    private let prefixLength: Int
+
+    init(_ merged: MergedCursor, prefixLength: Int) {
+        self.merged = merged
+        self.prefixLength = prefixLength
+    }
+
+    /// Moves to the next pair (the first on the first call); false at the end.
+    public func next() throws -> Bool { try merged.next() }
+
+    /// The current key (after ``next()`` returned true).
+    public var key: [UInt8] { Array(merged.key[prefixLength...]) }
+
+    /// The current value.
+    public var value: [UInt8] { Array(merged.value) }
+
+    /// Calls `body` with views of the current key and value, without copying them. The views are
+    /// valid only inside `body`: it is a programmer error to let them escape.
+    public func withUnsafeCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try merged.key.withUnsafeBytes { k in
+            try body(UnsafeRawBufferPointer(rebasing: k[prefixLength...]), merged.value)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/// How a store is opened: durability, the author of its writes, and tuning.
+///
+/// ```swift
+/// var options = StoreOptions()
+/// options.durability = .buffered
+/// options.memtableSize = 128 << 20
+/// let store = try Store.open(at: url, options: options)
+/// ```
+public struct StoreOptions: Sendable {
+    /// When writes return, relative to stable storage. Default ``Durability/synchronous``.
+    public var durability: Durability = .synchronous
+    /// The author of what this store writes (time-series events, history messages). Default `""`.
+    public var principal: String = ""
+    /// Target size of a data block before compression, in bytes (1 KiB…4 MiB). Default 32 KiB.
+    public var blockSize: Int = 32 * 1024
+    /// Bytes of writes kept in memory before they are flushed to a segment (64 KiB…4 GiB).
+    /// Default 64 MiB.
+    public var memtableSize: Int = 64 << 20
+    /// Target size of a segment file, in bytes (64 KiB…16 GiB). Default 64 MiB.
+    public var segmentSize: Int = 64 << 20
+    /// Bytes of decoded blocks kept in memory for reads (0 disables the cache). Default 256 MiB.
+    public var cacheSize: Int = 256 << 20
+    /// Bloom filter bits per key in each segment, for point lookups (0…32; 0 writes none). Default 10.
+    public var bloomBitsPerKey: Int = 10
+    /// With ``Durability/buffered``, how often the log is synced, in seconds (0.001…60). Default 0.1.
+    public var syncInterval: Double = 0.1
+
+    public init() {}
+
+    public init(durability: Durability) {
+        self.durability = durability
+    }
+
+    func engineOptions() throws -> EngineOptions {
+        func check(_ ok: Bool, _ what: String) throws {
+            if !ok { throw StrataError.invalidArgument(what) }
+        }
+        try check((1 << 10...4 << 20).contains(blockSize), "blockSize \(blockSize) is outside 1 KiB…4 MiB")
+        try check((64 << 10...4 << 30).contains(memtableSize), "memtableSize \(memtableSize) is outside 64 KiB…4 GiB")
+        try check((64 << 10...16 << 30).contains(segmentSize), "segmentSize \(segmentSize) is outside 64 KiB…16 GiB")
+        try check(cacheSize >= 0, "cacheSize \(cacheSize) is negative")
+        try check((0...32).contains(bloomBitsPerKey), "bloomBitsPerKey \(bloomBitsPerKey) is outside 0…32")
+        try check(syncInterval >= 0.001 && syncInterval <= 60, "syncInterval \(syncInterval) is outside 0.001…60 seconds")
+        var e = EngineOptions()
+        e.durability = durability
+        e.memtableSize = memtableSize
+        e.segment.blockSize = blockSize
+        e.segment.bloomBitsPerKey = bloomBitsPerKey
+        e.targetSegmentSize = segmentSize
+        e.cacheSize = max(cacheSize, 1)
+        e.syncInterval = syncInterval
+        return e
+    }
+}
