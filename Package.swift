@@ -38,6 +38,13 @@ let package = Package(
             dependencies: ["Strata"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The engine-core performance program (README "Performance"); same workload as
+        // Scripts/perf/rocksdb_baseline.c.
+        .executableTarget(
+            name: "strata-perf",
+            dependencies: ["Strata"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // The child process of the crash tests: writes acknowledged batches until it is killed.
         .executableTarget(
             name: "strata-crash-helper",

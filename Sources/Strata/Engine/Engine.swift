@@ -21,7 +21,11 @@ final class Engine: @unchecked Sendable {
     private var version: Version
     private var active: Memtable
     /// Newest first; the last one is flushed next.
-    private var immutables: [Memtable] = []
+    private var immutables: [Memtable] = [] {
+        didSet { readableMemtables = [active] + immutables }
+    }
+    /// `[active] + immutables`, kept so that taking a snapshot allocates no array.
+    private var readableMemtables: [Memtable] = []
     private var log: LogWriter
     private var lastSequence: UInt64
     private let visibleSequence: Atomic<UInt64>
@@ -139,6 +143,7 @@ final class Engine: @unchecked Sendable {
             self.manifest = m
             self.version = Version(runs: runs)
             self.active = Memtable(logNumber: logNumber)
+            self.readableMemtables = [active]
             self.lastSequence = maxSequence
             self.visibleSequence = Atomic(maxSequence)
         } catch {
@@ -287,8 +292,9 @@ final class Engine: @unchecked Sendable {
             // The old log is complete: make it durable before writes move on to the new one.
             try log.sync()
             let newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
-            immutables.insert(active, at: 0)
+            let full = active
             active = Memtable(logNumber: number)
+            immutables.insert(full, at: 0)
             log = newLog
             logDirty = false
             scheduleFlush()
@@ -304,7 +310,7 @@ final class Engine: @unchecked Sendable {
         defer { lock.unlock() }
         if closed { throw StrataError.closed }
         return Snapshot(sequence: visibleSequence.load(ordering: .acquiring),
-                        memtables: [active] + immutables, version: version)
+                        memtables: readableMemtables, version: version)
     }
 
     func get(_ key: [UInt8]) throws -> [UInt8]? {
@@ -343,7 +349,7 @@ final class Engine: @unchecked Sendable {
             let cursor = MergedCursor(memtables: [memtable], runs: [], sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: true)
             while try cursor.next() {
-                try writer.add(key: cursor.key, kind: cursor.kind, value: cursor.value)
+                try cursor.withKey { try writer.add(key: $0, kind: cursor.kind, value: cursor.value) }
             }
             return try writer.finish()
         } catch {
@@ -453,14 +459,16 @@ final class Engine: @unchecked Sendable {
                 }
                 var kind = cursor.kind
                 if kind == .value, !filters.isEmpty,
-                   let filter = cursor.key.withUnsafeBytes({ filters[SegmentProperties.keyspace(of: $0)] }),
-                   !cursor.key.withUnsafeBytes({ filter($0, cursor.value) }) {
+                   let filter = cursor.withKey({ filters[SegmentProperties.keyspace(of: $0)] }),
+                   !cursor.withKey({ filter($0, cursor.value) }) {
                     // Dropped. Above the bottom, older runs may hold older versions: shadow them.
                     if bottommost { continue }
                     kind = .tombstone
                 }
-                try writer.add(key: cursor.key, kind: kind,
-                               value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0))
+                try cursor.withKey {
+                    try writer.add(key: $0, kind: kind,
+                                   value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0))
+                }
             }
             written = try writer.finish()
             try FileSystem.syncDirectory(directory)

@@ -77,6 +77,7 @@ final class Memtable: Sendable {
             pointSequence = ArenaSkipList.sequence(n)
             result = ArenaSkipList.kind(n) == RecordKind.tombstone.rawValue ? .deleted : .value(Array(ArenaSkipList.value(n)))
         }
+        guard tombstoneBytes.load(ordering: .relaxed) > 0 else { return result }
         let deletedAt = tombstones.withLock { list -> UInt64? in
             var best: UInt64?
             for t in list where t.sequence <= sequence && t.covers(key) { best = max(best ?? 0, t.sequence) }

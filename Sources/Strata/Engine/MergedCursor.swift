@@ -14,8 +14,15 @@ final class MergedCursor {
     private let upper: [UInt8]?
     private var current = -1
     private var started = false
-    /// The current key; valid while ``isValid``.
-    private(set) var key: [UInt8] = []
+
+    /// A copy of the current key; only while ``isValid``.
+    var key: [UInt8] { sources[current].withKey { Array($0) } }
+
+    /// Calls `body` with a view of the current key, valid only inside `body`.
+    @inline(__always)
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try sources[current].withKey { try body($0) }
+    }
 
     init(memtables: [Memtable], runs: [SortedRun], sequence: UInt64,
          lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false) {
@@ -36,7 +43,6 @@ final class MergedCursor {
         self.lower = lower
         self.upper = upper
         self.reverse = reverse
-        key.reserveCapacity(64)
     }
 
     private static func overlaps(_ s: [UInt8], _ e: [UInt8], _ lower: [UInt8]?, _ upper: [UInt8]?) -> Bool {
@@ -96,30 +102,38 @@ final class MergedCursor {
 
     /// From the sources' positions, finds the next visible record in the cursor's direction.
     private func settle() throws {
+        let hasRangeTombstones = !memtableTombstones.isEmpty || !runsWithTombstones.isEmpty
         while true {
             var best = -1
+            var others = false
             for i in sources.indices where sources[i].isValid {
                 if best < 0 {
                     best = i
                     continue
                 }
+                others = true
                 let c = sources[i].withKey { k in sources[best].withKey { ByteComparison.compare(k, $0) } }
                 if reverse ? c > 0 : c < 0 { best = i }
             }
             guard best >= 0 else { current = -1; return }
-            key.removeAll(keepingCapacity: true)
-            sources[best].withKey { key.append(contentsOf: $0) }
-            if !reverse, let upper, ByteComparison.compare(key, upper) >= 0 { current = -1; return }
-            if reverse, let lower, ByteComparison.compare(key, lower) < 0 { current = -1; return }
+            let outOfBounds = sources[best].withKey { k -> Bool in
+                if !reverse, let upper { return ByteComparison.compare(upper, k) <= 0 }
+                if reverse, let lower { return ByteComparison.compare(lower, k) > 0 }
+                return false
+            }
+            if outOfBounds { current = -1; return }
             // Older versions of the same key in other layers are shadowed: step past them.
-            for i in sources.indices where i != best && sources[i].isValid {
-                if sources[i].withKey({ ByteComparison.compare(key, $0) }) == 0 {
-                    if reverse { try sources[i].previous() } else { try sources[i].next() }
+            if others {
+                for i in sources.indices where i != best && sources[i].isValid {
+                    let same = sources[i].withKey { k in sources[best].withKey { ByteComparison.compare(k, $0) } } == 0
+                    if same {
+                        if reverse { try sources[i].previous() } else { try sources[i].next() }
+                    }
                 }
             }
             let isHidden = (sources[best].kind == .tombstone && !keepTombstones)
-                || ((!memtableTombstones.isEmpty || !runsWithTombstones.isEmpty)
-                    && key.withUnsafeBytes { hidden($0, rank: best, sequence: sources[best].sequence) })
+                || (hasRangeTombstones
+                    && sources[best].withKey { hidden($0, rank: best, sequence: sources[best].sequence) })
             if !isHidden {
                 current = best
                 return

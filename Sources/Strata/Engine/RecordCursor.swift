@@ -12,10 +12,10 @@ enum RecordCursor {
     }
 
     @inline(__always)
-    func withKey<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch self {
-        case .memtable(let c): return body(ArenaSkipList.key(c.node!))
-        case .run(let c): return c.cursor!.key.withUnsafeBytes(body)
+        case .memtable(let c): return try body(ArenaSkipList.key(c.node!))
+        case .run(let c): return try c.withKey(body)
         }
     }
 
@@ -161,6 +161,11 @@ final class RunCursor {
     }
 
     var isValid: Bool { cursor?.isValid ?? false }
+
+    @inline(__always)
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try cursor!.withKey(body)
+    }
 
     private func open(_ i: Int) -> Bool {
         guard i >= 0 && i < run.segments.count else { cursor = nil; return false }

@@ -26,9 +26,9 @@ final class RunWriter {
         return w
     }
 
-    func add(key: [UInt8], kind: RecordKind, value: UnsafeRawBufferPointer) throws {
+    func add(key: UnsafeRawBufferPointer, kind: RecordKind, value: UnsafeRawBufferPointer) throws {
         let w = try writer()
-        try key.withUnsafeBytes { try w.add(key: $0, kind: kind, value: value) }
+        try w.add(key: key, kind: kind, value: value)
         if w.estimatedFileSize >= targetFileSize {
             finished.append(try w.finish())
             current = nil

@@ -6,10 +6,18 @@ final class SortedRun: Sendable {
     let rangeTombstones: [RangeTombstone]
     let fileSize: UInt64
     let records: UInt64
+    /// Per segment, in order: the smallest and largest point key, and whether it has any record.
+    private let smallestKeys: [[UInt8]]
+    private let largestKeys: [[UInt8]]
+    private let hasRecords: [Bool]
 
     init(segments: [SegmentReader]) {
         // Order by first point key; segments holding only range tombstones sort first.
-        self.segments = segments.sorted { ByteComparison.compare($0.properties.smallestKey, $1.properties.smallestKey) < 0 }
+        let sorted = segments.sorted { ByteComparison.compare($0.properties.smallestKey, $1.properties.smallestKey) < 0 }
+        self.segments = sorted
+        smallestKeys = sorted.map(\.properties.smallestKey)
+        largestKeys = sorted.map(\.properties.largestKey)
+        hasRecords = sorted.map { $0.properties.records > 0 }
         var all = segments.flatMap(\.rangeTombstones)
         all.sort { ByteComparison.compare($0.start, $1.start) < 0 }
         var merged: [RangeTombstone] = []
@@ -44,8 +52,7 @@ final class SortedRun: Sendable {
         var lo = 0, hi = segments.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            let s = segments[mid].properties
-            if s.records == 0 || ByteComparison.compare(s.largestKey, key) < 0 { lo = mid + 1 } else { hi = mid }
+            if !hasRecords[mid] || ByteComparison.compare(largestKeys[mid], key) < 0 { lo = mid + 1 } else { hi = mid }
         }
         return lo
     }
@@ -53,8 +60,7 @@ final class SortedRun: Sendable {
     /// The record this run holds for `key`, ignoring its own range tombstones.
     func get(_ key: UnsafeRawBufferPointer, hash: UInt64) throws -> Lookup {
         let i = segmentIndex(atOrAfter: key)
-        if i < segments.count, segments[i].properties.records > 0,
-           ByteComparison.compare(segments[i].properties.smallestKey, key) <= 0,
+        if i < segments.count, hasRecords[i], ByteComparison.compare(smallestKeys[i], key) <= 0,
            let (kind, value) = try segments[i].get(key, hash: hash) {
             return kind == .tombstone ? .deleted : .value(value)
         }

@@ -16,6 +16,11 @@ struct SegmentCursor {
     var isValid: Bool { data?.isValid ?? false }
     /// The current key; only while ``isValid``.
     var key: [UInt8] { data!.key }
+
+    @inline(__always)
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try data!.withKey(body)
+    }
     var kind: RecordKind { data!.kind }
     var value: UnsafeRawBufferPointer { data!.value }
 

@@ -86,6 +86,11 @@ struct BlockCursor {
 
     var valueBytes: [UInt8] { Array(value) }
 
+    @inline(__always)
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try key.withUnsafeBytes(body)
+    }
+
     private func corrupt(_ offset: Int, _ reason: String) -> StrataError {
         .corrupted(file: block.file, offset: block.fileOffset, reason: "block entry at \(offset): \(reason)")
     }
@@ -106,8 +111,16 @@ struct BlockCursor {
         guard shared <= key.count, p + unshared + vlen <= limit else {
             throw corrupt(offset, "lengths run past the block (shared \(shared), unshared \(unshared), value \(vlen))")
         }
-        key.removeLast(key.count - shared)
-        key.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[p..<(p + unshared)]))
+        let suffix = UnsafeRawBufferPointer(rebasing: b[p..<(p + unshared)])
+        if key.count == shared + unshared {
+            // Same length (common for fixed-width keys): overwrite the differing suffix in place.
+            key.withUnsafeMutableBytes { k in
+                if unshared > 0 { (k.baseAddress! + shared).copyMemory(from: suffix.baseAddress!, byteCount: unshared) }
+            }
+        } else {
+            if key.count > shared { key.removeSubrange(shared...) }
+            key.append(contentsOf: suffix)
+        }
         p += unshared
         kind = k
         valueStart = p
@@ -134,15 +147,29 @@ struct BlockCursor {
         try decode(at: block.restart(i))  // with an empty key, decode rejects shared > 0
     }
 
+    /// The key stored whole at restart `i`, read in place.
+    @inline(__always)
+    private func restartKey(_ i: Int) throws -> UnsafeRawBufferPointer {
+        let b = block.bytes
+        let limit = block.restartsOffset
+        let offset = block.restart(i)
+        var p = offset
+        guard let shared = Varint.readLength(b, at: &p, limit: limit),
+              let unshared = Varint.readLength(b, at: &p, limit: limit),
+              Varint.readLength(b, at: &p, limit: limit) != nil,
+              shared == 0, p + 1 + unshared <= limit
+        else { throw corrupt(offset, "malformed restart entry") }
+        return UnsafeRawBufferPointer(rebasing: b[(p + 1)..<(p + 1 + unshared)])
+    }
+
     /// Positions at the first entry whose key is `>= target`; invalid if there is none.
     mutating func seek(_ target: UnsafeRawBufferPointer) throws {
         if block.restartsOffset == 0 { current = nil; return }
-        // Binary search for the last restart whose key is < target.
+        // Binary search for the last restart whose key is < target, comparing keys in place.
         var lo = 0, hi = block.restartCount - 1
         while lo < hi {
             let mid = (lo + hi + 1) / 2
-            try seekToRestart(mid)
-            if key.withUnsafeBytes({ ByteComparison.compare($0, target) }) < 0 {
+            if ByteComparison.compare(try restartKey(mid), target) < 0 {
                 lo = mid
             } else {
                 hi = mid - 1

@@ -209,7 +209,7 @@ public final class KeyValueCursor {
     public func next() throws -> Bool { try merged.next() }
 
     /// The current key (after ``next()`` returned true).
-    public var key: [UInt8] { Array(merged.key[prefixLength...]) }
+    public var key: [UInt8] { merged.withKey { Array($0[prefixLength...]) } }
 
     /// The current value.
     public var value: [UInt8] { Array(merged.value) }
@@ -217,7 +217,7 @@ public final class KeyValueCursor {
     /// Calls `body` with views of the current key and value, without copying them. The views are
     /// valid only inside `body`: it is a programmer error to let them escape.
     public func withUnsafeCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try merged.key.withUnsafeBytes { k in
+        try merged.withKey { k in
             try body(UnsafeRawBufferPointer(rebasing: k[prefixLength...]), merged.value)
         }
     }

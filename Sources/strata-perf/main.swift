@@ -1,0 +1,114 @@
+// The engine-core performance program: the same workload as Scripts/perf/rocksdb_baseline.c,
+// against Strata, in one release-mode run. See README "Performance".
+//
+//   swift run -c release strata-perf [records=10000000] [gets=1000000] [directory]
+import Foundation
+import Strata
+
+let args = Array(CommandLine.arguments.dropFirst())
+let n = args.count > 0 ? Int(args[0]) ?? 10_000_000 : 10_000_000
+let g = args.count > 1 ? Int(args[1]) ?? 1_000_000 : 1_000_000
+let dir = args.count > 2 ? URL(fileURLWithPath: args[2])
+    : FileManager.default.temporaryDirectory.appendingPathComponent("strata-perf-\(getpid())")
+
+@inline(__always) func key(_ i: UInt64, into k: inout [UInt8]) {
+    k.removeAll(keepingCapacity: true)
+    withUnsafeBytes(of: (i &* 0x9E37_79B9_7F4A_7C15).bigEndian) { k.append(contentsOf: $0) }
+    withUnsafeBytes(of: i.bigEndian) { k.append(contentsOf: $0) }
+}
+
+/// "value-%018llu" of i, like the C program's snprintf.
+func value(_ i: UInt64) -> [UInt8] {
+    var v = [UInt8](repeating: UInt8(ascii: "0"), count: 24)
+    v[0] = UInt8(ascii: "v"); v[1] = UInt8(ascii: "a"); v[2] = UInt8(ascii: "l")
+    v[3] = UInt8(ascii: "u"); v[4] = UInt8(ascii: "e"); v[5] = UInt8(ascii: "-")
+    var x = i, p = 23
+    while x > 0 && p >= 6 { v[p] = UInt8(ascii: "0") + UInt8(x % 10); x /= 10; p -= 1 }
+    return v
+}
+
+struct XorShift64Star {
+    var x: UInt64
+    mutating func next() -> UInt64 {
+        x ^= x >> 12; x ^= x << 25; x ^= x >> 27
+        return x &* 0x2545_F491_4F6C_DD1D
+    }
+}
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func directorySize(_ url: URL) -> Int {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+    return names.reduce(0) { sum, name in
+        let attrs = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
+        return sum + ((attrs?[.size] as? NSNumber)?.intValue ?? 0)
+    }
+}
+
+do {
+    try? Store.destroy(at: dir)
+    var options = StoreOptions(durability: .buffered)
+    options.cacheSize = 1 << 30
+    let store = try Store.open(at: dir, options: options)
+
+    var k: [UInt8] = []
+    var t0 = now()
+    var batch = WriteBatch()
+    for i in 0..<UInt64(n) {
+        key(i, into: &k)
+        batch.put(k, value(i))
+        if batch.count == 1000 {
+            try store.write(batch)
+            batch = WriteBatch()
+        }
+    }
+    if !batch.isEmpty { try store.write(batch) }
+    let fill = now() - t0
+    print(String(format: "strata fill_records_per_s=%.0f fill_seconds=%.3f", Double(n) / fill, fill))
+
+    t0 = now()
+    try store.compact()
+    let compactTime = now() - t0
+    let disk = directorySize(dir)
+    print(String(format: "strata flush_compact_seconds=%.3f disk_bytes=%d bytes_per_record=%.2f",
+                 compactTime, disk, Double(disk) / Double(n)))
+
+    func gets(seed: UInt64) throws -> (Double, Int) {
+        var rng = XorShift64Star(x: seed)
+        var misses = 0
+        let start = now()
+        for _ in 0..<g {
+            let i = rng.next() % UInt64(n)
+            key(i, into: &k)
+            guard let v = try store.get(k), v.count == 24, v == value(i) else { misses += 1; continue }
+        }
+        return (Double(g) / (now() - start), misses)
+    }
+    let (warm, warmMisses) = try gets(seed: 42)
+    let (getRate, misses) = try gets(seed: 4242)
+    print(String(format: "strata warmup_gets_per_s=%.0f gets_per_s=%.0f misses=%d", warm, getRate, warmMisses + misses))
+
+    t0 = now()
+    let cursor = try store.cursor()
+    var count = 0, valueBytes = 0
+    while try cursor.next() {
+        cursor.withUnsafeCurrent { _, v in valueBytes += v.count }
+        count += 1
+    }
+    let scan = now() - t0
+    print(String(format: "strata scan_records_per_s=%.0f scan_count=%d scan_value_bytes=%d",
+                 Double(count) / scan, count, valueBytes))
+    try store.close()
+    try Store.destroy(at: dir)
+    if misses + warmMisses > 0 || count != n || valueBytes != 24 * n {
+        print("strata: WRONG RESULTS")
+        exit(1)
+    }
+} catch {
+    print("strata-perf: \(error)")
+    exit(1)
+}
