@@ -48,11 +48,14 @@ final class Engine: @unchecked Sendable {
     private final class PendingWrite {
         let batch: WriteBatch
         let sync: Bool
+        /// Not a write: the leader switches to a new memtable (for `compactAll`).
+        let rotation: Bool
         var done = false
         var error: StrataError?
-        init(batch: WriteBatch, sync: Bool) {
+        init(batch: WriteBatch, sync: Bool, rotation: Bool = false) {
             self.batch = batch
             self.sync = sync
+            self.rotation = rotation
         }
     }
 
@@ -70,10 +73,14 @@ final class Engine: @unchecked Sendable {
             let names = try FileSystem.listDirectory(directory)
             var maxNumber: UInt64 = 0
             var logs: [UInt64] = []
+            var staleLogs: [UInt64] = []
             var segmentsOnDisk = Set<UInt64>()
             for name in names {
                 switch FileNames.parse(name) {
-                case .log(let n): maxNumber = max(maxNumber, n); if n >= m.logNumber { logs.append(n) }
+                case .log(let n):
+                    maxNumber = max(maxNumber, n)
+                    // Logs below the manifest's log number were flushed before a crash cut their deletion short.
+                    if n >= m.logNumber { logs.append(n) } else { staleLogs.append(n) }
                 case .segment(let n): maxNumber = max(maxNumber, n); segmentsOnDisk.insert(n)
                 case .temporary: try FileSystem.remove(directory + "/" + name)
                 default: break
@@ -138,7 +145,7 @@ final class Engine: @unchecked Sendable {
             self.log = try LogWriter(path: directory + "/" + FileNames.log(logNumber), number: logNumber)
             try log.sync()
             try m.write(directory: directory)
-            for n in logs { try FileSystem.remove(directory + "/" + FileNames.log(n)) }
+            for n in logs + staleLogs { try FileSystem.remove(directory + "/" + FileNames.log(n)) }
 
             self.manifest = m
             self.version = Version(runs: runs)
@@ -191,10 +198,21 @@ final class Engine: @unchecked Sendable {
 
     // MARK: Writes
 
+    /// The largest batch one log record can hold.
+    static let maxBatchBytes = LogFormat.maxRecordLength
+
     /// Applies `batch` atomically; returns once it is as durable as `durability` asks.
     func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
         if batch.isEmpty { return }
-        let w = PendingWrite(batch: batch, sync: (durability ?? options.durability) == .synchronous)
+        guard batch.byteSize <= Self.maxBatchBytes else {
+            throw StrataError.invalidArgument("a write batch of \(batch.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
+        }
+        try commit(PendingWrite(batch: batch, sync: (durability ?? options.durability) == .synchronous))
+    }
+
+    /// Queues `w`; the writer at the head of the queue commits its own and the following batches.
+    /// Only a leader touches the log and the active memtable, so they change one at a time.
+    private func commit(_ w: PendingWrite) throws {
         lock.lock()
         if closed { lock.unlock(); throw StrataError.closed }
         writers.append(w)
@@ -206,19 +224,25 @@ final class Engine: @unchecked Sendable {
         }
         // This writer leads: it commits its own batch and those queued behind it.
         do {
-            try makeRoomForWrite()
+            try makeRoomForWrite(force: w.rotation)
         } catch {
             writers.removeFirst()
             lock.broadcast()
             lock.unlock()
             throw error
         }
+        if w.rotation {
+            writers.removeFirst()
+            lock.broadcast()
+            lock.unlock()
+            return
+        }
         var group = [w]
         var bytes = w.batch.byteSize
         var needSync = w.sync
         let cap = bytes <= 128 << 10 ? bytes + (128 << 10) : 1 << 20
         for other in writers.dropFirst() {
-            if bytes + other.batch.byteSize > cap { break }
+            if other.rotation || bytes + other.batch.byteSize > cap { break }
             group.append(other)
             bytes += other.batch.byteSize
             needSync = needSync || other.sync
@@ -282,8 +306,13 @@ final class Engine: @unchecked Sendable {
             if !force && active.approximateSize < options.memtableSize { return }
             if force && active.isEmpty { return }
             if immutables.count >= options.maxImmutableMemtables {
-                if let e = backgroundError, !flushing { throw e }
-                if !options.runInBackground { lock.unlock(); flushOne(); lock.lock(); continue }
+                if let e = backgroundError, !flushing {
+                    // Report the failed flush to this writer; the next one waits for a retry.
+                    backgroundError = nil
+                    scheduleFlush()
+                    throw e
+                }
+                scheduleFlush()
                 lock.wait()
                 continue
             }
@@ -319,8 +348,10 @@ final class Engine: @unchecked Sendable {
 
     // MARK: Flush
 
+    /// Starts the flush thread on the oldest immutable memtable unless it is running already.
+    /// Flushes happen only there, one at a time.
     private func scheduleFlush() {
-        guard options.runInBackground, !flushing, !immutables.isEmpty else { return }
+        guard !flushing, !immutables.isEmpty, !closed else { return }
         flushing = true
         flushQueue.async { [self] in
             flushOne()
@@ -383,6 +414,7 @@ final class Engine: @unchecked Sendable {
                 }
                 manifest = m
                 if !readers.isEmpty { version = Version(runs: [SortedRun(segments: readers)] + version.runs) }
+                assert(immutables.last === memtable, "only the flush thread removes immutable memtables")
                 immutables.removeLast()
                 backgroundError = nil
                 maybeScheduleCompaction()
@@ -418,7 +450,7 @@ final class Engine: @unchecked Sendable {
     }
 
     private func maybeScheduleCompaction() {
-        guard options.runInBackground, !compacting, !closed else { return }
+        guard !compacting, !closed else { return }
         guard let range = Self.pickCompaction(runSizes: version.runs.map(\.fileSize),
                                               trigger: options.compactionTrigger, ratio: options.compactionSizeRatio)
         else { return }
@@ -506,29 +538,31 @@ final class Engine: @unchecked Sendable {
     /// Flushes the memtable and merges every run into one, applying filters and dropping
     /// tombstones; returns when done.
     func compactAll() throws {
+        // The switch to a new memtable goes through the commit queue like a write.
+        try commit(PendingWrite(batch: WriteBatch(), sync: false, rotation: true))
         lock.lock()
-        if closed { lock.unlock(); throw StrataError.closed }
-        // Wait for the writers queue to drain so the switch does not race a leader.
-        while !writers.isEmpty || compacting { lock.wait() }
-        do { try makeRoomForWrite(force: true) } catch { lock.unlock(); throw error }
-        compacting = true
-        while !immutables.isEmpty {
-            if let e = backgroundError, !flushing { compacting = false; lock.unlock(); throw e }
-            if !options.runInBackground || !flushing {
-                lock.unlock(); flushOne(); lock.lock()
-            } else {
-                lock.wait()
+        while !immutables.isEmpty || compacting {
+            if closed { lock.unlock(); throw StrataError.closed }
+            if let e = backgroundError, !flushing, !compacting {
+                backgroundError = nil
+                lock.unlock()
+                throw e
             }
+            scheduleFlush()
+            lock.wait()
         }
+        compacting = true
         let inputs = version.runs
+        let worthIt = inputs.count > 1 || !filters.isEmpty
+            || inputs.contains { $0.rangeTombstones.count > 0 || $0.segments.contains { $0.properties.tombstones > 0 } }
         lock.unlock()
         var failure: Error?
-        if inputs.count > 1 || (inputs.first.map { $0.rangeTombstones.count > 0 || $0.segments.contains { $0.properties.tombstones > 0 } } ?? false)
-            || !lock.withLock({ filters.isEmpty }) && !inputs.isEmpty {
+        if worthIt && !inputs.isEmpty {
             do { try compact(inputs, bottommost: true) } catch { failure = error }
         }
         lock.withLock {
             compacting = false
+            maybeScheduleCompaction()
             lock.broadcast()
         }
         if let failure { throw failure }

@@ -23,7 +23,6 @@ struct EngineOptions: Sendable {
     var compactionSizeRatio = 1.2
     /// Memtables waiting to be flushed before writers wait.
     var maxImmutableMemtables = 2
-    var runInBackground = true
 }
 
 /// What a compaction filter decides about a record.

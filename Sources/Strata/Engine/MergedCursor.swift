@@ -2,7 +2,7 @@
 /// first) merged so that for each key the newest layer wins, tombstones hide the key, and range
 /// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
 final class MergedCursor {
-    private var sources: [RecordCursor]
+    @exclusivity(unchecked) private var sources: [RecordCursor]
     /// Memtable range tombstones with the rank (source index) they came from.
     private let memtableTombstones: [(rank: Int, tombstone: SequencedRangeTombstone)]
     /// Runs with range tombstones, with their rank.
@@ -12,8 +12,8 @@ final class MergedCursor {
     private let keepTombstones: Bool
     private let lower: [UInt8]?
     private let upper: [UInt8]?
-    private var current = -1
-    private var started = false
+    @exclusivity(unchecked) private var current = -1
+    @exclusivity(unchecked) private var started = false
 
     /// A copy of the current key; only while ``isValid``.
     var key: [UInt8] { sources[current].withKey { Array($0) } }

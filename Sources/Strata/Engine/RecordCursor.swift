@@ -87,7 +87,7 @@ enum RecordCursor {
 final class MemtableCursor {
     let memtable: Memtable
     let sequence: UInt64
-    private(set) var node: ArenaSkipList.Node?
+    @exclusivity(unchecked) private(set) var node: ArenaSkipList.Node?
 
     init(_ memtable: Memtable, sequence: UInt64) {
         self.memtable = memtable
@@ -153,8 +153,8 @@ final class MemtableCursor {
 /// A cursor over the segments of a sorted run, one after another.
 final class RunCursor {
     let run: SortedRun
-    private var index = 0
-    private(set) var cursor: SegmentCursor?
+    @exclusivity(unchecked) private var index = 0
+    @exclusivity(unchecked) private(set) var cursor: SegmentCursor?
 
     init(_ run: SortedRun) {
         self.run = run

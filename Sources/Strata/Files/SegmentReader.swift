@@ -156,7 +156,8 @@ final class SegmentReader: @unchecked Sendable {
             storage = .allocate(byteCount: max(length, 1), alignment: 8)
             if length > 0 { storage.copyMemory(from: payload) }
         case .lz4:
-            guard rawLength <= 64 << 20 else {
+            // The CRC already matched; this bound only keeps a forged length from a huge allocation.
+            guard rawLength <= Int(Int32.max) else {
                 throw StrataError.corrupted(file: path, offset: start + length, reason: "uncompressed length \(rawLength) impossible")
             }
             storage = .allocate(byteCount: max(rawLength, 1), alignment: 8)

@@ -17,16 +17,16 @@ final class ArenaSkipList: @unchecked Sendable {
     static let maxHeight = 12
     private static let headerSize = 24
 
-    private var chunks: [UnsafeMutableRawPointer] = []
-    private var cursor: UnsafeMutableRawPointer?
-    private var remaining = 0
+    @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var remaining = 0
     private let chunkSize = 1 << 20
     private let head: UnsafeMutableRawPointer
     // Written by the writer with release, read by readers with acquire.
     private let heightCell: UnsafeMutablePointer<UInt64>
     private let usageCell: UnsafeMutablePointer<UInt64>
-    private var random: UInt64 = 0x2545_F491_4F6C_DD1D
-    private var entryCount = 0
+    @exclusivity(unchecked) private var random: UInt64 = 0x2545_F491_4F6C_DD1D
+    @exclusivity(unchecked) private var entryCount = 0
     /// Scratch for `insert` (writer-only): the predecessor at each level.
     private let preds: UnsafeMutablePointer<UnsafeMutableRawPointer>
 

@@ -10,8 +10,24 @@ enum ByteComparison {
     static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-            let c = memcmp(pa, pb, n)
-            if c != 0 { return c < 0 ? -1 : 1 }
+            if n > 64 {
+                let c = memcmp(pa, pb, n)
+                if c != 0 { return c < 0 ? -1 : 1 }
+            } else {
+                // Short keys (the common case): eight bytes at a time, compared as big-endian words.
+                var i = 0
+                while i + 8 <= n {
+                    let x = UInt64(bigEndian: pa.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                    let y = UInt64(bigEndian: pb.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                    if x != y { return x < y ? -1 : 1 }
+                    i += 8
+                }
+                while i < n {
+                    let x = pa.load(fromByteOffset: i, as: UInt8.self), y = pb.load(fromByteOffset: i, as: UInt8.self)
+                    if x != y { return x < y ? -1 : 1 }
+                    i += 1
+                }
+            }
         }
         return a.count < b.count ? -1 : (a.count > b.count ? 1 : 0)
     }
