@@ -3,6 +3,7 @@
 # for the exact workload and every RocksDB setting used).
 #
 # Usage: Scripts/perf/rocksdb-baseline.sh [records=10000000] [gets=1000000]
+#        STRATA_PERF_ORDER=seq writes the records in key order instead of hashed order.
 #
 # Compiles rocksdb_baseline.c into a temporary directory, runs it on a fresh
 # temporary database directory (under $TMPDIR, default /tmp — make sure that
@@ -31,7 +32,7 @@ DB="$WORK/db"
 
 (cd "$HERE" && cc -O2 -o "$OUT" rocksdb_baseline.c -lrocksdb)
 
-echo "rocksdb version=$VERSION records=$RECORDS gets=$GETS db=$DB"
+echo "rocksdb version=$VERSION records=$RECORDS gets=$GETS order=${STRATA_PERF_ORDER:-random} db=$DB"
 echo "rocksdb host: $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$OUT" "$DB" "$RECORDS" "$GETS" "$VERSION"
 echo "rocksdb host after run: load average: $(cut -d' ' -f1-3 /proc/loadavg)"

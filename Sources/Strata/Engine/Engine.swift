@@ -44,6 +44,14 @@ final class Engine: @unchecked Sendable {
     private let flushQueue = DispatchQueue(label: "strata.flush")
     private let compactionQueue = DispatchQueue(label: "strata.compaction")
     private var syncTimer: DispatchSourceTimer?
+    // Counters for ``statistics``.
+    private var userBytesWritten: UInt64 = 0
+    private var flushes: UInt64 = 0
+    private var flushBytes: UInt64 = 0
+    private var compactions: UInt64 = 0
+    private var compactionBytesRead: UInt64 = 0
+    private var compactionBytesWritten: UInt64 = 0
+    private var mostRuns = 0
 
     private final class PendingWrite {
         let batch: WriteBatch
@@ -249,6 +257,7 @@ final class Engine: @unchecked Sendable {
         }
         let first = lastSequence + 1
         let total = group.reduce(0) { $0 + $1.batch.count }
+        userBytesWritten += UInt64(bytes)
         lastSequence += UInt64(total)
         let log = self.log
         let memtable = active
@@ -414,6 +423,9 @@ final class Engine: @unchecked Sendable {
                 }
                 manifest = m
                 if !readers.isEmpty { version = Version(runs: [SortedRun(segments: readers)] + version.runs) }
+                flushes += 1
+                flushBytes += written.reduce(0) { $0 + $1.fileSize }
+                mostRuns = max(mostRuns, version.runs.count)
                 assert(immutables.last === memtable, "only the flush thread removes immutable memtables")
                 immutables.removeLast()
                 backgroundError = nil
@@ -531,6 +543,9 @@ final class Engine: @unchecked Sendable {
             }
             manifest = m
             version = Version(runs: runs)
+            compactions += 1
+            compactionBytesRead += inputs.reduce(0) { $0 + $1.fileSize }
+            compactionBytesWritten += written.reduce(0) { $0 + $1.fileSize }
             for run in inputs { for s in run.segments where inputNumbers.contains(s.number) { s.markObsolete() } }
         }
     }
@@ -599,19 +614,24 @@ final class Engine: @unchecked Sendable {
 
     // MARK: Introspection
 
-    struct Statistics: Sendable {
-        var runs: [[UInt64]]
-        var memtableBytes: Int
-        var immutableMemtables: Int
-        var lastSequence: UInt64
-        var diskBytes: UInt64
-    }
-
-    var statistics: Statistics {
+    var statistics: StoreStatistics {
         lock.withLock {
-            Statistics(runs: version.runs.map(\.numbers), memtableBytes: active.approximateSize,
-                       immutableMemtables: immutables.count, lastSequence: lastSequence,
-                       diskBytes: version.fileSize)
+            StoreStatistics(
+                sortedRuns: version.runs.count,
+                segments: version.runs.reduce(0) { $0 + $1.segments.count },
+                segmentBytes: version.fileSize,
+                records: version.runs.reduce(0) { $0 + $1.records },
+                memtableBytes: ([active] + immutables).reduce(0) { $0 + $1.approximateSize },
+                immutableMemtables: immutables.count,
+                lastSequence: lastSequence,
+                bytesWritten: userBytesWritten,
+                flushes: flushes,
+                flushBytesWritten: flushBytes,
+                compactions: compactions,
+                compactionBytesRead: compactionBytesRead,
+                compactionBytesWritten: compactionBytesWritten,
+                mostSortedRuns: mostRuns,
+                blockCacheBytes: cache.size)
         }
     }
 }

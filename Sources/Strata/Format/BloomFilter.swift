@@ -1,40 +1,52 @@
-/// A bloom filter over whole keys, for point lookups in a segment (FORMAT.md, "Filter block").
+/// A cache-line-blocked bloom filter over whole keys, for point lookups in a segment
+/// (FORMAT.md, "Filter block"). All probes of a key fall in one 64-byte line, so a lookup costs
+/// one cache miss.
 ///
 /// ```
-/// filter := bits[m / 8] | probes:u8
+/// filter := line[L] probes:u8          line := 64 bytes (512 bits)
 /// ```
-/// Probe `i` of a key sets bit `(h1 + i * h2) mod m` where `h1`/`h2` are the low and high 32 bits
-/// of ``KeyHash/hash64(_:)``; bit `b` is bit `b % 8` of byte `b / 8`.
+/// For a key with hash `h` (``KeyHash/hash64(_:)``): the line is `(h >> 32) % L`; with
+/// `x = UInt32(h & 0xFFFFFFFF)` and `delta = (x >> 17) | (x << 15)` (a 32-bit rotation), probe `i`
+/// sets bit `x_i & 511` of the line, where `x_0 = x` and `x_{i+1} = x_i + delta` (wrapping);
+/// bit `b` is bit `b % 8` of the line's byte `b / 8`.
 struct BloomFilter {
+    static let lineBytes = 64
+
     /// Builds a filter for keys with the given hashes.
     static func build(hashes: [UInt64], bitsPerKey: Int) -> [UInt8] {
-        let bits = max(64, hashes.count * bitsPerKey)
-        let bytes = (bits + 7) / 8
-        let m = UInt64(bytes * 8)
+        let lines = max(1, (hashes.count * bitsPerKey + 511) / 512)
         let probes = UInt8(clamping: max(1, min(30, Int((Double(bitsPerKey) * 0.69).rounded()))))
-        var out = [UInt8](repeating: 0, count: bytes + 1)
-        for h in hashes {
-            let h1 = h & 0xFFFF_FFFF, h2 = h >> 32
-            for i in 0..<UInt64(probes) {
-                let bit = (h1 &+ i &* h2) % m
-                out[Int(bit / 8)] |= 1 << (bit % 8)
+        var out = [UInt8](repeating: 0, count: lines * lineBytes + 1)
+        out.withUnsafeMutableBytes { f in
+            for h in hashes {
+                let base = Int((h >> 32) % UInt64(lines)) * lineBytes
+                var x = UInt32(truncatingIfNeeded: h)
+                let delta = (x >> 17) | (x << 15)
+                for _ in 0..<probes {
+                    let bit = Int(x & 511)
+                    f[base + bit / 8] |= 1 << (bit % 8)
+                    x &+= delta
+                }
             }
         }
-        out[bytes] = probes
+        out[lines * lineBytes] = probes
         return out
     }
 
     /// Whether `hash` may be in the filter stored in `filter`. A malformed filter answers true
     /// (it can only cost a lookup, never hide a key).
     static func mayContain(_ filter: UnsafeRawBufferPointer, hash h: UInt64) -> Bool {
-        guard filter.count >= 2 else { return true }
-        let probes = UInt64(filter[filter.count - 1])
+        guard filter.count > lineBytes, (filter.count - 1) % lineBytes == 0 else { return true }
+        let probes = filter[filter.count - 1]
         guard probes >= 1, probes <= 30 else { return true }
-        let m = UInt64((filter.count - 1) * 8)
-        let h1 = h & 0xFFFF_FFFF, h2 = h >> 32
-        for i in 0..<probes {
-            let bit = (h1 &+ i &* h2) % m
-            if filter[Int(bit / 8)] & (1 << (bit % 8)) == 0 { return false }
+        let lines = (filter.count - 1) / lineBytes
+        let base = Int((h >> 32) % UInt64(lines)) * lineBytes
+        var x = UInt32(truncatingIfNeeded: h)
+        let delta = (x >> 17) | (x << 15)
+        for _ in 0..<probes {
+            let bit = Int(x & 511)
+            if filter[base + bit / 8] & (1 << (bit % 8)) == 0 { return false }
+            x &+= delta
         }
         return true
     }

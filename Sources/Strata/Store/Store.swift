@@ -113,6 +113,10 @@ public final class Store: Sendable {
     /// deleted data; returns when done. Compaction otherwise runs in the background by itself.
     public func compact() throws { try engine.compactAll() }
 
+    /// Counters and sizes: sorted runs, segments, memtables, flushes, compactions, write
+    /// amplification.
+    public var statistics: StoreStatistics { engine.statistics }
+
     // MARK: Raw key-value data
 
     /// Applies a batch atomically. `durability` overrides the store's for this write.

@@ -1,0 +1,38 @@
+/// Counters and sizes of an open store, for monitoring and tuning (see ``Store/statistics``).
+///
+/// The counters count since the store was opened.
+public struct StoreStatistics: Sendable, Codable, Equatable {
+    /// Sorted runs now (a point lookup consults at most one segment of each).
+    public var sortedRuns: Int
+    /// Segment files now.
+    public var segments: Int
+    /// Bytes of segment files now.
+    public var segmentBytes: UInt64
+    /// Records in segment files, tombstones and overwritten versions included.
+    public var records: UInt64
+    /// Bytes held by memtables (active and waiting to be flushed).
+    public var memtableBytes: Int
+    /// Memtables waiting to be flushed.
+    public var immutableMemtables: Int
+    /// The sequence number of the last operation.
+    public var lastSequence: UInt64
+    /// Bytes of write batches committed (what the write-ahead log received).
+    public var bytesWritten: UInt64
+    /// Memtable flushes, and the bytes of segments they wrote.
+    public var flushes: UInt64
+    public var flushBytesWritten: UInt64
+    /// Compactions, and the bytes they read and wrote.
+    public var compactions: UInt64
+    public var compactionBytesRead: UInt64
+    public var compactionBytesWritten: UInt64
+    /// The most sorted runs there have been at once.
+    public var mostSortedRuns: Int
+    /// Bytes of decoded blocks in the block cache.
+    public var blockCacheBytes: Int
+
+    /// Segment bytes written by flushes and compactions per byte flushed: 1 means every byte
+    /// was written once; each compaction that rewrites it adds to it.
+    public var writeAmplification: Double {
+        flushBytesWritten == 0 ? 0 : Double(flushBytesWritten + compactionBytesWritten) / Double(flushBytesWritten)
+    }
+}
