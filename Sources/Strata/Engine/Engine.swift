@@ -77,8 +77,19 @@ final class Engine: @unchecked Sendable {
         try FileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock)
         do {
-            var m = try Manifest.read(directory: directory) ?? Manifest()
+            let existing = try Manifest.read(directory: directory)
+            var m = existing ?? Manifest()
             let names = try FileSystem.listDirectory(directory)
+            if existing == nil {
+                // The manifest is written before any log or segment exists, so data files without
+                // it mean it was lost: refuse rather than start over and delete them.
+                if let data = names.first(where: { if case .segment = FileNames.parse($0) { return true }
+                                                    if case .log = FileNames.parse($0) { return true }
+                                                    return false }) {
+                    throw StrataError.corrupted(file: directory + "/" + FileNames.manifest, offset: 0,
+                                                reason: "MANIFEST is missing but \(data) exists")
+                }
+            }
             var maxNumber: UInt64 = 0
             var logs: [UInt64] = []
             var staleLogs: [UInt64] = []
@@ -121,6 +132,10 @@ final class Engine: @unchecked Sendable {
             for n in logs.sorted() {
                 let path = directory + "/" + FileNames.log(n)
                 let reader = try LogReader(path: path)
+                if reader.validLength > 0 && reader.logNumber != n {
+                    throw StrataError.corrupted(file: path, offset: 12,
+                                                reason: "header says log \(reader.logNumber), the file name says \(n)")
+                }
                 for record in reader.records {
                     try Self.replay(record, into: recovered, path: path, maxSequence: &maxSequence)
                 }
@@ -146,13 +161,16 @@ final class Engine: @unchecked Sendable {
                     }), at: 0)
                 }
             }
+            // The manifest names the new log before it exists: a crash in between leaves a manifest
+            // whose log is simply absent, never a log without a manifest.
             let logNumber = nextNumber
             m.nextFileNumber = logNumber + 1
             m.logNumber = logNumber
             m.lastSequence = maxSequence
+            try m.write(directory: directory)
             self.log = try LogWriter(path: directory + "/" + FileNames.log(logNumber), number: logNumber)
             try log.sync()
-            try m.write(directory: directory)
+            try FileSystem.syncDirectory(directory)
             for n in logs + staleLogs { try FileSystem.remove(directory + "/" + FileNames.log(n)) }
 
             self.manifest = m
@@ -330,6 +348,9 @@ final class Engine: @unchecked Sendable {
             // The old log is complete: make it durable before writes move on to the new one.
             try log.sync()
             let newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
+            // A synchronous write acknowledged from the new log must not lose the log's name.
+            try newLog.sync()
+            try FileSystem.syncDirectory(directory)
             let full = active
             active = Memtable(logNumber: number)
             immutables.insert(full, at: 0)

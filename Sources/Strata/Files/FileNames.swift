@@ -14,7 +14,7 @@ enum FileNames {
         if name.hasSuffix(".tmp") { return .temporary }
         for (suffix, make) in [(".log", Kind.log), (".seg", Kind.segment)] where name.hasSuffix(suffix) {
             let digits = name.dropLast(suffix.count)
-            if !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = UInt64(digits) { return make(n) }
+            if !digits.isEmpty, digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = UInt64(digits) { return make(n) }
         }
         return .other
     }

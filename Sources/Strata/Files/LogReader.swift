@@ -63,14 +63,16 @@ struct LogReader {
         var out: [Record] = []
         var offset = LogFormat.headerSize
         var endState = End.clean
+        var lastSequence: UInt64 = 0
         while offset < bytes.count {
             switch Self.check(bytes, at: offset) {
             case .valid(let type, let length):
                 let start = offset + LogFormat.recordHeaderSize
                 out.append(Record(offset: offset, type: type, payload: bytes[start..<(start + length)]))
+                if let end = Self.batchEnd(bytes[start..<(start + length)]) { lastSequence = max(lastSequence, end) }
                 offset = start + length
             case .invalid(let reason):
-                if let later = Self.firstValidRecord(in: bytes, after: offset) {
+                if let later = Self.firstValidRecord(in: bytes, after: offset, sequenceAbove: lastSequence) {
                     throw StrataError.corrupted(file: path, offset: offset,
                                      reason: "\(reason), followed by a valid record at \(later)")
                 }
@@ -105,13 +107,29 @@ struct LogReader {
         }
     }
 
-    /// The offset of the first position after `offset` where a valid, non-empty record starts.
-    private static func firstValidRecord(in bytes: [UInt8], after offset: Int) -> Int? {
+    /// The last sequence number of a batch payload (first + count - 1), if it is one.
+    private static func batchEnd(_ payload: ArraySlice<UInt8>) -> UInt64? {
+        guard payload.count >= 12 else { return nil }
+        return payload.withUnsafeBytes { p in
+            let first = LittleEndian.uint64(p, at: 0), count = UInt64(LittleEndian.uint32(p, at: 8))
+            return count == 0 ? nil : first &+ count &- 1
+        }
+    }
+
+    /// The offset of the first position after `offset` where a valid batch record starts whose
+    /// sequence numbers follow those already read — one a crash could not have left behind the
+    /// bad record. Requiring the sequence to go on keeps bytes that merely look like a record
+    /// (inside the torn record's own payload, say) from counting.
+    private static func firstValidRecord(in bytes: [UInt8], after offset: Int, sequenceAbove last: UInt64) -> Int? {
         var p = offset + 1
         while p + LogFormat.recordHeaderSize <= bytes.count {
             // A zeroed tail (never written) cannot hold a record: skip runs of zeros quickly.
             if bytes[p] == 0 && bytes[p + 1] == 0 && bytes[p + 2] == 0 && bytes[p + 3] == 0 { p += 1; continue }
-            if case .valid(_, let length) = check(bytes, at: p), length > 0 { return p }
+            if case .valid(_, let length) = check(bytes, at: p), length >= 12 {
+                let start = p + LogFormat.recordHeaderSize
+                let first = bytes.withUnsafeBytes { LittleEndian.uint64($0, at: start) }
+                if first > last { return p }
+            }
             p += 1
         }
         return nil

@@ -31,7 +31,7 @@ final class Block: @unchecked Sendable {
         var previous = -1
         for i in 0..<n {
             let r = Int(LittleEndian.uint32(raw, at: start + 4 * i))
-            guard r > previous, r < start || (r == 0 && start == 0) else {
+            guard r > previous, r < start || (r == 0 && start == 0), i > 0 || r == 0 else {
                 storage.deallocate()
                 throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block restart \(i) at \(r) out of order or past the entries")
             }
