@@ -196,7 +196,7 @@ final class Engine: @unchecked Sendable {
             let first = LittleEndian.uint64(p, at: 0)
             let count = Int(LittleEndian.uint32(p, at: 8))
             try memtable.apply(operations: UnsafeRawBufferPointer(rebasing: p[12...]), count: count,
-                               firstSequence: first, file: path)
+                               firstSequence: first, file: path, offset: record.offset)
             if count > 0 { maxSequence = max(maxSequence, first + UInt64(count) - 1) }
         }
     }
@@ -229,7 +229,10 @@ final class Engine: @unchecked Sendable {
 
     /// Applies `batch` atomically; returns once it is as durable as `durability` asks.
     func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
-        if batch.isEmpty { return }
+        if batch.isEmpty {
+            if lock.withLock({ closed }) { throw StrataError.closed }
+            return
+        }
         guard batch.byteSize <= Self.maxBatchBytes else {
             throw StrataError.invalidArgument("a write batch of \(batch.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
         }
@@ -279,6 +282,7 @@ final class Engine: @unchecked Sendable {
         lastSequence += UInt64(total)
         let log = self.log
         let memtable = active
+        let recordOffset = log.size
         if !needSync { logDirty = true }
         lock.unlock()
 
@@ -298,7 +302,8 @@ final class Engine: @unchecked Sendable {
             var seq = first
             for g in group {
                 try g.batch.operations.withUnsafeBytes {
-                    try memtable.apply(operations: $0, count: g.batch.count, firstSequence: seq, file: log.path)
+                    try memtable.apply(operations: $0, count: g.batch.count, firstSequence: seq, file: log.path,
+                                       offset: recordOffset)
                 }
                 seq += UInt64(g.batch.count)
             }
@@ -471,7 +476,7 @@ final class Engine: @unchecked Sendable {
     /// than `compactionSizeRatio` times the runs taken so far; with too many runs and no such
     /// pair, merge the newest ones down to below the trigger.
     static func pickCompaction(runSizes: [UInt64], trigger: Int, ratio: Double) -> Range<Int>? {
-        guard runSizes.count >= trigger else { return nil }
+        guard runSizes.count >= max(trigger, 2) else { return nil }
         var accumulated = Double(runSizes[0])
         var end = 1
         while end < runSizes.count && Double(runSizes[end]) <= accumulated * ratio {
@@ -491,11 +496,15 @@ final class Engine: @unchecked Sendable {
         let inputs = Array(version.runs[range])
         let bottommost = range.upperBound == version.runs.count
         compactionQueue.async { [self] in
+            // The inputs are released before `compacting` clears, so that their obsolete files are
+            // deleted before anyone waiting on it (close) goes on.
+            var pending: [SortedRun]? = inputs
             do {
-                try compact(inputs, bottommost: bottommost)
+                try compact(pending!, bottommost: bottommost)
             } catch let e as StrataError {
                 lock.withLock { backgroundError = e }
             } catch {}
+            pending = nil
             lock.withLock {
                 compacting = false
                 if backgroundError == nil { maybeScheduleCompaction() }
@@ -577,8 +586,10 @@ final class Engine: @unchecked Sendable {
         // The switch to a new memtable goes through the commit queue like a write.
         try commit(PendingWrite(batch: WriteBatch(), sync: false, rotation: true))
         lock.lock()
-        while !immutables.isEmpty || compacting {
+        while true {
+            // Checked first: a close may have finished while this thread waited for the lock.
             if closed { lock.unlock(); throw StrataError.closed }
+            if immutables.isEmpty && !compacting { break }
             if let e = backgroundError, !flushing, !compacting {
                 backgroundError = nil
                 lock.unlock()
@@ -588,14 +599,15 @@ final class Engine: @unchecked Sendable {
             lock.wait()
         }
         compacting = true
-        let inputs = version.runs
-        let worthIt = inputs.count > 1 || !filters.isEmpty
-            || inputs.contains { $0.rangeTombstones.count > 0 || $0.segments.contains { $0.properties.tombstones > 0 } }
+        var inputs: [SortedRun]? = version.runs
+        let worthIt = inputs!.count > 1 || !filters.isEmpty
+            || inputs!.contains { $0.rangeTombstones.count > 0 || $0.segments.contains { $0.properties.tombstones > 0 } }
         lock.unlock()
         var failure: Error?
-        if worthIt && !inputs.isEmpty {
-            do { try compact(inputs, bottommost: true) } catch { failure = error }
+        if worthIt && !inputs!.isEmpty {
+            do { try compact(inputs!, bottommost: true) } catch { failure = error }
         }
+        inputs = nil  // release the old runs (deleting their files) before `compacting` clears
         lock.withLock {
             compacting = false
             maybeScheduleCompaction()

@@ -42,9 +42,10 @@ final class Memtable: Sendable {
 
     /// Applies the operations of a batch with consecutive sequence numbers from `firstSequence`.
     /// Writer-only.
-    func apply(operations: UnsafeRawBufferPointer, count: Int, firstSequence: UInt64, file: String) throws {
+    /// `file` and `offset` name where the operations came from, for errors.
+    func apply(operations: UnsafeRawBufferPointer, count: Int, firstSequence: UInt64, file: String, offset: Int = 0) throws {
         var seq = firstSequence
-        try WriteBatch.forEachOperation(in: operations, count: count, file: file, offset: 0) { op, key, second in
+        try WriteBatch.forEachOperation(in: operations, count: count, file: file, offset: offset) { op, key, second in
             switch op {
             case .put:
                 list.insert(key: key, sequence: seq, kind: RecordKind.value.rawValue, value: second)

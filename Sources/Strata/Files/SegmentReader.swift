@@ -191,10 +191,19 @@ final class SegmentReader: @unchecked Sendable {
         guard mayContain(hash: hash) else { return nil }
         var block = root
         for _ in 0..<footer.indexHeight {
-            var c = BlockCursor(block)
-            try c.seek(key)
-            guard c.isValid else { return nil }
-            guard let h = BlockHandle.decode(c.value) else {
+            var entry: UnsafeRawBufferPointer
+            switch try block.lookupWholeKeys(key) {
+            case .found(let value)?:
+                entry = value
+            case .notFound?:
+                return nil
+            case nil:
+                var c = BlockCursor(block)
+                try c.seek(key)
+                guard c.isValid else { return nil }
+                entry = c.value
+            }
+            guard let h = BlockHandle.decode(entry) else {
                 throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
             }
             block = try self.block(h)

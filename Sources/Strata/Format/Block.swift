@@ -55,6 +55,54 @@ final class Block: @unchecked Sendable {
         Int(LittleEndian.uint32(bytes, at: restartsOffset + 4 * i))
     }
 
+    /// For a block whose every entry is a restart point (index blocks): the value of the first
+    /// entry whose key is `>= target`, found by binary search over the restart keys in place,
+    /// without a cursor. `.notFound` when every key is smaller; nil when the block is not laid
+    /// out that way (the caller then uses a ``BlockCursor``).
+    enum WholeKeyLookup { case found(UnsafeRawBufferPointer), notFound }
+
+    func lookupWholeKeys(_ target: UnsafeRawBufferPointer) throws -> WholeKeyLookup? {
+        let n = restartCount
+        // Restart interval 1 means entries end exactly where the next restart begins; the check
+        // below confirms it for the entries the search touches.
+        var lo = 0, hi = n  // first restart whose key >= target
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            guard let (key, _, _) = try wholeEntry(mid) else { return nil }
+            if ByteComparison.compare(key, target) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        if lo == n {
+            // Every restart key is smaller; with interval 1 that is every key.
+            guard let (_, _, end) = try wholeEntry(n - 1), end == restartsOffset else { return nil }
+            return .notFound
+        }
+        guard let (_, value, end) = try wholeEntry(lo),
+              lo + 1 == n ? end == restartsOffset : end == restart(lo + 1) else { return nil }
+        if lo > 0 {
+            guard let (_, _, previousEnd) = try wholeEntry(lo - 1), previousEnd == restart(lo) else { return nil }
+        }
+        return .found(value)
+    }
+
+    /// The key, value and end offset of the entry at restart `i`, read in place; nil if the entry
+    /// does not store its key whole; throws if it is malformed.
+    @inline(__always)
+    private func wholeEntry(_ i: Int) throws -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int)? {
+        let offset = restart(i)
+        var p = offset
+        guard let shared = Varint.readLength(bytes, at: &p, limit: restartsOffset),
+              let unshared = Varint.readLength(bytes, at: &p, limit: restartsOffset),
+              let vlen = Varint.readLength(bytes, at: &p, limit: restartsOffset),
+              p + 1 + unshared + vlen <= restartsOffset, RecordKind(rawValue: bytes[p]) != nil
+        else {
+            throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(offset): malformed")
+        }
+        guard shared == 0 else { return nil }
+        let k = p + 1
+        return (UnsafeRawBufferPointer(rebasing: bytes[k..<(k + unshared)]),
+                UnsafeRawBufferPointer(rebasing: bytes[(k + unshared)..<(k + unshared + vlen)]), k + unshared + vlen)
+    }
+
     /// The number of bytes the block occupies in memory (for the cache's budget).
     var memoryFootprint: Int { bytes.count + 96 }
 }

@@ -74,11 +74,10 @@ public final class Store: Sendable {
 
     /// Closes every store this process has open (errors are ignored; each store is closed anyway).
     public static func prepareForShutdown() {
-        let all = registry.withLock { open -> [Store] in
-            defer { open.removeAll() }
-            return Array(open.values)
+        registry.withLock { open in
+            for store in open.values { try? store.engine.close() }
+            open.removeAll()
         }
-        for store in all { try? store.engine.close() }
     }
 
     /// Closes the store if it is open here, then removes its files and, if then empty, its directory.
@@ -100,10 +99,12 @@ public final class Store: Sendable {
     /// Idempotent; afterwards every call on the store throws ``StrataError/closed``.
     public func close() throws {
         let path = directory.path
-        Store.registry.withLock { open in
+        // Under the registry lock, so that an `open` of the same directory in this process waits
+        // for the close (and the release of the LOCK file) instead of failing with `.locked`.
+        try Store.registry.withLock { open in
             if open[path] === self { open[path] = nil }
+            try engine.close()
         }
-        try engine.close()
     }
 
     /// Makes every write acknowledged so far durable (useful with ``Durability/buffered``).
