@@ -13,7 +13,8 @@ import Glibc
 final class Engine: @unchecked Sendable {
     let directory: String
     let options: EngineOptions
-    let cache: BlockCache
+    /// Nil when `cacheSize` is 0.
+    let cache: BlockCache?
 
     // Everything below is guarded by `lock`, except where noted.
     private let lock = ConditionLock()
@@ -73,7 +74,7 @@ final class Engine: @unchecked Sendable {
     init(directory: String, options: EngineOptions) throws {
         self.directory = directory
         self.options = options
-        self.cache = BlockCache(capacity: options.cacheSize)
+        self.cache = options.cacheSize > 0 ? BlockCache(capacity: options.cacheSize) : nil
         try FileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock)
         do {
@@ -335,6 +336,14 @@ final class Engine: @unchecked Sendable {
         while true {
             if let e = writeError { throw e }
             if closed { throw StrataError.closed }
+            if version.runs.count >= options.stopWritesRuns && backgroundError == nil {
+                // Too many sorted runs for reads to stay cheap: wait for compaction to catch up.
+                maybeScheduleCompaction()
+                if compacting {
+                    lock.wait()
+                    continue
+                }
+            }
             if !force && active.approximateSize < options.memtableSize { return }
             if force && active.isEmpty { return }
             if immutables.count >= options.maxImmutableMemtables {
@@ -474,42 +483,56 @@ final class Engine: @unchecked Sendable {
 
     /// Universal (size-tiered) picking: from the newest run, take runs while each is no larger
     /// than `compactionSizeRatio` times the runs taken so far; with too many runs and no such
-    /// pair, merge the newest ones down to below the trigger.
-    static func pickCompaction(runSizes: [UInt64], trigger: Int, ratio: Double) -> Range<Int>? {
+    /// pair, merge the newest ones down to below the trigger. Never more than `maxWidth` runs.
+    static func pickCompaction(runSizes: [UInt64], trigger: Int, ratio: Double, maxWidth: Int = .max) -> Range<Int>? {
         guard runSizes.count >= max(trigger, 2) else { return nil }
+        let width = max(maxWidth, 2)
         var accumulated = Double(runSizes[0])
         var end = 1
-        while end < runSizes.count && Double(runSizes[end]) <= accumulated * ratio {
+        while end < runSizes.count && end < width && Double(runSizes[end]) <= accumulated * ratio {
             accumulated += Double(runSizes[end])
             end += 1
         }
         if end >= 2 { return 0..<end }
-        return 0..<(runSizes.count - trigger + 2)
+        return 0..<min(runSizes.count - trigger + 2, width)
     }
 
     private func maybeScheduleCompaction() {
         guard !compacting, !closed else { return }
         guard let range = Self.pickCompaction(runSizes: version.runs.map(\.fileSize),
-                                              trigger: options.compactionTrigger, ratio: options.compactionSizeRatio)
+                                              trigger: options.compactionTrigger, ratio: options.compactionSizeRatio,
+                                              maxWidth: options.maxMergeWidth)
         else { return }
         compacting = true
-        let inputs = Array(version.runs[range])
+        // The closure must not capture the runs themselves: they are released (and their obsolete
+        // files deleted) before `compacting` clears, so close never returns before that.
+        let inputs = PendingRuns(Array(version.runs[range]))
         let bottommost = range.upperBound == version.runs.count
         compactionQueue.async { [self] in
-            // The inputs are released before `compacting` clears, so that their obsolete files are
-            // deleted before anyone waiting on it (close) goes on.
-            var pending: [SortedRun]? = inputs
-            do {
-                try compact(pending!, bottommost: bottommost)
-            } catch let e as StrataError {
-                lock.withLock { backgroundError = e }
-            } catch {}
-            pending = nil
+            func run() {
+                let runs = inputs.take()
+                do {
+                    try compact(runs, bottommost: bottommost)
+                } catch let e as StrataError {
+                    lock.withLock { backgroundError = e }
+                } catch {}
+            }
+            run()
             lock.withLock {
                 compacting = false
                 if backgroundError == nil { maybeScheduleCompaction() }
                 lock.broadcast()
             }
+        }
+    }
+
+    /// Hands runs to a background job without the job's closure holding on to them.
+    private final class PendingRuns: @unchecked Sendable {
+        private var runs: [SortedRun]?
+        init(_ runs: [SortedRun]) { self.runs = runs }
+        func take() -> [SortedRun] {
+            defer { runs = nil }
+            return runs ?? []
         }
     }
 
@@ -664,7 +687,7 @@ final class Engine: @unchecked Sendable {
                 compactionBytesRead: compactionBytesRead,
                 compactionBytesWritten: compactionBytesWritten,
                 mostSortedRuns: mostRuns,
-                blockCacheBytes: cache.size)
+                blockCacheBytes: cache?.size ?? 0)
         }
     }
 }

@@ -21,6 +21,10 @@ struct EngineOptions: Sendable {
     var compactionTrigger = 4
     /// A run joins a compaction while its size is at most this factor times the runs before it.
     var compactionSizeRatio = 1.2
+    /// The most runs one compaction merges, so that each finishes soon and progress is steady.
+    var maxMergeWidth = 10
+    /// Writers wait for compaction while there are this many sorted runs (bounds read cost).
+    var stopWritesRuns = 20
     /// Memtables waiting to be flushed before writers wait.
     var maxImmutableMemtables = 2
 }

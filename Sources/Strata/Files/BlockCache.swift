@@ -31,16 +31,19 @@ final class BlockCache: Sendable {
     private let shards: [LockedShard]
     private let shardCapacity: Int
 
-    /// A cache holding about `capacity` bytes of decoded blocks.
+    /// A cache holding at most `capacity` bytes of decoded blocks, plus at most one block per
+    /// shard when a single block is larger than a shard's share. Shards are at least 1 MiB each
+    /// (up to 16 of them), so small caches are not split into shards smaller than a block.
     init(capacity: Int) {
-        let n = 16
+        let n = max(1, min(16, capacity / (1 << 20)))
         shards = (0..<n).map { _ in LockedShard() }
         shardCapacity = max(capacity / n, 1)
     }
 
     @inline(__always)
     private func shard(_ key: Key) -> Int {
-        Int(truncatingIfNeeded: (key.file &* 0x9E37_79B9_7F4A_7C15 ^ key.offset &* 0xC2B2_AE3D_27D4_EB4F) >> 60)
+        Int(truncatingIfNeeded: ((key.file &* 0x9E37_79B9_7F4A_7C15 ^ key.offset &* 0xC2B2_AE3D_27D4_EB4F) >> 32)
+            % UInt64(shards.count))
     }
 
     func lookup(_ key: Key) -> Block? {

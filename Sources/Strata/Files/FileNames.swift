@@ -12,9 +12,14 @@ enum FileNames {
         if name == lock { return .lock }
         if name == manifest { return .manifest }
         if name.hasSuffix(".tmp") { return .temporary }
+        // Only the canonical spelling (at least six digits, no extra leading zeros) names a file
+        // of the store: recovery reopens files by the name `log(_:)`/`segment(_:)` gives.
         for (suffix, make) in [(".log", Kind.log), (".seg", Kind.segment)] where name.hasSuffix(suffix) {
             let digits = name.dropLast(suffix.count)
-            if !digits.isEmpty, digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = UInt64(digits) { return make(n) }
+            if !digits.isEmpty, digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = UInt64(digits),
+               pad(n) == digits {
+                return make(n)
+            }
         }
         return .other
     }

@@ -64,7 +64,7 @@ final class SegmentReader: @unchecked Sendable {
                                                 reason: "\(name) block handle \(h.offset)+\(h.length) outside the file")
                 }
             }
-            guard footer.indexHeight >= 1, footer.indexHeight <= 16 else {
+            guard footer.indexHeight >= 1, footer.indexHeight <= 64 else {
                 throw StrataError.corrupted(file: path, offset: footerOffset, reason: "index height \(footer.indexHeight) impossible")
             }
             let propsBytes = try Self.decodeBytes(m, footer.properties, path: path)

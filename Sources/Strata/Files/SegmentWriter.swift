@@ -162,7 +162,9 @@ final class SegmentWriter {
                 value.removeAll(keepingCapacity: true)
                 handle.encode(into: &value)
                 b.add(key: key, kind: .value, value: value)
-                if b.estimatedSize >= options.indexBlockSize || i == level.count - 1 {
+                // At least two entries a block, so that each level is smaller than the one below
+                // even when single keys are larger than an index block.
+                if (b.count >= 2 && b.estimatedSize >= options.indexBlockSize) || i == level.count - 1 {
                     next.append((key, try writeBlock(b.finish(), compress: false)))
                     properties.indexBlocks += 1
                 }

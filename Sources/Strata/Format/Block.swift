@@ -62,6 +62,7 @@ final class Block: @unchecked Sendable {
     enum WholeKeyLookup { case found(UnsafeRawBufferPointer), notFound }
 
     func lookupWholeKeys(_ target: UnsafeRawBufferPointer) throws -> WholeKeyLookup? {
+        if restartsOffset == 0 { return .notFound }  // an empty block
         let n = restartCount
         // Restart interval 1 means entries end exactly where the next restart begins; the check
         // below confirms it for the entries the search touches.

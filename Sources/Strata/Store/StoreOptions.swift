@@ -47,7 +47,7 @@ public struct StoreOptions: Sendable {
         e.segment.blockSize = blockSize
         e.segment.bloomBitsPerKey = bloomBitsPerKey
         e.targetSegmentSize = segmentSize
-        e.cacheSize = max(cacheSize, 1)
+        e.cacheSize = cacheSize
         e.syncInterval = syncInterval
         return e
     }

@@ -1,0 +1,246 @@
+/// Reads a segment file for people and scripts: its footer, properties, index shape, each data
+/// block (where it is, how it is stored, which keys it holds), the filter, the range tombstones
+/// and, on request, every record with its decoded key.
+///
+/// ```swift
+/// let dump = try SegmentInspector.dump(segmentAt: "/var/lib/app/data.strata/000012.seg")
+/// for block in dump.dataBlocks { print(block.offset, block.storedSize, block.records) }
+/// ```
+public enum SegmentInspector {
+    /// Dumps the segment at `path`.
+    ///
+    /// The footer, properties, filter, range tombstones and root index must be readable (their
+    /// checksums are checked when the file is opened); damage below the root — a data or index
+    /// block failing its checksum — is reported per block in ``SegmentDump/problems`` and the
+    /// ``SegmentDump/DataBlock/error`` of the block, and the dump goes on.
+    ///
+    /// - Throws: ``InspectionError`` when `path` is not a segment;
+    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for a future format version;
+    ///   ``StrataError/corrupted(file:offset:reason:)`` when the file cannot be opened.
+    public static func dump(segmentAt path: String, includeRecords: Bool = false) throws -> SegmentDump {
+        try StoreInspector.require(.segment, at: path)
+        var number: UInt64?
+        if case .segment(let n) = FileNames.parse(StoreInspector.baseName(path)) { number = n }
+        let reader = try SegmentReader(path: path, number: number ?? 0, cache: nil)
+        let f = reader.footer, p = reader.properties
+
+        var dump = SegmentDump(path: path, fileSize: UInt64(reader.fileSize))
+        dump.number = number
+        dump.footer = SegmentDump.Footer(
+            rootIndexOffset: f.rootIndex.offset, rootIndexSize: f.rootIndex.length, indexHeight: f.indexHeight,
+            filterOffset: f.filter.offset, filterSize: f.filter.length,
+            rangeTombstonesOffset: f.rangeTombstones.offset, rangeTombstonesSize: f.rangeTombstones.length,
+            propertiesOffset: f.properties.offset, propertiesSize: f.properties.length, formatVersion: f.formatVersion)
+        dump.properties = SegmentDump.Properties(p)
+        dump.rangeTombstones = reader.rangeTombstones.map {
+            SegmentDump.RangeTombstone(start: InspectedKey($0.start), end: InspectedKey($0.end))
+        }
+
+        let tree = SegmentTree(reader)
+        dump.index = SegmentDump.Index(height: Int(f.indexHeight), blocksPerLevel: tree.indexBlocksPerLevel,
+                                       blocks: tree.indexBlocksPerLevel.reduce(0, +))
+        dump.problems = tree.faults.map { SegmentDump.Problem(offset: $0.offset, reason: $0.reason) }
+        var records: [SegmentDump.Record] = []
+
+        try SegmentTrailerReader.withFile(path) { trailers in
+            if f.filter.length > 0 {
+                let probes = try trailers.byte(at: f.filter.offset + f.filter.length - 1).map(Int.init) ?? 0
+                let bits = (f.filter.length - 1) * 8
+                dump.filter = SegmentDump.Filter(offset: f.filter.offset, size: f.filter.length, bits: bits, probes: probes,
+                                                 bitsPerKey: p.records > 0 ? Double(bits) / Double(p.records) : nil)
+            }
+            for (i, ref) in tree.dataBlocks.enumerated() {
+                var b = SegmentDump.DataBlock(index: i, offset: ref.handle.offset, size: ref.handle.length,
+                                              storedSize: ref.handle.length + UInt64(SegmentFormat.blockTrailerSize))
+                if let t = try? trailers.trailer(of: ref.handle) {
+                    b.compression = SegmentTrailerReader.compressionName(t.compression)
+                    b.uncompressedSize = UInt64(t.uncompressedLength)
+                }
+                do {
+                    let block = try reader.block(ref.handle)
+                    b.uncompressedSize = UInt64(block.bytes.count)
+                    var cursor = BlockCursor(block)
+                    try cursor.seekToFirst()
+                    while cursor.isValid {
+                        if b.records == 0 { b.firstKey = InspectedKey(cursor.key) }
+                        b.records += 1
+                        if includeRecords {
+                            records.append(SegmentDump.Record(block: i, key: InspectedKey(cursor.key),
+                                                              kind: cursor.kind == .tombstone ? .tombstone : .value,
+                                                              valueSize: cursor.value.count))
+                        }
+                        let key = cursor.key
+                        try cursor.next()
+                        if !cursor.isValid { b.lastKey = InspectedKey(key) }
+                    }
+                } catch {
+                    let fault = FileFault(error, at: Int(clamping: ref.handle.offset))
+                    b.error = fault.reason
+                    dump.problems.append(SegmentDump.Problem(offset: fault.offset, reason: fault.reason))
+                }
+                dump.dataBlocks.append(b)
+            }
+        }
+        if includeRecords { dump.records = records }
+        return dump
+    }
+}
+
+/// What ``SegmentInspector/dump(segmentAt:includeRecords:)`` reports about a segment file.
+/// Sizes and offsets are in bytes.
+public struct SegmentDump: Codable, Sendable {
+    /// The fixed-size footer at the end of the file (FORMAT.md, "Segment files"). A size of 0
+    /// means the block is absent.
+    public struct Footer: Codable, Sendable, Equatable {
+        public var rootIndexOffset: UInt64 = 0
+        public var rootIndexSize: UInt64 = 0
+        public var indexHeight: UInt32 = 0
+        public var filterOffset: UInt64 = 0
+        public var filterSize: UInt64 = 0
+        public var rangeTombstonesOffset: UInt64 = 0
+        public var rangeTombstonesSize: UInt64 = 0
+        public var propertiesOffset: UInt64 = 0
+        public var propertiesSize: UInt64 = 0
+        public var formatVersion: UInt32 = 0
+    }
+
+    /// One keyspace's share of the segment, from the properties block.
+    public struct KeyspaceProperties: Codable, Sendable, Equatable {
+        public var id: UInt64
+        public var name: String
+        public var records: UInt64
+        public var tombstones: UInt64
+        public var keyBytes: UInt64
+        public var valueBytes: UInt64
+        public var smallestKey: InspectedKey
+        public var largestKey: InspectedKey
+    }
+
+    /// The properties block: what the writer counted.
+    public struct Properties: Codable, Sendable, Equatable {
+        public var records: UInt64 = 0
+        public var tombstones: UInt64 = 0
+        public var rangeTombstones: UInt64 = 0
+        public var keyBytes: UInt64 = 0
+        public var valueBytes: UInt64 = 0
+        public var dataBlocks: UInt64 = 0
+        public var indexBlocks: UInt64 = 0
+        /// Data blocks as stored (payloads and trailers).
+        public var storedDataBytes: UInt64 = 0
+        public var uncompressedDataBytes: UInt64 = 0
+        /// `uncompressedDataBytes / storedDataBytes`; nil without data.
+        public var compressionRatio: Double?
+        /// The smallest and largest point keys; nil without records.
+        public var smallestKey: InspectedKey?
+        public var largestKey: InspectedKey?
+        public var keyspaces: [KeyspaceProperties] = []
+
+        init() {}
+
+        init(_ p: SegmentProperties) {
+            records = p.records
+            tombstones = p.tombstones
+            rangeTombstones = p.rangeTombstones
+            keyBytes = p.keyBytes
+            valueBytes = p.valueBytes
+            dataBlocks = p.dataBlocks
+            indexBlocks = p.indexBlocks
+            storedDataBytes = p.storedDataBytes
+            uncompressedDataBytes = p.uncompressedDataBytes
+            if p.storedDataBytes > 0 { compressionRatio = Double(p.uncompressedDataBytes) / Double(p.storedDataBytes) }
+            if p.records > 0 {
+                smallestKey = InspectedKey(p.smallestKey)
+                largestKey = InspectedKey(p.largestKey)
+            }
+            keyspaces = p.keyspaces.map {
+                KeyspaceProperties(id: $0.id, name: Keyspace.name(of: $0.id), records: $0.records, tombstones: $0.tombstones,
+                                   keyBytes: $0.keyBytes, valueBytes: $0.valueBytes,
+                                   smallestKey: InspectedKey($0.smallestKey), largestKey: InspectedKey($0.largestKey))
+            }
+        }
+    }
+
+    /// The shape of the B-tree index: level 0 is the root, the last level points to data blocks.
+    public struct Index: Codable, Sendable, Equatable {
+        public var height: Int = 0
+        public var blocksPerLevel: [Int] = []
+        public var blocks: Int = 0
+    }
+
+    /// One data block, in key order.
+    public struct DataBlock: Codable, Sendable, Equatable {
+        /// The block's position among the data blocks (0 first).
+        public var index: Int
+        /// The offset of the block's payload in the file.
+        public var offset: UInt64
+        /// The payload's size as stored (compressed, if it is).
+        public var size: UInt64
+        /// The payload and its 9-byte trailer.
+        public var storedSize: UInt64
+        public var uncompressedSize: UInt64 = 0
+        /// `none` or `lz4`.
+        public var compression: String = "unknown"
+        public var records: Int = 0
+        public var firstKey: InspectedKey?
+        public var lastKey: InspectedKey?
+        /// Why the block could not be read, if it could not.
+        public var error: String?
+    }
+
+    /// The bloom filter block.
+    public struct Filter: Codable, Sendable, Equatable {
+        public var offset: UInt64
+        public var size: UInt64
+        public var bits: UInt64
+        public var probes: Int
+        public var bitsPerKey: Double?
+    }
+
+    /// A deleted key range `[start, end)` this segment applies to older runs.
+    public struct RangeTombstone: Codable, Sendable, Equatable {
+        public var start: InspectedKey
+        public var end: InspectedKey
+    }
+
+    /// The kind of a stored record.
+    public enum RecordKind: String, Codable, Sendable {
+        /// A key with its value.
+        case value
+        /// A point deletion.
+        case tombstone
+    }
+
+    /// One record, in key order.
+    public struct Record: Codable, Sendable, Equatable {
+        /// The index of the data block holding it.
+        public var block: Int
+        public var key: InspectedKey
+        public var kind: RecordKind
+        public var valueSize: Int
+    }
+
+    /// Something wrong found while reading the file.
+    public struct Problem: Codable, Sendable, Equatable {
+        public var offset: Int
+        public var reason: String
+    }
+
+    public var path: String
+    /// The file number from the name, if the name is a segment's.
+    public var number: UInt64?
+    public var fileSize: UInt64
+    public var footer = Footer()
+    public var properties = Properties()
+    public var index = Index()
+    public var dataBlocks: [DataBlock] = []
+    public var filter: Filter?
+    public var rangeTombstones: [RangeTombstone] = []
+    /// Every record, when asked for.
+    public var records: [Record]?
+    public var problems: [Problem] = []
+
+    public init(path: String, fileSize: UInt64) {
+        self.path = path
+        self.fileSize = fileSize
+    }
+}
