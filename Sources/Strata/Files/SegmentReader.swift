@@ -208,10 +208,8 @@ final class SegmentReader: @unchecked Sendable {
             }
             block = try self.block(h)
         }
-        var c = BlockCursor(block)
-        try c.seek(key)
-        guard c.isValid, c.key.withUnsafeBytes({ ByteComparison.compare($0, key) }) == 0 else { return nil }
-        return (c.kind, c.valueBytes)
+        guard let (kind, value) = try block.find(key) else { return nil }
+        return (kind, Array(value))
     }
 }
 

@@ -104,6 +104,54 @@ final class Block: @unchecked Sendable {
                 UnsafeRawBufferPointer(rebasing: bytes[(k + unshared)..<(k + unshared + vlen)]), k + unshared + vlen)
     }
 
+    /// The record stored under exactly `target`, found without materializing any key: a binary
+    /// search over the restart keys in place, then a walk that keeps only how many leading bytes
+    /// of `target` the current key matches (`matched`). For an entry sharing `shared` bytes with
+    /// the previous key (which is smaller than `target` and matches it for `matched` bytes):
+    /// `shared > matched` means the new key still differs from `target` where the previous one
+    /// did, so it is smaller too; otherwise only its suffix needs comparing with `target[shared...]`.
+    func find(_ target: UnsafeRawBufferPointer) throws -> (RecordKind, UnsafeRawBufferPointer)? {
+        if restartsOffset == 0 { return nil }
+        var lo = 0, hi = restartCount - 1  // the last restart whose key is < target (or 0)
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            guard let (key, _, _) = try wholeEntry(mid) else {
+                throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(restart(mid)): restart key not whole")
+            }
+            if ByteComparison.compare(key, target) < 0 { lo = mid } else { hi = mid - 1 }
+        }
+        var p = restart(lo)
+        var matched = 0
+        var previousLength = 0
+        let limit = restartsOffset
+        while p < limit {
+            let entry = p
+            guard let shared = Varint.readLength(bytes, at: &p, limit: limit),
+                  let unshared = Varint.readLength(bytes, at: &p, limit: limit),
+                  let vlen = Varint.readLength(bytes, at: &p, limit: limit),
+                  p < limit, let kind = RecordKind(rawValue: bytes[p]),
+                  shared <= previousLength, p + 1 + unshared + vlen <= limit
+            else {
+                throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(entry): malformed")
+            }
+            let suffixStart = p + 1
+            p = suffixStart + unshared + vlen
+            previousLength = shared + unshared
+            if shared > matched { continue }  // smaller than target, like the previous key
+            // Compare the suffix with target[shared...].
+            var l = 0
+            while l < unshared && shared + l < target.count && bytes[suffixStart + l] == target[shared + l] { l += 1 }
+            if l == unshared && shared + l == target.count {
+                let v = suffixStart + unshared
+                return (kind, UnsafeRawBufferPointer(rebasing: bytes[v..<(v + vlen)]))
+            }
+            let smaller = l == unshared || (shared + l < target.count && bytes[suffixStart + l] < target[shared + l])
+            if !smaller { return nil }  // past target: keys increase, so it is not here
+            matched = shared + l
+        }
+        return nil
+    }
+
     /// The number of bytes the block occupies in memory (for the cache's budget).
     var memoryFootprint: Int { bytes.count + 96 }
 }

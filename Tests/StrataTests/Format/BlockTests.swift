@@ -226,6 +226,27 @@ private enum LoopError: Error { case runaway }
         }
     }
 
+    /// `Block.find` (the point-lookup path, which never materializes keys) agrees with the
+    /// reference for present keys, near misses, prefixes and extensions of keys, at every
+    /// restart interval.
+    @Test(arguments: [1, 2, 3, 16])
+    func findMatchesTheReference(restartInterval: Int) throws {
+        var rng = SplitMix64(seed: 0xB10C_F1D0 + UInt64(restartInterval))
+        for round in 0..<20 {
+            let entries = randomEntries(count: 1 + Int(rng.next() % 300), &rng)
+            let block = try Block(copying: buildBlock(entries, restartInterval: restartInterval))
+            for target in seekTargets(entries, &rng) {
+                let expected = entries.first { $0.key == target }
+                let found = try target.withUnsafeBytes { try block.find($0) }
+                #expect(found.map { Entry(key: target, kind: $0.0, value: Array($0.1)) } == expected,
+                        "round \(round), interval \(restartInterval), target \(target)")
+            }
+        }
+        var emptyBuilder = BlockBuilder(restartInterval: restartInterval)
+        let empty = try Block(copying: emptyBuilder.finish())
+        #expect(try [UInt8]([1]).withUnsafeBytes { try empty.find($0) } == nil)
+    }
+
     @Test func emptyKeyAndEmptyValues() throws {
         var rng = SplitMix64(seed: 0xB10C_0010)
         let entries = [
