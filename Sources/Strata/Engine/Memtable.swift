@@ -41,17 +41,26 @@ final class Memtable: Sendable {
     var isEmpty: Bool { list.first == nil && tombstones.withLock { $0.isEmpty } }
 
     /// Applies the operations of a batch with consecutive sequence numbers from `firstSequence`.
-    /// Writer-only.
+    /// Writer-only. Point writes are inserted in key order, each search starting where the
+    /// previous one ended (``ArenaSkipList/insert(key:sequence:kind:value:afterPrevious:)``).
     /// `file` and `offset` name where the operations came from, for errors.
     func apply(operations: UnsafeRawBufferPointer, count: Int, firstSequence: UInt64, file: String, offset: Int = 0) throws {
+        struct Point {
+            var key: UnsafeRawBufferPointer
+            var value: UnsafeRawBufferPointer
+            var sequence: UInt64
+            var kind: RecordKind
+        }
+        var points: [Point] = []
+        points.reserveCapacity(count)
         var seq = firstSequence
+        // The views point into `operations`, which outlives this call's use of them.
         try WriteBatch.forEachOperation(in: operations, count: count, file: file, offset: offset) { op, key, second in
             switch op {
             case .put:
-                list.insert(key: key, sequence: seq, kind: RecordKind.value.rawValue, value: second)
+                points.append(Point(key: key, value: second, sequence: seq, kind: .value))
             case .delete:
-                list.insert(key: key, sequence: seq, kind: RecordKind.tombstone.rawValue,
-                            value: UnsafeRawBufferPointer(start: nil, count: 0))
+                points.append(Point(key: key, value: UnsafeRawBufferPointer(start: nil, count: 0), sequence: seq, kind: .tombstone))
             case .deleteRange:
                 let t = SequencedRangeTombstone(start: Array(key), end: Array(second), sequence: seq)
                 if ByteComparison.compare(t.start, t.end) < 0 {
@@ -60,6 +69,15 @@ final class Memtable: Sendable {
                 }
             }
             seq += 1
+        }
+        if points.count > 1 {
+            points.sort {
+                let c = ByteComparison.compare($0.key, $1.key)
+                return c != 0 ? c < 0 : $0.sequence > $1.sequence
+            }
+        }
+        for (i, p) in points.enumerated() {
+            list.insert(key: p.key, sequence: p.sequence, kind: p.kind.rawValue, value: p.value, afterPrevious: i > 0)
         }
     }
 
