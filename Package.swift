@@ -42,7 +42,7 @@ let package = Package(
         // Scripts/perf/rocksdb_baseline.c.
         .executableTarget(
             name: "strata-perf",
-            dependencies: ["Strata"],
+            dependencies: ["Strata", "CStrataSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The child process of the crash tests: writes acknowledged batches until it is killed.

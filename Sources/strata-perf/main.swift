@@ -3,6 +3,7 @@
 //
 //   swift run -c release strata-perf [records=10000000] [gets=1000000] [directory]
 //   STRATA_PERF_ORDER=seq writes the records in key order instead of hashed order.
+import CStrataSupport
 import Foundation
 import Strata
 
@@ -52,6 +53,20 @@ func directorySize(_ url: URL) -> Int {
         let attrs = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(name).path)
         return sum + ((attrs?[.size] as? NSNumber)?.intValue ?? 0)
     }
+}
+
+// CRC32C over 256 MiB, the checksum of every block and log record.
+do {
+    let size = 256 << 20
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
+    defer { buffer.deallocate() }
+    for i in 0..<size { buffer[i] = UInt8(truncatingIfNeeded: i &* 31) }
+    var crc: UInt32 = 0
+    let start = now()
+    for _ in 0..<4 { crc = strata_crc32c_extend(crc, buffer.baseAddress, size) }
+    let seconds = now() - start
+    print(String(format: "strata crc32c_gb_per_s=%.2f hardware=%d checksum=%08x",
+                 Double(4 * size) / seconds / 1e9, strata_crc32c_is_hardware(), crc))
 }
 
 do {
