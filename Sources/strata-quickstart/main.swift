@@ -58,8 +58,8 @@ do {
 
     try store.close()
     store = try Store.open(at: directory, options: options)
-    let after = try store.scan(from: key(999), limit: 2).map { $0.key }
-    print("  reopened: the first keys from \(key(999).suffix(2)) are \(after.map { Array($0.suffix(2)) }) (the range 1000..<2000 stays deleted)")
+    let after = try store.scan(from: key(999), limit: 2).map { e in e.key.suffix(8).reduce(0) { $0 << 8 | Int($1) } }
+    print("  reopened: the two records from 999 on are \(after.map(String.init).joined(separator: " and ")) (1000..<2000 stay deleted)")
     try store.compact()
     try store.close()
     print("  compacted and closed; inspect it with:")
