@@ -156,10 +156,7 @@ final class Engine: @unchecked Sendable {
                 if !written.isEmpty {
                     try FileSystem.syncDirectory(directory)
                     m.runs.insert(written, at: 0)
-                    let blockCache = cache
-                    runs.insert(SortedRun(segments: try written.map {
-                        try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: blockCache)
-                    }), at: 0)
+                    runs.insert(SortedRun(segments: try Self.openSegments(written, directory: directory, cache: cache)), at: 0)
                 }
             }
             // The manifest names the new log before it exists: a crash in between leaves a manifest
@@ -441,22 +438,14 @@ final class Engine: @unchecked Sendable {
                 allocateFileNumber()
             }
             try FileSystem.syncDirectory(directory)
-            let readers = try written.map {
-                try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
-            }
+            let readers = try Self.openSegments(written, directory: directory, cache: cache)
             try lock.withLock {
                 var m = manifest
                 if !written.isEmpty { m.runs.insert(written, at: 0) }
                 let remaining = immutables.dropLast()
                 m.logNumber = remaining.last?.logNumber ?? active.logNumber
                 m.lastSequence = lastSequence
-                do {
-                    try m.write(directory: directory)
-                } catch {
-                    for r in readers { r.markObsolete() }
-                    throw error
-                }
-                manifest = m
+                try publish(m, adding: readers)
                 if !readers.isEmpty { version = Version(runs: [SortedRun(segments: readers)] + version.runs) }
                 flushes += 1
                 flushBytes += written.reduce(0) { $0 + $1.fileSize }
@@ -471,6 +460,25 @@ final class Engine: @unchecked Sendable {
         } catch let e as StrataError {
             lock.withLock { backgroundError = e }
         } catch {}
+    }
+
+    /// Readers for segments just written.
+    private static func openSegments(_ written: [SegmentMetadata], directory: String, cache: BlockCache?) throws -> [SegmentReader] {
+        try written.map {
+            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
+        }
+    }
+
+    /// Replaces the manifest with `m`, which lists the segments of `added`; if that fails, the
+    /// new segments are unpublished and deleted once released. Called with the lock held.
+    private func publish(_ m: Manifest, adding added: [SegmentReader]) throws {
+        do {
+            try m.write(directory: directory)
+        } catch {
+            for r in added { r.markObsolete() }
+            throw error
+        }
+        manifest = m
     }
 
     // MARK: Compaction
@@ -573,9 +581,7 @@ final class Engine: @unchecked Sendable {
             writer.abandon()
             throw error
         }
-        let readers = try written.map {
-            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
-        }
+        let readers = try Self.openSegments(written, directory: directory, cache: cache)
         try lock.withLock {
             let inputNumbers = Set(inputs.flatMap(\.numbers))
             guard let start = version.runs.firstIndex(where: { $0 === inputs[0] }) else {
@@ -588,13 +594,7 @@ final class Engine: @unchecked Sendable {
             runs.replaceSubrange(start..<(start + inputs.count), with: readers.isEmpty ? [] : [SortedRun(segments: readers)])
             metas.replaceSubrange(start..<(start + inputs.count), with: written.isEmpty ? [] : [written])
             m.runs = metas
-            do {
-                try m.write(directory: directory)
-            } catch {
-                for r in readers { r.markObsolete() }
-                throw error
-            }
-            manifest = m
+            try publish(m, adding: readers)
             version = Version(runs: runs)
             compactions += 1
             compactionBytesRead += inputs.reduce(0) { $0 + $1.fileSize }
