@@ -12,19 +12,6 @@ import Glibc
 // acknowledged batch is there whole (unless an acknowledged later batch deleted it), no batch is
 // there in part, a batch in flight is all or nothing, and deleted batches stay deleted.
 
-/// SplitMix64: small, seeded, deterministic.
-private struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
-
 /// The keys and values `strata-crash-helper write` writes (the same functions as in
 /// Sources/strata-crash-helper/main.swift; keep them equal).
 private enum CrashEncoding {

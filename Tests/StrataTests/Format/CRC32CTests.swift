@@ -4,21 +4,6 @@ import Testing
 
 // MARK: - Deterministic randomness
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and deterministic for a given seed.
-private struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 private func randomBytes(_ count: Int, _ rng: inout SplitMix64) -> [UInt8] {
     (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
 }
