@@ -82,21 +82,6 @@ private struct SpecError: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-/// A directory under the temporary directory, removed by `remove()`.
-private struct TemporaryDirectory {
-    let path: String
-    init() throws {
-        path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-formatspec-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
-    func file(_ name: String) -> String { path + "/" + name }
-    func read(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: file(name)))) }
-    func write(_ name: String, _ bytes: [UInt8]) throws { try Data(bytes).write(to: URL(fileURLWithPath: file(name))) }
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
-
 private func hex(_ bytes: [UInt8]) -> String {
     bytes.map { String(($0 >> 4), radix: 16) + String($0 & 0x0F, radix: 16) }.joined(separator: " ")
 }

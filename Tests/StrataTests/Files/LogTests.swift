@@ -10,19 +10,6 @@ private func randomBytes(_ count: Int, _ rng: inout SplitMix64) -> [UInt8] {
 
 // MARK: - Helpers
 
-/// A fresh directory under the system temporary directory, removed by ``remove()``.
-private struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-LogTests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// Writes a log with the given payloads; returns its path, its bytes and each record's offset.
 private func writeLog(
     _ payloads: [[UInt8]], in dir: TemporaryDirectory, number: UInt64 = 7

@@ -13,20 +13,6 @@ private func randomBytes(_ count: Int, _ rng: inout SplitMix64) -> [UInt8] {
 
 // MARK: - Helpers
 
-private struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-SegmentTests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-
-    func list() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted() }
-}
-
 private struct Record: Equatable {
     var key: [UInt8]
     var kind: RecordKind

@@ -14,7 +14,7 @@ import Testing
 private func b(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 /// A unique directory under the temporary directory (not created); `remove()` deletes it.
-private struct TemporaryDirectory {
+private struct StoreDirectory {
     let url: URL
 
     init(_ label: String) {
@@ -78,7 +78,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Opening and the registry
 
     @Test func openCreatesTheDirectory() throws {
-        let root = TemporaryDirectory("create")
+        let root = StoreDirectory("create")
         defer { root.remove() }
         let nested = root.url.appendingPathComponent("a/b/store")
         #expect(!FileManager.default.fileExists(atPath: nested.path))
@@ -87,13 +87,13 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: nested.path, isDirectory: &isDirectory) && isDirectory.boolValue)
         #expect(!(try FileManager.default.contentsOfDirectory(atPath: nested.path)).isEmpty, "the store writes its files there")
-        #expect(store.directory.path == TemporaryDirectory(url: nested).canonicalPath)
+        #expect(store.directory.path == StoreDirectory(url: nested).canonicalPath)
         try store.put(b("k"), b("v"))
         #expect(try store.get(b("k")) == b("v"))
     }
 
     @Test func openingAgainReturnsTheSameInstance() throws {
-        let root = TemporaryDirectory("same")
+        let root = StoreDirectory("same")
         defer { root.remove() }
         try FileManager.default.createDirectory(at: root.url.appendingPathComponent("sibling"), withIntermediateDirectories: true)
         let url = root.url.appendingPathComponent("store")
@@ -130,7 +130,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func openedIsNilUnlessOpen() throws {
-        let dir = TemporaryDirectory("opened")
+        let dir = StoreDirectory("opened")
         defer { dir.remove() }
         #expect(Store.opened(at: dir.url) == nil)
         let store = try Store.open(at: dir.url, options: smallOptions())
@@ -140,7 +140,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func concurrentOpensShareOneInstance() throws {
-        let dir = TemporaryDirectory("concurrent-open")
+        let dir = StoreDirectory("concurrent-open")
         defer { dir.remove() }
         let url = dir.url
         let results = Mutex<[ObjectIdentifier]>([])
@@ -163,7 +163,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Closing
 
     @Test func closeIsIdempotentAndLaterCallsThrowClosed() throws {
-        let dir = TemporaryDirectory("close")
+        let dir = StoreDirectory("close")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         try store.put(b("k"), b("v"))
@@ -190,7 +190,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
 
     /// API.md: after `close()`, any call on the store throws `.closed` — an empty batch included.
     @Test func writingAnEmptyBatchAfterCloseThrowsClosed() throws {
-        let dir = TemporaryDirectory("close-empty-batch")
+        let dir = StoreDirectory("close-empty-batch")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         try store.write(WriteBatch())
@@ -199,7 +199,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func reopeningAfterCloseGivesANewWorkingInstance() throws {
-        let dir = TemporaryDirectory("reopen-new")
+        let dir = StoreDirectory("reopen-new")
         defer { dir.remove() }
         let first = try Store.open(at: dir.url, options: smallOptions())
         try first.put(b("k"), b("1"))
@@ -219,7 +219,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     /// says another process has it): the closing store leaves the registry before it releases the
     /// lock file. One thread closes; another opens as soon as the store has left the registry.
     @Test func openWhileClosingInThisProcessIsNotLocked() async throws {
-        let dir = TemporaryDirectory("open-during-close")
+        let dir = StoreDirectory("open-during-close")
         defer { dir.remove() }
         let url = dir.url
         var outcomes: [String] = []
@@ -258,7 +258,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     /// or remove it. Here `compact()` runs on another thread when `close()` is called; close waits
     /// for it, and afterwards no file may appear or disappear.
     @Test func nothingChangesInTheDirectoryAfterClose() async throws {
-        let dir = TemporaryDirectory("quiet-after-close")
+        let dir = StoreDirectory("quiet-after-close")
         defer { dir.remove() }
         let url = dir.url
         var changes: [String] = []
@@ -294,7 +294,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     @Test(.enabled(if: ProcessInfo.processInfo.environment["STRATA_TEST_PREPARE_FOR_SHUTDOWN"] == "1",
                    "closes every open store of the process, other tests' too"))
     func prepareForShutdownClosesEveryStore() throws {
-        let a = TemporaryDirectory("shutdown-a"), c = TemporaryDirectory("shutdown-b")
+        let a = StoreDirectory("shutdown-a"), c = StoreDirectory("shutdown-b")
         defer { a.remove(); c.remove() }
         let first = try Store.open(at: a.url, options: smallOptions())
         let second = try Store.open(at: c.url, options: smallOptions(.synchronous))
@@ -318,7 +318,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: destroy
 
     @Test func destroyClosesAndRemovesTheFiles() throws {
-        let dir = TemporaryDirectory("destroy")
+        let dir = StoreDirectory("destroy")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         for i in 0..<2_000 { try store.put(numbered(i), [UInt8](repeating: 7, count: 100)) }
@@ -334,7 +334,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func destroyOfAClosedStoreKeepsForeignFiles() throws {
-        let dir = TemporaryDirectory("destroy-foreign")
+        let dir = StoreDirectory("destroy-foreign")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         try store.put(b("k"), b("v"))
@@ -349,7 +349,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func destroyOfNothingIsNotAnError() throws {
-        let dir = TemporaryDirectory("destroy-nothing")
+        let dir = StoreDirectory("destroy-nothing")
         defer { dir.remove() }
         try Store.destroy(at: dir.url)
         #expect(!FileManager.default.fileExists(atPath: dir.url.path))
@@ -359,7 +359,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
 
     @Test(arguments: [Durability.synchronous, .buffered])
     func dataSurvivesCloseAndReopen(durability: Durability) throws {
-        let dir = TemporaryDirectory("survive")
+        let dir = StoreDirectory("survive")
         defer { dir.remove() }
         var options = smallOptions(durability)
         options.syncInterval = 0.01
@@ -399,7 +399,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func syncMakesWritesDurableAndKeepsWorking() throws {
-        let dir = TemporaryDirectory("sync")
+        let dir = StoreDirectory("sync")
         defer { dir.remove() }
         var options = smallOptions(.buffered)
         options.syncInterval = 60
@@ -422,7 +422,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: compact
 
     @Test func compactShrinksTheStoreAfterOverwritesAndDeletes() throws {
-        let dir = TemporaryDirectory("compact")
+        let dir = StoreDirectory("compact")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         var rng = SplitMix64(seed: 99)
@@ -461,7 +461,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Snapshots
 
     @Test func snapshotsAreIsolatedFromLaterWrites() throws {
-        let dir = TemporaryDirectory("snapshot")
+        let dir = StoreDirectory("snapshot")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         defer { try? store.close() }
@@ -506,7 +506,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Write batches
 
     @Test func batchOperationsApplyInOrder() throws {
-        let dir = TemporaryDirectory("batch-order")
+        let dir = StoreDirectory("batch-order")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         defer { try? store.close() }
@@ -555,7 +555,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func deleteRangeIsStartInclusiveEndExclusive() throws {
-        let dir = TemporaryDirectory("delete-range")
+        let dir = StoreDirectory("delete-range")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         defer { try? store.close() }
@@ -598,7 +598,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Scans
 
     @Test func scanBoundsLimitsAndDirection() throws {
-        let dir = TemporaryDirectory("scan")
+        let dir = StoreDirectory("scan")
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: smallOptions())
         defer { try? store.close() }
@@ -633,7 +633,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Options
 
     @Test func invalidOptionsThrowInvalidArgument() throws {
-        let dir = TemporaryDirectory("options")
+        let dir = StoreDirectory("options")
         defer { dir.remove() }
         var cases: [(String, StoreOptions)] = []
         func add(_ name: String, _ change: (inout StoreOptions) -> Void) {
@@ -684,7 +684,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     // MARK: Edge cases
 
     @Test func emptyKeysAndValues() throws {
-        let dir = TemporaryDirectory("empty")
+        let dir = StoreDirectory("empty")
         defer { dir.remove() }
         var store = try Store.open(at: dir.url, options: smallOptions())
         try store.put([], b("empty key"))
@@ -719,7 +719,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 
     @Test func keysWithExtremeBytesAndLargeValues() throws {
-        let dir = TemporaryDirectory("extreme")
+        let dir = StoreDirectory("extreme")
         defer { dir.remove() }
         var store = try Store.open(at: dir.url, options: smallOptions())
         let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
@@ -743,6 +743,6 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
     }
 }
 
-private extension TemporaryDirectory {
+private extension StoreDirectory {
     init(url: URL) { self.url = url }
 }
