@@ -185,7 +185,7 @@ final class Engine: @unchecked Sendable {
         lock.withLock { maybeScheduleCompaction() }
     }
 
-    private static func replay(_ record: LogReader.Record, into memtable: Memtable, path: String,
+    static func replay(_ record: LogReader.Record, into memtable: Memtable, path: String,
                                maxSequence: inout UInt64) throws {
         guard record.payload.count >= 12 else {
             throw StrataError.corrupted(file: path, offset: record.offset, reason: "batch record of \(record.payload.count) bytes")

@@ -19,12 +19,32 @@ struct Keyspace: Hashable, Sendable {
     static let catalog = Keyspace(id: 0)
     /// The raw key-value API of ``Store`` (``Store/put(_:_:)`` and friends).
     static let keyValue = Keyspace(id: 1)
+    /// Time-series events: `(2, seriesId, sequence)`.
+    static let timeSeriesEvents = Keyspace(id: 2)
+    /// History messages: `(3, channelId, timetoken)`.
+    static let channelMessages = Keyspace(id: 3)
+    /// Documents: `(4, databaseId, documentId)`.
+    static let documents = Keyspace(id: 4)
+    /// Index rows: `(5, indexId, collated key, documentId)`.
+    static let indexRows = Keyspace(id: 5)
+    /// The persistent change feed of document databases: `(6, databaseId, changeSequence)`.
+    static let documentChanges = Keyspace(id: 6)
+    /// Attachments, apart from their documents so that queries never read them:
+    /// `(7, databaseId, documentId, name)`.
+    static let attachments = Keyspace(id: 7)
+    // Ids 8…9 are reserved for time series, 10…11 for history, 12…15 for documents.
 
     /// Names for tools.
     static func name(of id: UInt64) -> String {
         switch id {
         case 0: return "catalog"
         case 1: return "key-value"
+        case 2: return "time-series events"
+        case 3: return "history messages"
+        case 4: return "documents"
+        case 5: return "index rows"
+        case 6: return "document changes"
+        case 7: return "attachments"
         case .max: return "(no keyspace)"
         default: return "keyspace \(id)"
         }

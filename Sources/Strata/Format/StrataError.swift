@@ -40,6 +40,10 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case typeMismatch(String)
     /// A time-series append carried a timestamp earlier than the series' latest event.
     case timestampBeforeLatest(latest: Date, given: Date)
+    /// A subscriber of a stream (a time-series subscription, a channel's live messages, a live
+    /// query) fell so far behind that its bounded buffer filled: the stream ends with this error
+    /// rather than grow without bound or skip events silently. Subscribe again to resume.
+    case subscriberOverflow(String)
 
     public var description: String {
         switch self {
@@ -63,6 +67,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "type mismatch: \(what)"
         case .timestampBeforeLatest(let latest, let given):
             return "timestamp \(given) is before the latest event's timestamp \(latest)"
+        case .subscriberOverflow(let what):
+            return "subscriber overflow: \(what)"
         }
     }
 }

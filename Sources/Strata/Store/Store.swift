@@ -28,6 +28,10 @@ public final class Store: Sendable {
     /// The options the store was opened with.
     public let options: StoreOptions
     let engine: Engine
+    /// Collection names to ids (keyspace 0).
+    let catalog: Catalog
+    /// The open collections' shared state.
+    let collections = CollectionRegistry()
 
     private static let registry = Mutex<[String: Store]>([:])
 
@@ -35,6 +39,7 @@ public final class Store: Sendable {
         self.directory = directory
         self.options = options
         self.engine = engine
+        self.catalog = Catalog(engine: engine)
     }
 
     private static func canonicalPath(_ url: URL) -> String {
@@ -75,7 +80,10 @@ public final class Store: Sendable {
     /// Closes every store this process has open (errors are ignored; each store is closed anyway).
     public static func prepareForShutdown() {
         registry.withLock { open in
-            for store in open.values { try? store.engine.close() }
+            for store in open.values {
+                try? store.engine.close()
+                store.collections.closeAll()
+            }
             open.removeAll()
         }
     }
@@ -103,6 +111,7 @@ public final class Store: Sendable {
         // for the close (and the release of the LOCK file) instead of failing with `.locked`.
         try Store.registry.withLock { open in
             if open[path] === self { open[path] = nil }
+            defer { collections.closeAll() }
             try engine.close()
         }
     }

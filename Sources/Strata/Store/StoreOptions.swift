@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a store is opened: durability, the author of its writes, and tuning.
 ///
 /// ```swift
@@ -24,6 +26,11 @@ public struct StoreOptions: Sendable {
     public var bloomBitsPerKey: Int = 10
     /// With ``Durability/buffered``, how often the log is synced, in seconds (0.001…60). Default 0.1.
     public var syncInterval: Double = 0.1
+    /// Makes the id of a document saved without one. Default: a new UUID string.
+    public var documentIDFactory: @Sendable () -> String = { UUID().uuidString }
+    /// The clock the store reads for default event timestamps and history timetokens. Default:
+    /// the system clock. Timetokens stay strictly increasing even when it goes back.
+    public var clock: @Sendable () -> Date = { Date() }
 
     public init() {}
 

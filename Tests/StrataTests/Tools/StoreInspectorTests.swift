@@ -711,7 +711,8 @@ struct StoreInspectorTests {
                 var i = 0
                 do {
                     // Flushes every few batches, compactions now and then, deletes that leave tombstones.
-                    while !stop.isSet && i < 40_000 {
+                    // At least 4,000 records (several memtables) however slow the machine is.
+                    while (!stop.isSet || i < 4_000) && i < 40_000 {
                         var batch = WriteBatch()
                         for _ in 0..<20 {
                             batch.put(userKey(i % 5_000), value(&rng, size: 150))
