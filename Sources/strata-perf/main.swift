@@ -125,6 +125,24 @@ do {
     let scan = now() - t0
     print(String(format: "strata scan_records_per_s=%.0f scan_count=%d scan_value_bytes=%d",
                  Double(count) / scan, count, valueBytes))
+
+    // Short range scans: 1,000 records from a random existing key, with the cache warm.
+    let ranges = Int(ProcessInfo.processInfo.environment["STRATA_PERF_RANGES"] ?? "") ?? 20_000
+    var rng = XorShift64Star(x: 7)
+    var rangeRecords = 0
+    t0 = now()
+    for _ in 0..<ranges {
+        key(rng.next() % UInt64(n), into: &k)
+        let c = try store.cursor(from: k)
+        var taken = 0
+        while taken < 1_000, try c.next() {
+            c.withUnsafeCurrent { _, v in rangeRecords += v.count > 0 ? 1 : 0 }
+            taken += 1
+        }
+    }
+    let rangeTime = now() - t0
+    print(String(format: "strata range1000_per_s=%.0f range_records_per_s=%.0f",
+                 Double(ranges) / rangeTime, Double(rangeRecords) / rangeTime))
     try store.close()
     try Store.destroy(at: dir)
     if misses + warmMisses > 0 || count != n || valueBytes != 24 * n {

@@ -3,6 +3,8 @@
 /// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
 final class MergedCursor {
     @exclusivity(unchecked) private var sources: [RecordCursor]
+    /// Keeps the cursors that `sources` refers to unretained alive.
+    private let owners: [AnyObject]
     /// Memtable range tombstones with the rank (source index) they came from.
     private let memtableTombstones: [(rank: Int, tombstone: SequencedRangeTombstone)]
     /// Runs with range tombstones, with their rank.
@@ -27,17 +29,25 @@ final class MergedCursor {
     init(memtables: [Memtable], runs: [SortedRun], sequence: UInt64,
          lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false) {
         self.keepTombstones = keepTombstones
-        var s: [RecordCursor] = memtables.map { .memtable(MemtableCursor($0, sequence: sequence)) }
+        var owned: [AnyObject] = []
+        var s: [RecordCursor] = memtables.map {
+            let c = MemtableCursor($0, sequence: sequence)
+            owned.append(c)
+            return .memtable(Unmanaged.passUnretained(c))
+        }
         var mt: [(Int, SequencedRangeTombstone)] = []
         for (i, m) in memtables.enumerated() {
             for t in m.rangeTombstones(at: sequence) where Self.overlaps(t.start, t.end, lower, upper) { mt.append((i, t)) }
         }
         var rt: [(Int, SortedRun)] = []
         for (i, r) in runs.enumerated() {
-            s.append(.run(RunCursor(r)))
+            let c = RunCursor(r)
+            owned.append(c)
+            s.append(.run(Unmanaged.passUnretained(c)))
             if !r.rangeTombstones.isEmpty { rt.append((memtables.count + i, r)) }
         }
         sources = s
+        owners = owned
         memtableTombstones = mt
         runsWithTombstones = rt
         self.lower = lower

@@ -1,84 +1,89 @@
 /// A cursor over one layer of a snapshot — a memtable or a sorted run — that shows, for each key,
 /// only the newest version visible to the snapshot (tombstones included; the merge drops them).
+///
+/// The payloads are **unowned**: whoever makes a `RecordCursor` keeps its cursor object alive for
+/// as long as the `RecordCursor` is used (`MergedCursor.owners`). That makes a `RecordCursor` a
+/// trivial value: reading one out of an array costs no retain and release, which on the merge's
+/// per-record path was most of its cost.
 enum RecordCursor {
-    case memtable(MemtableCursor)
-    case run(RunCursor)
+    case memtable(Unmanaged<MemtableCursor>)
+    case run(Unmanaged<RunCursor>)
 
     var isValid: Bool {
         switch self {
-        case .memtable(let c): return c.node != nil
-        case .run(let c): return c.isValid
+        case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.node != nil }
+        case .run(let c): return c._withUnsafeGuaranteedRef { $0.isValid }
         }
     }
 
     @inline(__always)
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch self {
-        case .memtable(let c): return try body(ArenaSkipList.key(c.node!))
-        case .run(let c): return try c.withKey(body)
+        case .memtable(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
+        case .run(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
         }
     }
 
     var kind: RecordKind {
         switch self {
-        case .memtable(let c): return ArenaSkipList.kind(c.node!) == RecordKind.tombstone.rawValue ? .tombstone : .value
-        case .run(let c): return c.cursor!.kind
+        case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.kind }
+        case .run(let c): return c._withUnsafeGuaranteedRef { $0.kind }
         }
     }
 
     /// Valid until the cursor moves.
     var value: UnsafeRawBufferPointer {
         switch self {
-        case .memtable(let c): return ArenaSkipList.value(c.node!)
-        case .run(let c): return c.cursor!.value
+        case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.value }
+        case .run(let c): return c._withUnsafeGuaranteedRef { $0.value }
         }
     }
 
     /// The memtable sequence of the current record (0 for runs).
     var sequence: UInt64 {
-        if case .memtable(let c) = self { return ArenaSkipList.sequence(c.node!) }
+        if case .memtable(let c) = self { return c._withUnsafeGuaranteedRef { $0.recordSequence } }
         return 0
     }
 
     func seek(_ target: UnsafeRawBufferPointer) throws {
         switch self {
-        case .memtable(let c): c.seek(target)
-        case .run(let c): try c.seek(target)
+        case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seek(target) }
+        case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seek(target) }
         }
     }
 
     func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
         switch self {
-        case .memtable(let c): c.seekForPrevious(target)
-        case .run(let c): try c.seekForPrevious(target)
+        case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seekForPrevious(target) }
+        case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seekForPrevious(target) }
         }
     }
 
     func seekToFirst() throws {
         switch self {
-        case .memtable(let c): c.seekToFirst()
-        case .run(let c): try c.seekToFirst()
+        case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seekToFirst() }
+        case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seekToFirst() }
         }
     }
 
     func seekToLast() throws {
         switch self {
-        case .memtable(let c): c.seekToLast()
-        case .run(let c): try c.seekToLast()
+        case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seekToLast() }
+        case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seekToLast() }
         }
     }
 
     func next() throws {
         switch self {
-        case .memtable(let c): c.next()
-        case .run(let c): try c.next()
+        case .memtable(let c): c._withUnsafeGuaranteedRef { $0.next() }
+        case .run(let c): try c._withUnsafeGuaranteedRef { try $0.next() }
         }
     }
 
     func previous() throws {
         switch self {
-        case .memtable(let c): c.previous()
-        case .run(let c): try c.previous()
+        case .memtable(let c): c._withUnsafeGuaranteedRef { $0.previous() }
+        case .run(let c): try c._withUnsafeGuaranteedRef { try $0.previous() }
         }
     }
 }
@@ -95,6 +100,22 @@ final class MemtableCursor {
     }
 
     private var list: ArenaSkipList { memtable.list }
+
+    // Only while `node` is not nil.
+    @inline(__always)
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(ArenaSkipList.key(node.unsafelyUnwrapped))
+    }
+
+    var kind: RecordKind {
+        ArenaSkipList.kind(node.unsafelyUnwrapped) == RecordKind.tombstone.rawValue ? .tombstone : .value
+    }
+
+    var value: UnsafeRawBufferPointer { ArenaSkipList.value(node.unsafelyUnwrapped) }
+
+    var recordSequence: UInt64 { ArenaSkipList.sequence(node.unsafelyUnwrapped) }
+
+    var isValid: Bool { node != nil }
 
     /// From any node, moves forward to the newest visible version of the next key that has one.
     private func settleForward() {
@@ -150,76 +171,99 @@ final class MemtableCursor {
     }
 }
 
-/// A cursor over the segments of a sorted run, one after another.
+/// A cursor over the segments of a sorted run, one after another. One `SegmentCursor` is
+/// retargeted from segment to segment.
 final class RunCursor {
     let run: SortedRun
     @exclusivity(unchecked) private var index = 0
-    @exclusivity(unchecked) private(set) var cursor: SegmentCursor?
+    /// Nil only for a run without segments.
+    private let segmentCursor: SegmentCursor?
+    /// `segmentCursor`, unretained: it lives as long as `self`.
+    private let segmentReference: Unmanaged<SegmentCursor>?
+    @exclusivity(unchecked) private var open = false
 
     init(_ run: SortedRun) {
         self.run = run
+        self.segmentCursor = run.segments.first.map { SegmentCursor($0) }
+        self.segmentReference = segmentCursor.map { Unmanaged.passUnretained($0) }
     }
 
-    var isValid: Bool { cursor?.isValid ?? false }
+    /// Calls `body` with the segment cursor; only while a segment is open (`open`).
+    @inline(__always)
+    private func withCursor<R>(_ body: (SegmentCursor) throws -> R) rethrows -> R {
+        try segmentReference.unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
+    }
+
+    var isValid: Bool { open && withCursor { $0.isValid } }
 
     @inline(__always)
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try cursor!.withKey(body)
+        try withCursor { try $0.withKey(body) }
+    }
+
+    var kind: RecordKind {
+        @inline(__always) get { withCursor { $0.kind } }
+    }
+    var value: UnsafeRawBufferPointer {
+        @inline(__always) get { withCursor { $0.value } }
     }
 
     private func open(_ i: Int) -> Bool {
-        guard i >= 0 && i < run.segments.count else { cursor = nil; return false }
+        guard i >= 0 && i < run.segments.count, let c = segmentCursor else { open = false; return false }
         index = i
-        cursor = SegmentCursor(run.segments[i])
+        c.retarget(run.segments[i])
+        open = true
         return true
     }
 
     func seek(_ target: UnsafeRawBufferPointer) throws {
         guard open(run.segmentIndex(atOrAfter: target)) else { return }
-        try cursor!.seek(target)
+        try withCursor { try $0.seek(target) }
         try forwardIfExhausted()
     }
 
     func seekToFirst() throws {
         guard open(0) else { return }
-        try cursor!.seekToFirst()
+        try withCursor { try $0.seekToFirst() }
         try forwardIfExhausted()
     }
 
     func seekToLast() throws {
         guard open(run.segments.count - 1) else { return }
-        try cursor!.seekToLast()
+        try withCursor { try $0.seekToLast() }
         try backwardIfExhausted()
     }
 
     func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
         let i = min(run.segmentIndex(atOrAfter: target), run.segments.count - 1)
         guard open(i) else { return }
-        try cursor!.seekForPrevious(target)
+        try withCursor { try $0.seekForPrevious(target) }
         try backwardIfExhausted()
     }
 
     func next() throws {
-        try cursor?.next()
+        guard open else { return }
+        try withCursor { try $0.next() }
         try forwardIfExhausted()
     }
 
     func previous() throws {
-        try cursor?.previous()
+        guard open else { return }
+        try withCursor { try $0.previous() }
         try backwardIfExhausted()
     }
 
     private func forwardIfExhausted() throws {
-        while cursor != nil && !cursor!.isValid {
+        while open && !withCursor({ $0.isValid }) {
             guard open(index + 1) else { return }
-            try cursor!.seekToFirst()
+            try withCursor { try $0.seekToFirst() }
         }
     }
 
     private func backwardIfExhausted() throws {
-        while cursor != nil && !cursor!.isValid {
+        while open && !withCursor({ $0.isValid }) {
             guard open(index - 1) else { return }
-            try cursor!.seekToLast()
+            try withCursor { try $0.seekToLast() }
         }
     }
 }

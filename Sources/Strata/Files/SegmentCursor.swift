@@ -4,25 +4,41 @@
 /// `data` is in the data block the leaf cursor points at. Each index entry's key is the last key of
 /// the block (subtree) it points to, so the first entry `>= target` leads to the subtree holding
 /// the first record `>= target`.
-struct SegmentCursor {
-    let reader: SegmentReader
-    private var levels: [BlockCursor] = []
-    private var data: BlockCursor?
+///
+/// A class, so that the merge reads the current record in place: reading through an optional
+/// struct copied the cursor (and retained its blocks) on every access.
+final class SegmentCursor {
+    private(set) var reader: SegmentReader
+    @exclusivity(unchecked) private var levels: [BlockCursor] = []
+    /// The data block cursor; meaningful only while `positioned`.
+    @exclusivity(unchecked) private var data: BlockCursor
+    @exclusivity(unchecked) private var positioned = false
 
     init(_ reader: SegmentReader) {
         self.reader = reader
+        self.data = BlockCursor(reader.rootBlock)
     }
 
-    var isValid: Bool { data?.isValid ?? false }
+    /// Points the cursor at another segment; it must be positioned again before use.
+    func retarget(_ reader: SegmentReader) {
+        self.reader = reader
+        positioned = false
+    }
+
+    var isValid: Bool { positioned && data.isValid }
     /// The current key; only while ``isValid``.
-    var key: [UInt8] { data!.key }
+    var key: [UInt8] { data.key }
 
     @inline(__always)
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try data!.withKey(body)
+        try data.withKey(body)
     }
-    var kind: RecordKind { data!.kind }
-    var value: UnsafeRawBufferPointer { data!.value }
+    var kind: RecordKind {
+        @inline(__always) get { data.kind }
+    }
+    var value: UnsafeRawBufferPointer {
+        @inline(__always) get { data.value }
+    }
 
     private enum Position { case first, last, atOrAfter, atOrBefore }
 
@@ -34,7 +50,7 @@ struct SegmentCursor {
     }
 
     /// Positions every level below `level` (whose cursor is valid) per `position`.
-    private mutating func descend(from level: Int, _ position: Position, _ target: UnsafeRawBufferPointer) throws {
+    private func descend(from level: Int, _ position: Position, _ target: UnsafeRawBufferPointer) throws {
         var i = level
         while true {
             let block = try child(of: levels[i])
@@ -53,23 +69,24 @@ struct SegmentCursor {
             }
             if i + 1 < levels.count {
                 levels[i + 1] = c
-                if !c.isValid { data = nil; return }
+                if !c.isValid { positioned = false; return }
                 i += 1
             } else {
                 data = c
+                positioned = true
                 return
             }
         }
     }
 
-    private mutating func reset() {
+    private func reset() {
         let height = Int(reader.footer.indexHeight)
         let root = BlockCursor(reader.rootBlock)
         levels = [BlockCursor](repeating: root, count: height)
-        data = nil
+        positioned = false
     }
 
-    mutating func seekToFirst() throws {
+    func seekToFirst() throws {
         reset()
         try levels[0].seekToFirst()
         guard levels[0].isValid else { return }
@@ -77,7 +94,7 @@ struct SegmentCursor {
         try skipForward()
     }
 
-    mutating func seekToLast() throws {
+    func seekToLast() throws {
         reset()
         try levels[0].seekToLast()
         guard levels[0].isValid else { return }
@@ -86,7 +103,7 @@ struct SegmentCursor {
     }
 
     /// The first record `>= target`.
-    mutating func seek(_ target: UnsafeRawBufferPointer) throws {
+    func seek(_ target: UnsafeRawBufferPointer) throws {
         reset()
         try levels[0].seek(target)
         guard levels[0].isValid else { return }
@@ -95,7 +112,7 @@ struct SegmentCursor {
     }
 
     /// The last record `<= target`.
-    mutating func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
+    func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
         reset()
         try levels[0].seek(target)
         if !levels[0].isValid { try levels[0].seekToLast() }
@@ -104,42 +121,42 @@ struct SegmentCursor {
         try skipBackward()
     }
 
-    mutating func next() throws {
-        guard data != nil else { return }
-        try data!.next()
+    func next() throws {
+        guard positioned else { return }
+        try data.next()
         try skipForward()
     }
 
-    mutating func previous() throws {
-        guard data != nil else { return }
-        try data!.previous()
+    func previous() throws {
+        guard positioned else { return }
+        try data.previous()
         try skipBackward()
     }
 
     /// While the data cursor is exhausted, moves to the first record of the next data block.
-    private mutating func skipForward() throws {
-        while data != nil && !data!.isValid {
+    private func skipForward() throws {
+        while positioned && !data.isValid {
             var i = levels.count - 1
             while i >= 0 {
                 try levels[i].next()
                 if levels[i].isValid { break }
                 i -= 1
             }
-            if i < 0 { data = nil; return }
+            if i < 0 { positioned = false; return }
             try descend(from: i, .first, UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
 
     /// While the data cursor is exhausted, moves to the last record of the previous data block.
-    private mutating func skipBackward() throws {
-        while data != nil && !data!.isValid {
+    private func skipBackward() throws {
+        while positioned && !data.isValid {
             var i = levels.count - 1
             while i >= 0 {
                 try levels[i].previous()
                 if levels[i].isValid { break }
                 i -= 1
             }
-            if i < 0 { data = nil; return }
+            if i < 0 { positioned = false; return }
             try descend(from: i, .last, UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }

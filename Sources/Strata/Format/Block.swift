@@ -177,6 +177,7 @@ struct BlockCursor {
 
     var isValid: Bool { current != nil }
 
+    @inline(__always)
     var value: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: block.bytes[valueStart..<(valueStart + valueLength)])
     }

@@ -167,7 +167,7 @@ private final class Outcome: @unchecked Sendable {
         #expect(Double(filtered) > Double(absent) * 0.95, "the bloom filter ruled out \(filtered) of \(absent) absent keys")
 
         // Forward and reverse.
-        var c = SegmentCursor(reader)
+        let c = SegmentCursor(reader)
         try c.seekToFirst()
         var i = 0
         while c.isValid {
@@ -209,7 +209,8 @@ private final class Outcome: @unchecked Sendable {
                 #expect(!c.isValid, "seek(\(t)) past the end")
             } else {
                 #expect(matches(c, records[lb]), "seek(\(t))")
-                var ahead = c
+                let ahead = SegmentCursor(reader)   // a second cursor at the same place
+                try t.withUnsafeBytes { try ahead.seek($0) }
                 for step in 1...3 {
                     try ahead.next()
                     if lb + step < records.count { #expect(matches(ahead, records[lb + step])) } else { #expect(!ahead.isValid) }
@@ -224,7 +225,8 @@ private final class Outcome: @unchecked Sendable {
                 #expect(!c.isValid, "seekForPrevious(\(t)) before the first")
             } else {
                 #expect(matches(c, records[le]), "seekForPrevious(\(t))")
-                var back = c
+                let back = SegmentCursor(reader)
+                try t.withUnsafeBytes { try back.seekForPrevious($0) }
                 for step in 1...3 {
                     try back.previous()
                     if le - step >= 0 { #expect(matches(back, records[le - step])) } else { #expect(!back.isValid) }
@@ -414,7 +416,7 @@ private final class Outcome: @unchecked Sendable {
         #expect(reader.properties.records == 0)
         #expect(reader.properties.keyspaces.isEmpty)
         #expect(reader.rangeTombstones == mergedRanges(input))
-        var c = SegmentCursor(reader)
+        let c = SegmentCursor(reader)
         try c.seekToFirst()
         #expect(!c.isValid)
         try c.seekToLast()
@@ -432,7 +434,7 @@ private final class Outcome: @unchecked Sendable {
         let (meta, _) = try writeSegment([], in: dir, number: 9)
         #expect(meta.records == 0 && meta.smallestKey.isEmpty && meta.largestKey.isEmpty)
         let reader = try SegmentReader(path: segmentPath(dir, 9), number: 9, cache: nil, expectedSize: Int(meta.fileSize))
-        var c = SegmentCursor(reader)
+        let c = SegmentCursor(reader)
         try c.seekToFirst()
         #expect(!c.isValid)
         #expect(try get(reader, [0x61]) == nil)
@@ -527,7 +529,7 @@ private final class Outcome: @unchecked Sendable {
         let copy = segmentPath(dir, number + 1)
         try Data(received).write(to: URL(fileURLWithPath: copy))
         let reader = try SegmentReader(path: copy, number: number + 1, cache: nil)
-        var c = SegmentCursor(reader)
+        let c = SegmentCursor(reader)
         try c.seekToFirst()
         var got: [[UInt8]] = []
         while c.isValid { got.append(c.key); try c.next() }
@@ -623,7 +625,7 @@ private final class Outcome: @unchecked Sendable {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let reader = try SegmentReader(path: path, number: 13, cache: nil)
         expectCorrupted("iteration over a damaged block") {
-            var c = SegmentCursor(reader)
+            let c = SegmentCursor(reader)
             try c.seekToFirst()
             while c.isValid { try c.next() }
         }
