@@ -202,6 +202,8 @@ case "write":
     runWrite(directory: directory, seed: seed, threads: threads, buffered: arguments.count == 6)
 case "hold":
     runHold(directory: directory)
+case "series":
+    runSeries(directory: directory, arguments: Array(arguments.dropFirst(3)))
 default:
     fail("unknown mode \(arguments[1])")
 }

@@ -45,6 +45,7 @@ struct Keyspace: Hashable, Sendable {
         case 5: return "index rows"
         case 6: return "document changes"
         case 7: return "attachments"
+        case 8: return "time-series edit index"
         case .max: return "(no keyspace)"
         default: return "keyspace \(id)"
         }

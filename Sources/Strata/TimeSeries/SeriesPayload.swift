@@ -1,0 +1,179 @@
+/// What a time series keeps in its catalog entry (FORMAT.md §14.1): value type, options, the
+/// base of its timestamps, the durable part of its head state and its author table.
+struct SeriesPayload: Sendable, Equatable {
+    static let layoutVersion: UInt8 = 1
+
+    var typeName: String
+    /// ``RetainedRange/count``.
+    var retainedCount: Int?
+    /// ``RetainedRange/duration`` in milliseconds.
+    var retainedMilliseconds: Int64?
+    var subscription: SubscriptionKind
+    /// The timestamp (ms since 1970) event timestamps are stored relative to; set by the first append.
+    var baseTimestamp: Int64?
+    /// The first retained sequence as of the last write of this payload. The live cutoff may be
+    /// higher: it is recomputed on open from the options and the events (§14.4).
+    var cutoff: UInt64
+    /// The sequence of the latest edit event ever appended, if any.
+    var lastEditSequence: UInt64?
+    /// Authors by index; events store the index.
+    var authors: [String]
+
+    /// The subscription range as stored: durations in milliseconds.
+    enum SubscriptionKind: Sendable, Equatable {
+        case latest
+        case none
+        case limit(Int)
+        case last(Int64)
+    }
+
+    init(typeName: String, options: TimeSeriesOptions) {
+        self.typeName = typeName
+        self.retainedCount = nil
+        self.retainedMilliseconds = nil
+        self.subscription = .latest
+        self.baseTimestamp = nil
+        self.cutoff = 0
+        self.lastEditSequence = nil
+        self.authors = []
+        setOptions(options)
+    }
+
+    /// Replaces the stored options (they must be valid).
+    mutating func setOptions(_ options: TimeSeriesOptions) {
+        retainedCount = options.retainedRange.count
+        retainedMilliseconds = options.retainedRange.duration.flatMap(SeriesTime.milliseconds)
+        switch options.subscriptionRange.kind {
+        case .latest: subscription = .latest
+        case .none: subscription = .none
+        case .limit(let n): subscription = .limit(n)
+        case .last(let d): subscription = .last(SeriesTime.milliseconds(d) ?? 0)
+        }
+    }
+
+    var retainedRange: RetainedRange {
+        switch (retainedCount, retainedMilliseconds) {
+        case (nil, nil): return .all
+        case let (n?, nil): return .limit(n)
+        case let (nil, ms?): return .last(.milliseconds(ms))
+        case let (n?, ms?): return .limit(n, last: .milliseconds(ms))
+        }
+    }
+
+    var subscriptionRange: SubscriptionRange {
+        switch subscription {
+        case .latest: return .latest
+        case .none: return .none
+        case .limit(let n): return .limit(n)
+        case .last(let ms): return .last(.milliseconds(ms))
+        }
+    }
+
+    // MARK: Encoding
+
+    func encode() -> [UInt8] {
+        var out: [UInt8] = [Self.layoutVersion]
+        func string(_ s: String) {
+            let utf8 = Array(s.utf8)
+            Varint.append(UInt64(utf8.count), to: &out)
+            out += utf8
+        }
+        string(typeName)
+        var flags: UInt8 = 0
+        if retainedCount != nil { flags |= 1 }
+        if retainedMilliseconds != nil { flags |= 2 }
+        out.append(flags)
+        if let retainedCount { Varint.append(UInt64(retainedCount), to: &out) }
+        if let retainedMilliseconds { Varint.append(UInt64(retainedMilliseconds), to: &out) }
+        switch subscription {
+        case .latest: out.append(0)
+        case .none: out.append(1)
+        case .limit(let n): out.append(2); Varint.append(UInt64(n), to: &out)
+        case .last(let ms): out.append(3); Varint.append(UInt64(ms), to: &out)
+        }
+        if let baseTimestamp {
+            out.append(1)
+            Varint.append(UInt64(bitPattern: (baseTimestamp << 1) ^ (baseTimestamp >> 63)), to: &out)
+        } else {
+            out.append(0)
+        }
+        Varint.append(cutoff, to: &out)
+        Varint.append(lastEditSequence.map { $0 + 1 } ?? 0, to: &out)
+        Varint.append(UInt64(authors.count), to: &out)
+        for a in authors { string(a) }
+        return out
+    }
+
+    /// Decodes a payload; `name` is the series path, for errors.
+    static func decode(_ bytes: [UInt8], name: String) throws -> SeriesPayload {
+        let file = "catalog entry time series \"\(name)\""
+        guard let version = bytes.first else {
+            throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
+        }
+        guard version == layoutVersion else {
+            throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
+        }
+        return try bytes.withUnsafeBytes { b -> SeriesPayload in
+            var p = 1
+            func bad(_ why: String) -> StrataError { .corrupted(file: file, offset: p, reason: why) }
+            func varint(_ what: String) throws -> UInt64 {
+                guard let v = Varint.read(b, at: &p) else { throw bad("bad \(what)") }
+                return v
+            }
+            func int(_ what: String) throws -> Int {
+                let v = try varint(what)
+                guard v <= UInt64(Int.max) else { throw bad("\(what) \(v) out of range") }
+                return Int(v)
+            }
+            func ms(_ what: String) throws -> Int64 {
+                let v = try varint(what)
+                guard v < UInt64(SeriesTime.limit) else { throw bad("\(what) \(v) out of range") }
+                return Int64(v)
+            }
+            func byte(_ what: String) throws -> UInt8 {
+                guard p < b.count else { throw bad("missing \(what)") }
+                defer { p += 1 }
+                return b[p]
+            }
+            func string(_ what: String) throws -> String {
+                let n = try int(what + " length")
+                guard n <= b.count - p, let s = String(validating: UnsafeRawBufferPointer(rebasing: b[p..<(p + n)]), as: UTF8.self)
+                else { throw bad("bad \(what)") }
+                p += n
+                return s
+            }
+            let typeName = try string("value type")
+            let flags = try byte("retained range flags")
+            guard flags & ~3 == 0 else { throw bad("unknown retained range flags \(flags)") }
+            var payload = SeriesPayload(typeName: typeName, options: TimeSeriesOptions())
+            if flags & 1 != 0 {
+                let n = try int("retained count")
+                guard n >= 1 else { throw bad("retained count \(n) below 1") }
+                payload.retainedCount = n
+            }
+            if flags & 2 != 0 { payload.retainedMilliseconds = try ms("retained duration") }
+            switch try byte("subscription range") {
+            case 0: payload.subscription = .latest
+            case 1: payload.subscription = .none
+            case 2: payload.subscription = .limit(try int("subscription count"))
+            case 3: payload.subscription = .last(try ms("subscription duration"))
+            case let k: throw bad("unknown subscription range kind \(k)")
+            }
+            switch try byte("base flag") {
+            case 0: payload.baseTimestamp = nil
+            case 1:
+                let z = try varint("base timestamp")
+                payload.baseTimestamp = Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
+            case let k: throw bad("bad base flag \(k)")
+            }
+            payload.cutoff = try varint("cutoff")
+            let edit = try varint("last edit sequence")
+            payload.lastEditSequence = edit == 0 ? nil : edit - 1
+            let authors = try int("author count")
+            guard authors <= b.count - p else { throw bad("author count \(authors) exceeds the payload") }
+            for _ in 0..<authors { payload.authors.append(try string("author")) }
+            guard p == b.count else { throw bad("\(b.count - p) bytes after the payload") }
+            return payload
+        }
+    }
+}

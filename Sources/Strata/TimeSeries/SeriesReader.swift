@@ -1,0 +1,353 @@
+/// Reads one series in a snapshot: its records, timestamps, the views of ``RangeQuery`` and their
+/// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by ``SeriesInspector``.
+///
+/// Sequences are handled as `Int64` here: a series never reaches 2^63 events.
+struct SeriesReader {
+    let snapshot: Snapshot
+    let id: UInt64
+    let head: SeriesHead
+    let baseTimestamp: Int64
+    let path: String
+    /// `(2, id)`.
+    let prefix: [UInt8]
+    /// `(8, id)`.
+    let indexPrefix: [UInt8]
+
+    init(snapshot: Snapshot, id: UInt64, head: SeriesHead, baseTimestamp: Int64, path: String) {
+        self.snapshot = snapshot
+        self.id = id
+        self.head = head
+        self.baseTimestamp = baseTimestamp
+        self.path = path
+        self.prefix = EventRecord.seriesPrefix(id)
+        self.indexPrefix = EventRecord.editIndexPrefix(id)
+    }
+
+    private var cutoff: Int64 { Int64(head.cutoff) }
+    private var next: Int64 { Int64(head.next) }
+
+    func corrupted(_ reason: String, sequence: Int64) -> StrataError {
+        .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(sequence): \(reason)")
+    }
+
+    func key(_ sequence: Int64) -> [UInt8] {
+        var k = prefix
+        EventRecord.appendUInt(UInt64(sequence), to: &k)
+        return k
+    }
+
+    /// The record of a retained event; throws if it is missing or malformed.
+    func record(_ sequence: Int64) throws -> [UInt8] {
+        guard let bytes = try snapshot.get(key(sequence)) else { throw corrupted("missing", sequence: sequence) }
+        return bytes
+    }
+
+    func header(_ bytes: [UInt8], sequence: Int64) throws -> EventRecord {
+        guard let r = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
+            throw corrupted("malformed record", sequence: sequence)
+        }
+        return r
+    }
+
+    /// The absolute timestamp of a retained event.
+    func timestamp(_ sequence: Int64) throws -> Int64 {
+        let bytes = try record(sequence)
+        return baseTimestamp &+ Int64(truncatingIfNeeded: try header(bytes, sequence: sequence).timestampDelta)
+    }
+
+    /// The first retained sequence whose timestamp is at least `t` (`next` if none), by binary
+    /// search: timestamps never decrease along sequences.
+    func firstSequence(atLeast t: Int64) throws -> Int64 {
+        var lo = cutoff, hi = next
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if try timestamp(mid) >= t { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
+    }
+
+    // MARK: Views
+
+    /// Whether the retained event `sequence`, whose record is `bytes`, belongs to `view`.
+    func belongs(_ sequence: Int64, _ bytes: UnsafeRawBufferPointer, to view: RangeQuery.View) throws -> Bool {
+        switch view {
+        case .allEdits: return true
+        case .values: return !EventRecord.isEdit(bytes)
+        case .latestEdits:
+            guard EventRecord.isEdit(bytes) else { return true }
+            guard let r = EventRecord.decode(bytes), let original = r.original else {
+                throw corrupted("malformed record", sequence: sequence)
+            }
+            return try latestEdit(of: original.sequence) == UInt64(sequence)
+        }
+    }
+
+    /// The sequence of the latest edit of `original`, if it has one (edits are always retained
+    /// when their original is; an edit of a discarded original may be).
+    func latestEdit(of original: UInt64) throws -> UInt64? {
+        var lower = indexPrefix
+        EventRecord.appendUInt(original, to: &lower)
+        // Only edits the head covers: a later one may be written but not yet published.
+        var upper = lower
+        EventRecord.appendUInt(head.next, to: &upper)
+        let c = snapshot.cursor(lower: lower, upper: upper, reverse: true)
+        guard try c.next() else { return nil }
+        return try c.withKey { k -> UInt64 in
+            var p = lower.count
+            guard let e = EventRecord.readUInt(k, at: &p), p == k.count else {
+                throw corrupted("malformed edit index key", sequence: Int64(original))
+            }
+            return e
+        }
+    }
+
+    /// Walks the view from `start` (inclusive) in one direction within the retained events,
+    /// calling `body` with each element's sequence until it returns false.
+    func walk(_ view: RangeQuery.View, from start: Int64, forward: Bool, _ body: (Int64) throws -> Bool) throws {
+        if !head.hasRetainedEdits {
+            var s = start
+            if forward {
+                s = max(s, cutoff)
+                while s < next { if try !body(s) { return }; s += 1 }
+            } else {
+                s = min(s, next - 1)
+                while s >= cutoff { if try !body(s) { return }; s -= 1 }
+            }
+            return
+        }
+        let lower = forward ? key(max(start, cutoff)) : key(cutoff)
+        let upper = forward ? key(next) : key(min(start, next - 1) + 1)
+        if forward ? start >= next : start < cutoff { return }
+        let c = snapshot.cursor(lower: lower, upper: upper, reverse: !forward)
+        while try c.next() {
+            let s = try c.withKey { k -> Int64 in
+                guard let s = EventRecord.sequence(ofKey: k, prefixLength: prefix.count) else {
+                    throw corrupted("malformed key", sequence: -1)
+                }
+                return Int64(s)
+            }
+            if try belongs(s, c.value, to: view) {
+                if try !body(s) { return }
+            }
+        }
+    }
+
+    /// The `n`-th (1-based) element of the view at or after `start` (forward) or at or before it
+    /// (backward); nil if there are fewer.
+    func nth(_ view: RangeQuery.View, _ n: Int, from start: Int64, forward: Bool) throws -> Int64? {
+        precondition(n >= 1)
+        if !head.hasRetainedEdits {
+            if forward {
+                let s = max(start, cutoff) + Int64(n) - 1
+                return s < next ? s : nil
+            }
+            let s = min(start, next - 1) - Int64(n) + 1
+            return s >= cutoff ? s : nil
+        }
+        var seen = 0
+        var found: Int64?
+        try walk(view, from: start, forward: forward) { s in
+            seen += 1
+            if seen == n { found = s; return false }
+            return true
+        }
+        return found
+    }
+
+    /// Whether `sequence` is an element of the view.
+    func contains(_ view: RangeQuery.View, _ sequence: Int64) throws -> Bool {
+        guard sequence >= cutoff, sequence < next else { return false }
+        if !head.hasRetainedEdits { return true }
+        let bytes = try record(sequence)
+        return try bytes.withUnsafeBytes { try belongs(sequence, $0, to: view) }
+    }
+
+    // MARK: Positions
+
+    /// A point of the view (RangeQuery "Positions"): a gap before sequence `x` (between the
+    /// elements below `x` and those at or above it), or the elements `first…last` themselves.
+    enum Point {
+        case gap(Int64)
+        case on(Int64, Int64)
+
+        /// The first element a forward span from here includes.
+        var forwardStart: Int64 {
+            switch self { case .gap(let x): return x; case .on(let a, _): return a }
+        }
+
+        /// The last element a backward span to here includes.
+        var backwardEnd: Int64 {
+            switch self { case .gap(let x): return x - 1; case .on(_, let b): return b }
+        }
+
+        /// Order of the point's start: a gap before `x` sorts before the element `x`.
+        var lowKey: (Int64, Int) {
+            switch self { case .gap(let x): return (x, 0); case .on(let a, _): return (a, 1) }
+        }
+    }
+
+    func sequencePoint(_ view: RangeQuery.View, _ s: UInt64) throws -> Point {
+        let clamped = Int64(min(max(s, head.cutoff), head.next))
+        if UInt64(clamped) == s, try contains(view, clamped) { return .on(clamped, clamped) }
+        return .gap(clamped)
+    }
+
+    func datePoint(_ view: RangeQuery.View, _ t: Int64) throws -> Point {
+        let s1 = try firstSequence(atLeast: t)
+        let s2 = t == Int64.max ? next - 1 : try firstSequence(atLeast: t + 1) - 1
+        if s1 <= s2, let v1 = try nth(view, 1, from: s1, forward: true),
+           let v2 = try nth(view, 1, from: s2, forward: false), v1 <= v2 {
+            return .on(v1, v2)
+        }
+        return .gap(s1)
+    }
+
+    /// The point on the `n`-th element from the end (0: the end; more than there are: the start).
+    func fromEndPoint(_ view: RangeQuery.View, _ n: Int) throws -> Point {
+        if n == 0 { return .gap(next) }
+        if let v = try nth(view, n, from: next - 1, forward: false) { return .on(v, v) }
+        return .gap(cutoff)
+    }
+
+    /// The time of a point (ms), or nil if the view has no element at or after it.
+    func time(of point: Point, _ view: RangeQuery.View) throws -> Int64? {
+        switch point {
+        case .on(let a, _): return try timestamp(a)
+        case .gap(let x):
+            if let v = try nth(view, 1, from: x, forward: true) { return try timestamp(v) }
+            return head.latestTimestamp
+        }
+    }
+
+    // MARK: Evaluation
+
+    /// The inclusive sequence bounds `A…B` of what `query` selects: the view's elements within.
+    func select(_ query: RangeQuery) throws -> (Int64, Int64)? {
+        guard head.next > head.cutoff, let latest = head.latestTimestamp else { return nil }
+        let view = query.view
+        var anchorTime: Int64?
+        let anchor: Point
+        switch query.anchor {
+        case .start: anchor = .gap(cutoff)
+        case .sequence(let s): anchor = try sequencePoint(view, s)
+        case .date(let d):
+            let t = SeriesTime.milliseconds(d) ?? 0
+            anchor = try datePoint(view, t)
+            anchorTime = t
+        case .last(let n): anchor = try fromEndPoint(view, n)
+        case .lastDuration(let d):
+            let t = latest - (SeriesTime.milliseconds(d) ?? 0)
+            anchor = try datePoint(view, t)
+            anchorTime = t
+        }
+        func to(_ end: Point) -> (Int64, Int64) {
+            if end.lowKey >= anchor.lowKey { return (anchor.forwardStart, end.backwardEnd) }
+            return (end.forwardStart, anchor.backwardEnd)
+        }
+        func timeOfAnchor() throws -> Int64? {
+            if let anchorTime { return anchorTime }
+            return try time(of: anchor, view)
+        }
+        switch query.span {
+        case .untilLast(let n):
+            if n == 0 { return to(.gap(next)) }
+            return to(try fromEndPoint(view, n + 1))
+        case .untilLastDuration(let d):
+            return to(try datePoint(view, latest - (SeriesTime.milliseconds(d) ?? 0)))
+        case .toSequence(let s): return to(try sequencePoint(view, s))
+        case .toDate(let d): return to(try datePoint(view, SeriesTime.milliseconds(d) ?? 0))
+        case .toStart: return to(.gap(cutoff))
+        case .next(let n):
+            let a = anchor.forwardStart
+            if n == 0 { return (a, anchor.backwardEnd) }
+            let after: Int64
+            switch anchor { case .gap(let x): after = x; case .on(_, let b): after = b + 1 }
+            return (a, try nth(view, n, from: after, forward: true) ?? next - 1)
+        case .previous(let n):
+            let b = anchor.backwardEnd
+            if n == 0 { return (anchor.forwardStart, b) }
+            let before: Int64
+            switch anchor { case .gap(let x): before = x - 1; case .on(let a, _): before = a - 1 }
+            return (try nth(view, n, from: before, forward: false) ?? cutoff, b)
+        case .nextDuration(let d):
+            guard let t = try timeOfAnchor() else { return nil }
+            let (end, overflow) = t.addingReportingOverflow(SeriesTime.milliseconds(d) ?? 0)
+            let last = overflow || end == Int64.max ? next - 1 : try firstSequence(atLeast: end + 1) - 1
+            return (anchor.forwardStart, last)
+        case .previousDuration(let d):
+            guard let t = try timeOfAnchor() else { return nil }
+            return (try firstSequence(atLeast: t - (SeriesTime.milliseconds(d) ?? 0)), anchor.backwardEnd)
+        }
+    }
+
+    /// Evaluates `query`: calls `body` with the sequence and record of each returned event, in
+    /// order, and returns how many events the range selected (before the limit).
+    ///
+    /// For the values view, an edited original is returned as its latest edit's record.
+    func evaluate(_ query: RangeQuery, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        guard let (a0, b0) = try select(query) else { return 0 }
+        let a = max(a0, cutoff), b = min(b0, next - 1)
+        guard a <= b else { return 0 }
+        let limit = query.limitCount ?? Int.max
+        if !head.hasRetainedEdits {
+            let selected = Int(b - a + 1)
+            let first = selected > limit ? b - Int64(limit) + 1 : a
+            if first <= b { try scan(from: first, through: b, body) }
+            return selected
+        }
+        // General path: walk backwards from b, keep the first `limit` elements, count the rest.
+        var kept: [Int64] = []
+        var selected = 0
+        try walk(query.view, from: b, forward: false) { s in
+            if s < a { return false }
+            selected += 1
+            if kept.count < limit { kept.append(s) }
+            return true
+        }
+        kept.reverse()
+        var replacements: [UInt64: UInt64] = [:]
+        if query.view == .values, let lo = kept.first, let hi = kept.last {
+            replacements = try latestEdits(originalsFrom: UInt64(lo), through: UInt64(hi))
+        }
+        for s in kept {
+            let shown = replacements[UInt64(s)].map { Int64($0) } ?? s
+            let bytes = try record(shown)
+            try bytes.withUnsafeBytes { try body(UInt64(shown), $0) }
+        }
+        return selected
+    }
+
+    /// Calls `body` for each retained event `first…last` in order, straight from a cursor.
+    func scan(from first: Int64, through last: Int64, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws {
+        let c = snapshot.cursor(lower: key(first), upper: key(last + 1))
+        var expected = first
+        while try c.next() {
+            let s = c.withKey { EventRecord.sequence(ofKey: $0, prefixLength: prefix.count) }
+            guard let s, Int64(s) == expected else { throw corrupted("missing", sequence: expected) }
+            try body(s, c.value)
+            expected += 1
+        }
+        guard expected == last + 1 else { throw corrupted("missing", sequence: expected) }
+    }
+
+    /// The latest edit of each original in `lo…hi` that has one, from the edit index.
+    func latestEdits(originalsFrom lo: UInt64, through hi: UInt64) throws -> [UInt64: UInt64] {
+        var lower = indexPrefix
+        EventRecord.appendUInt(lo, to: &lower)
+        var upper = indexPrefix
+        EventRecord.appendUInt(hi + 1, to: &upper)
+        let c = snapshot.cursor(lower: lower, upper: upper)
+        var result: [UInt64: UInt64] = [:]
+        while try c.next() {
+            let pair = c.withKey { k -> (UInt64, UInt64)? in
+                var p = indexPrefix.count
+                guard let o = EventRecord.readUInt(k, at: &p), let e = EventRecord.readUInt(k, at: &p), p == k.count
+                else { return nil }
+                return (o, e)
+            }
+            guard let (o, e) = pair else { throw corrupted("malformed edit index key", sequence: -1) }
+            if e >= head.cutoff && e < head.next { result[o] = max(result[o] ?? 0, e) }
+        }
+        return result
+    }
+}

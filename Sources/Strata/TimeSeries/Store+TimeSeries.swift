@@ -1,0 +1,37 @@
+extension Store {
+    /// Opens the time series at `path`, creating it if missing.
+    ///
+    /// ```swift
+    /// let prices = try store.timeSeries("prices/AAPL", of: Double.self,
+    ///                                   options: TimeSeriesOptions(retainedRange: .limit(10_000)))
+    /// ```
+    ///
+    /// `options` replace the stored ones (a smaller retained range applies at once). Values of
+    /// `Int64`, `Double`, `String`, `Data`, `Bool` and ``JSON`` are stored in compact native
+    /// forms; any other `Codable` type in Strata's binary JSON form.
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty path or invalid options;
+    ///   ``StrataError/typeMismatch(_:)`` if the series was created with another value type.
+    public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
+                                                      options: TimeSeriesOptions = TimeSeriesOptions()) throws -> TimeSeries<Value> {
+        guard !path.isEmpty else { throw StrataError.invalidArgument("time series path is empty") }
+        try options.validate()
+        let typeName = ValueCodec<Value>.typeName
+        let retention = try SeriesRetention.of(self)
+        let state = try collections.state(kind: .timeSeries, name: path, as: SeriesState.self) {
+            let (entry, _) = try catalog.openOrCreate(kind: .timeSeries, name: path) {
+                SeriesPayload(typeName: typeName, options: options).encode()
+            }
+            let payload = try SeriesPayload.decode(entry.payload, name: path)
+            guard payload.typeName == typeName else {
+                throw StrataError.typeMismatch("time series \"\(path)\" holds \(payload.typeName), not \(typeName)")
+            }
+            return try SeriesState(store: self, path: path, entry: entry, payload: payload, retention: retention)
+        }
+        guard state.typeName == typeName else {
+            throw StrataError.typeMismatch("time series \"\(path)\" holds \(state.typeName), not \(typeName)")
+        }
+        try state.apply(options)
+        return TimeSeries(state: state)
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+
+/// A time series: an append-only sequence of events with Diffusion's semantics — original
+/// events, edit events that replace an original's value, range queries over merged or unmerged
+/// views, a retained range, and subscriptions.
+///
+/// ```swift
+/// let prices = try store.timeSeries("prices/AAPL", of: Double.self,
+///                                   options: TimeSeriesOptions(retainedRange: .limit(10_000)))
+/// let m = try prices.append(101.5)                      // sequence 0, timestamp now, author
+/// try prices.append(101.7, timestamp: Date())
+/// try prices.edit(originalSequence: m.sequence, value: 99.0)
+/// let last100 = try prices.query(RangeQuery.values.fromLast(100))
+/// for try await event in prices.subscribe() { print(event.sequence, event.value) }
+/// ```
+///
+/// ## Guarantees
+/// - **Contiguous sequences**: events are numbered 0, 1, 2, … with no gap, across close, reopen
+///   and crashes; an edit takes the next number like any event.
+/// - **Non-decreasing timestamps**: an explicit timestamp earlier than the latest event's throws
+///   ``StrataError/timestampBeforeLatest(latest:given:)``; the clock's time (appends without a
+///   timestamp, edits) is raised to the latest timestamp when the clock is behind. Timestamps are
+///   whole milliseconds: a given `Date` is truncated, and the returned metadata carries the
+///   truncated date, equal to what queries return.
+/// - **Atomic appends**: ``append(contentsOf:)-(S)`` writes all its events in one batch, or none.
+/// - **Serialized writes**: appends and edits of one series are numbered, committed and delivered
+///   to subscribers in one order; writes to different series run concurrently and share group
+///   commits.
+/// - **Exact retention**: from the write that pushes an event out of the ``RetainedRange``, no
+///   query, ``latest`` or subscription shows it.
+///
+/// Handles are cheap values; every handle of a series in a store shares its state. All methods
+/// are thread-safe; after ``Store/close()`` they throw ``StrataError/closed``.
+public struct TimeSeries<Value: Codable & Sendable>: Sendable {
+    let state: SeriesState
+    let codec = ValueCodec<Value>()
+
+    init(state: SeriesState) {
+        self.state = state
+    }
+
+    /// The series' path (its name in the store).
+    public var path: String { state.path }
+
+    /// The options in effect (as stored: durations in whole milliseconds).
+    public var options: TimeSeriesOptions {
+        let payload = state.status.payload
+        return TimeSeriesOptions(retainedRange: payload.retainedRange, subscriptionRange: payload.subscriptionRange)
+    }
+
+    // MARK: Appending
+
+    /// Appends an event with the clock's time (``StoreOptions/clock``) and the store's principal as
+    /// author; returns its metadata.
+    @discardableResult
+    public func append(_ value: Value) throws -> EventMetadata {
+        try state.append(count: 1, timestamps: nil, author: nil) { _, out in try codec.encode(value, into: &out) }[0]
+    }
+
+    /// Appends an event with an explicit timestamp (truncated to the millisecond).
+    ///
+    /// - Throws: ``StrataError/timestampBeforeLatest(latest:given:)`` if it is earlier than the
+    ///   latest event's timestamp.
+    @discardableResult
+    public func append(_ value: Value, timestamp: Date) throws -> EventMetadata {
+        let t = try Self.milliseconds(timestamp)
+        return try state.append(count: 1, timestamps: [t], author: nil) { _, out in try codec.encode(value, into: &out) }[0]
+    }
+
+    /// Appends an event with an explicit author, and an explicit timestamp unless nil.
+    @discardableResult
+    public func append(_ value: Value, timestamp: Date?, author: String) throws -> EventMetadata {
+        let t = try timestamp.map(Self.milliseconds)
+        return try state.append(count: 1, timestamps: t.map { [$0] }, author: author) { _, out in
+            try codec.encode(value, into: &out)
+        }[0]
+    }
+
+    /// Appends events in one atomic batch, all with the clock's time; returns the metadata of
+    /// each, in order.
+    @discardableResult
+    public func append<S: Sequence>(contentsOf values: S) throws -> [EventMetadata] where S.Element == Value {
+        let array = Array(values)
+        return try state.append(count: array.count, timestamps: nil, author: nil) { i, out in
+            try codec.encode(array[i], into: &out)
+        }
+    }
+
+    /// Appends events with explicit timestamps (non-decreasing, none before the latest event's) in
+    /// one atomic batch; returns the metadata of each, in order.
+    @discardableResult
+    public func append<S: Sequence>(contentsOf events: S) throws -> [EventMetadata]
+    where S.Element == (value: Value, timestamp: Date) {
+        let array = Array(events)
+        let times = try array.map { try Self.milliseconds($0.timestamp) }
+        return try state.append(count: array.count, timestamps: times, author: nil) { i, out in
+            try codec.encode(array[i].value, into: &out)
+        }
+    }
+
+    /// Appends an edit event that replaces the value of original event `originalSequence`; it gets
+    /// the next sequence number and the clock's time.
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` unless `originalSequence` names an original
+    ///   (not an edit) event that exists and is still retained.
+    @discardableResult
+    public func edit(originalSequence: UInt64, value: Value) throws -> EventMetadata {
+        try state.edit(original: originalSequence, author: nil) { out in try codec.encode(value, into: &out) }
+    }
+
+    /// ``edit(originalSequence:value:)`` with an explicit author.
+    @discardableResult
+    public func edit(originalSequence: UInt64, value: Value, author: String) throws -> EventMetadata {
+        try state.edit(original: originalSequence, author: author) { out in try codec.encode(value, into: &out) }
+    }
+
+    // MARK: Reading
+
+    /// The events `query` selects, in sequence order (see ``RangeQuery`` for the semantics).
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    public func query(_ query: RangeQuery) throws -> QueryResult<Value> {
+        try query.validate()
+        let (reader, decoding) = try state.reader()
+        var events: [Event<Value>] = []
+        events.reserveCapacity(min(query.limitCount ?? 1_024, 1_024))
+        let selected = try reader.evaluate(query) { s, bytes in
+            events.append(try Self.decode(s, bytes, decoding, codec, path: state.path))
+        }
+        return QueryResult(events: events, selectedCount: selected)
+    }
+
+    /// The latest event (highest sequence number, original or edit), or nil for an empty series.
+    /// A read of memory: no I/O.
+    public var latest: Event<Value>? {
+        get throws {
+            guard let (s, record, decoding) = try state.latest() else { return nil }
+            return try record.withUnsafeBytes { try Self.decode(s, $0, decoding, codec, path: state.path) }
+        }
+    }
+
+    /// The number of retained events and the first and next sequence numbers.
+    public var bounds: (count: UInt64, firstRetained: UInt64, next: UInt64) {
+        let head = state.status.head
+        return (head.count, head.cutoff, head.next)
+    }
+
+    // MARK: Subscribing
+
+    /// A stream of the events of the subscription range (``TimeSeriesOptions/subscriptionRange``),
+    /// in order, then of every event (originals and edits) as it commits, in sequence order.
+    ///
+    /// Each subscriber has its own buffer of ``TimeSeriesOptions/subscriberBufferSize`` events
+    /// (plus the initial range). A subscriber that falls further behind is not waited for and
+    /// does not make memory grow: its stream ends with ``StrataError/subscriberOverflow(_:)``
+    /// (subscribe again, and query what was missed by sequence). Cancelling the consuming task,
+    /// or dropping the stream, unregisters it. When the store closes, the stream ends with
+    /// ``StrataError/closed``.
+    public func subscribe() -> AsyncThrowingStream<Event<Value>, any Error> {
+        var result: AsyncThrowingStream<Event<Value>, any Error>?
+        let state = self.state
+        let codec = self.codec
+        do {
+            try state.subscribe { token, capacity in
+                let (stream, continuation) = AsyncThrowingStream<Event<Value>, any Error>.makeStream(
+                    bufferingPolicy: .bufferingOldest(capacity))
+                continuation.onTermination = { [weak state] _ in state?.removeSubscriber(token) }
+                result = stream
+                return SeriesStreamSubscriber(continuation: continuation, codec: codec, path: state.path, capacity: capacity)
+            }
+        } catch {
+            let (stream, continuation) = AsyncThrowingStream<Event<Value>, any Error>.makeStream()
+            continuation.finish(throwing: error)
+            return stream
+        }
+        guard let result else {
+            let (stream, continuation) = AsyncThrowingStream<Event<Value>, any Error>.makeStream()
+            continuation.finish(throwing: StrataError.closed)
+            return stream
+        }
+        return result
+    }
+
+    // MARK: Decoding
+
+    static func milliseconds(_ date: Date) throws -> Int64 {
+        guard let t = SeriesTime.milliseconds(date) else {
+            throw StrataError.invalidArgument("timestamp \(date) is out of range")
+        }
+        return t
+    }
+
+    @inline(__always)
+    static func decode(_ sequence: UInt64, _ bytes: UnsafeRawBufferPointer, _ decoding: SeriesDecoding,
+                       _ codec: ValueCodec<Value>, path: String) throws -> Event<Value> {
+        guard let h = EventRecord.decode(bytes), h.author < decoding.authors.count else {
+            throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(sequence): malformed record")
+        }
+        let metadata = EventMetadata(sequence: sequence,
+                                     milliseconds: decoding.base &+ Int64(truncatingIfNeeded: h.timestampDelta),
+                                     author: decoding.authors[Int(h.author)])
+        var original: EventMetadata?
+        if let o = h.original {
+            guard o.author < decoding.authors.count else {
+                throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(sequence): unknown author")
+            }
+            original = EventMetadata(sequence: o.sequence,
+                                     milliseconds: decoding.base &+ Int64(truncatingIfNeeded: o.timestampDelta),
+                                     author: decoding.authors[Int(o.author)])
+        }
+        let value = try codec.decode(UnsafeRawBufferPointer(rebasing: bytes[h.valueOffset...]))
+        return Event(metadata: metadata, originalEvent: original, value: value)
+    }
+}
+
+/// A subscriber's end of a stream: decodes each event and yields it; ends the stream on overflow.
+final class SeriesStreamSubscriber<Value: Codable & Sendable>: SeriesSubscriber {
+    private let continuation: AsyncThrowingStream<Event<Value>, any Error>.Continuation
+    private let codec: ValueCodec<Value>
+    private let path: String
+    private let capacity: Int
+
+    init(continuation: AsyncThrowingStream<Event<Value>, any Error>.Continuation, codec: ValueCodec<Value>,
+         path: String, capacity: Int) {
+        self.continuation = continuation
+        self.codec = codec
+        self.path = path
+        self.capacity = capacity
+    }
+
+    func deliver(sequence: UInt64, record: UnsafeRawBufferPointer, decoding: SeriesDecoding) -> Bool {
+        let event: Event<Value>
+        do {
+            event = try TimeSeries<Value>.decode(sequence, record, decoding, codec, path: path)
+        } catch {
+            continuation.finish(throwing: error)
+            return false
+        }
+        switch continuation.yield(event) {
+        case .enqueued: return true
+        case .dropped:
+            continuation.finish(throwing: StrataError.subscriberOverflow(
+                "time series \"\(path)\": a subscriber fell \(capacity) events behind; event \(sequence) was not delivered"))
+            return false
+        case .terminated: return false
+        @unknown default: return false
+        }
+    }
+
+    func finish(throwing error: (any Error)?) {
+        continuation.finish(throwing: error)
+    }
+}

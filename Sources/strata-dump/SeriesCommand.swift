@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import Strata
+
+extension StrataDump {
+    /// `strata-dump series <store> [<path>]`: the time series of a store, or one series' events.
+    struct Series: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the time series of a store, or print one series' events decoded.",
+            discussion: """
+                Without a path: one line per series (value type, retained events, sequence range, \
+                edits, retained and subscription ranges, bytes of keys and values before \
+                compression). With a path: its retained events in sequence order, originals and \
+                edits, values as JSON.
+                """)
+
+        @Argument(help: "The store directory.")
+        var store: String
+
+        @Argument(help: "A series path: print its events.")
+        var path: String?
+
+        @Option(help: "With a path: print only the newest N events.")
+        var limit: Int?
+
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() throws {
+            if let path {
+                let dump = try SeriesInspector.dump(series: path, ofStoreAt: store, limit: limit)
+                if output.json { try printJSON(dump) } else { print(Self.render(dump), terminator: "") }
+            } else {
+                let all = try SeriesInspector.series(ofStoreAt: store)
+                if output.json { try printJSON(all) } else { print(Self.render(all), terminator: "") }
+            }
+        }
+
+        static func sequences(_ s: SeriesSummary) -> String {
+            s.count == 0 ? "- (next \(s.nextSequence))" : "\(s.firstSequence)…\(s.nextSequence - 1)"
+        }
+
+        static func render(_ all: [SeriesSummary]) -> String {
+            let out = "Time series: \(all.count)\n"
+            guard !all.isEmpty else { return out }
+            var table = TextTable(["PATH", "ID>", "TYPE", "EVENTS>", "SEQUENCES", "EDITS>", "RETAINED", "SUBSCRIPTION", "BYTES>"])
+            for s in all {
+                table.add([s.path, "\(s.id)", s.valueType, Format.count(s.count), sequences(s), Format.count(s.edits),
+                           s.retainedRange, s.subscriptionRange, Format.bytes(s.bytes)])
+            }
+            return out + table.render()
+        }
+
+        static func render(_ dump: SeriesDump) -> String {
+            let s = dump.summary
+            var out = "Time series \"\(s.path)\" (id \(s.id)), \(s.valueType)\n"
+            out += "  events \(Format.count(s.count)) (\(Format.count(s.edits)) edits), sequences \(sequences(s)), retained \(s.retainedRange), subscription \(s.subscriptionRange), \(Format.bytes(s.bytes))\n"
+            if dump.events.count < Int(s.count) { out += "  showing the newest \(dump.events.count)\n" }
+            var table = TextTable(["SEQUENCE>", "TIMESTAMP", "AUTHOR", "EDIT OF>", "VALUE"])
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            for e in dump.events {
+                let date = Date(timeIntervalSince1970: Double(e.timestamp) / 1000)
+                let text = String(decoding: e.value.jsonData(sortedKeys: true), as: UTF8.self)
+                table.add(["\(e.sequence)", formatter.string(from: date), e.author,
+                           e.originalSequence.map { "\($0)" } ?? "", String(text.prefix(120))])
+            }
+            return out + "\n" + table.render()
+        }
+    }
+}
