@@ -127,9 +127,12 @@ final class Engine: @unchecked Sendable {
                 try FileSystem.remove(directory + "/" + FileNames.segment(n))
             }
 
-            // Replay the logs the segments do not cover.
+            // Replay the logs the segments do not cover, all their batches at once. Torn tails
+            // are cut only after every batch decoded, so a store that refuses to open is unchanged.
             let recovered = Memtable(logNumber: 0)
             var maxSequence = m.lastSequence
+            var batches: [Memtable.ReplayedBatch] = []
+            var tornTails: [(path: String, validLength: Int)] = []
             for n in logs.sorted() {
                 let path = directory + "/" + FileNames.log(n)
                 let reader = try LogReader(path: path)
@@ -138,13 +141,16 @@ final class Engine: @unchecked Sendable {
                                                 reason: "header says log \(reader.logNumber), the file name says \(n)")
                 }
                 for record in reader.records {
-                    try Self.replay(record, into: recovered, path: path, maxSequence: &maxSequence)
+                    batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
                 }
-                if case .tornTail = reader.end {
-                    try SystemFile.withFile(path, flags: O_WRONLY) { f in
-                        try f.truncate(to: reader.validLength)
-                        try f.sync()
-                    }
+                if case .tornTail = reader.end { tornTails.append((path, reader.validLength)) }
+            }
+            if let highest = try recovered.apply(replaying: batches) { maxSequence = max(maxSequence, highest) }
+            batches = []
+            for (path, validLength) in tornTails {
+                try SystemFile.withFile(path, flags: O_WRONLY) { f in
+                    try f.truncate(to: validLength)
+                    try f.sync()
                 }
             }
             var nextNumber = m.nextFileNumber
@@ -185,19 +191,6 @@ final class Engine: @unchecked Sendable {
         lock.withLock { maybeScheduleCompaction() }
     }
 
-    static func replay(_ record: LogReader.Record, into memtable: Memtable, path: String,
-                               maxSequence: inout UInt64) throws {
-        guard record.payload.count >= 12 else {
-            throw StrataError.corrupted(file: path, offset: record.offset, reason: "batch record of \(record.payload.count) bytes")
-        }
-        try record.payload.withUnsafeBytes { p in
-            let first = LittleEndian.uint64(p, at: 0)
-            let count = Int(LittleEndian.uint32(p, at: 8))
-            try memtable.apply(operations: UnsafeRawBufferPointer(rebasing: p[12...]), count: count,
-                               firstSequence: first, file: path, offset: record.offset)
-            if count > 0 { maxSequence = max(maxSequence, first + UInt64(count) - 1) }
-        }
-    }
 
     private func startSyncTimer() {
         let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.sync"))

@@ -22,13 +22,15 @@ enum StoreImage {
             if case .log(let n) = FileNames.parse(name), n >= manifest.logNumber { logs.append(n) }
         }
         let memtable = Memtable(logNumber: 0)
-        var lastSequence = manifest.lastSequence
+        var batches: [Memtable.ReplayedBatch] = []
         for n in logs.sorted() {
             let path = directory + "/" + FileNames.log(n)
             for record in try LogReader(path: path).records {
-                try Engine.replay(record, into: memtable, path: path, maxSequence: &lastSequence)
+                batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
             }
         }
+        var lastSequence = manifest.lastSequence
+        if let highest = try memtable.apply(replaying: batches) { lastSequence = max(lastSequence, highest) }
         return Snapshot(sequence: lastSequence, memtables: [memtable], version: Version(runs: runs))
     }
 }
