@@ -204,6 +204,8 @@ case "hold":
     runHold(directory: directory)
 case "series":
     runSeries(directory: directory, arguments: Array(arguments.dropFirst(3)))
+case "documents":
+    runDocuments(directory: directory, arguments: Array(arguments.dropFirst(3)))
 default:
     fail("unknown mode \(arguments[1])")
 }

@@ -20,7 +20,7 @@ struct StrataDump: ParsableCommand {
             Exit status: 0 on success (verify: no faults), 1 when damage is found, 2 for usage \
             errors and paths that are not a readable Strata store or file.
             """,
-        subcommands: [Summary.self, Log.self, Segment.self, Verify.self, Series.self])
+        subcommands: [Summary.self, Log.self, Segment.self, Verify.self, Series.self, Documents.self])
 }
 
 struct OutputOptions: ParsableArguments {

@@ -1,0 +1,24 @@
+/// One change of a database: a document saved or deleted.
+///
+/// ``DocumentDatabase/changes()`` streams them as they commit; ``DocumentDatabase/changes(since:)``
+/// reads them back from the persistent change feed.
+public struct DocumentChange: Sendable, Hashable {
+    /// The id of the document.
+    public let id: String
+    /// Whether the change deleted the document.
+    public let isDeletion: Bool
+    /// The document's revision after the change (a deletion takes a revision too).
+    public let revision: UInt64
+    /// The change's position in the database's change feed: unique and increasing within the
+    /// database, across close and reopen. Pass the last one seen to
+    /// ``DocumentDatabase/changes(since:)`` to resume.
+    public let sequence: UInt64
+
+    /// A change record.
+    public init(id: String, isDeletion: Bool, revision: UInt64, sequence: UInt64) {
+        self.id = id
+        self.isDeletion = isDeletion
+        self.revision = revision
+        self.sequence = sequence
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+
+/// A document database of a store (PredixSDK's / Couchbase Lite 1.x's database): JSON documents
+/// with metadata and attachments, map/reduce indexes, live queries and a change feed, all stored
+/// in the store's engine.
+///
+/// ```swift
+/// let db = try store.documents("main", indexes: [
+///     DocumentIndex(name: "InvoiceCostIndex", version: "1", map: { doc, emit in
+///         if let cost = doc["TotalCost"] { emit(cost, doc["InvoiceNumber"]) }
+///     }, reduce: .sum)
+/// ])
+/// let saved = try db.save(["TotalCost": 1200, "InvoiceNumber": "A-1"])
+/// let expensive = try db.query("InvoiceCostIndex", .range(start: 1000))
+/// ```
+///
+/// ## Guarantees
+/// - **Atomic writes**: a save or delete — the document, its attachments, its index rows and its
+///   change-feed entry — is one engine batch: all of it survives a crash, or none.
+/// - **Read your writes**: once a write returns, every query, fetch and change read sees it.
+/// - **Serialized writes**: writes to one database run one at a time.
+///
+/// Every method is thread-safe. After the store closes, every call throws ``StrataError/closed``
+/// and every stream ends.
+public struct DocumentDatabase: Sendable {
+    let state: DatabaseState
+
+    init(state: DatabaseState) {
+        self.state = state
+    }
+
+    /// The database's name.
+    public var name: String { state.name }
+
+    /// The names of the database's indexes, sorted.
+    public var indexNames: [String] { state.indexes.withLock { $0.keys.sorted() } }
+
+    // MARK: Writing
+
+    /// Saves a document: inserts it, or replaces the stored version of its id.
+    ///
+    /// A document without an id gets one from ``StoreOptions/documentIDFactory``. The stored
+    /// ``DocumentMetadata/createDate`` is kept, ``DocumentMetadata/lastChange`` set to now and
+    /// ``DocumentMetadata/revision`` increased; `type`, `channels`, fields and attachments are the
+    /// given document's (attachments it no longer has are removed). Last writer wins: the
+    /// revision of the given document is not compared with the stored one.
+    ///
+    /// - Returns: the document as stored, with its metadata.
+    /// - Throws: ``StrataError/invalidArgument(_:)`` if an index's map fails or emits a key that
+    ///   is not JSON (nothing is written).
+    @discardableResult
+    public func save(_ document: Document) throws -> Document {
+        try state.write([document], mode: .save)[0]
+    }
+
+    /// Inserts a document whose id is not in use.
+    ///
+    /// - Throws: ``StrataError/conflict(_:)`` if a document with its id exists.
+    @discardableResult
+    public func add(_ document: Document) throws -> Document {
+        try state.write([document], mode: .add)[0]
+    }
+
+    /// Replaces an existing document.
+    ///
+    /// - Throws: ``StrataError/notFound(_:)`` if no document has its id.
+    @discardableResult
+    public func update(_ document: Document) throws -> Document {
+        try state.write([document], mode: .update)[0]
+    }
+
+    /// Saves many documents in ONE atomic batch (all or none), in order: a later document with
+    /// the same id as an earlier one replaces it.
+    @discardableResult
+    public func save(contentsOf documents: [Document]) throws -> [Document] {
+        try state.write(documents, mode: .save)
+    }
+
+    /// Deletes a document, its attachments and its index rows. The change feed reports the
+    /// deletion; the id keeps a tombstone so that its revision keeps counting if it is saved
+    /// again.
+    ///
+    /// - Throws: ``StrataError/notFound(_:)`` if no document has the id.
+    public func delete(id: String) throws {
+        try state.delete(id: id)
+    }
+
+    // MARK: Reading
+
+    /// The document with the given id, with its attachments; nil if there is none.
+    public func document(id: String) throws -> Document? {
+        try state.document(id: id)
+    }
+
+    /// The documents with the given ids, from one consistent snapshot; absent ids are left out.
+    public func documents(ids: [String]) throws -> [String: Document] {
+        try state.documents(ids: ids)
+    }
+
+    /// Runs a query on the index named `index` (see ``IndexQuery`` for the semantics).
+    ///
+    /// ```swift
+    /// var q = IndexQuery.range(start: ["acme"], end: ["acme", [:]])
+    /// q.groupLevel = 1
+    /// let totals = try db.query("ByCustomer", q)    // one row: key ["acme"], value the sum
+    /// ```
+    /// - Throws: ``StrataError/notFound(_:)`` for an unknown index;
+    ///   ``StrataError/invalidArgument(_:)`` for a negative `limit`, `skip` or `groupLevel`, a
+    ///   reduce on an index without reduction, or a `groupLevel` without reduction.
+    public func query(_ index: String, _ query: IndexQuery) throws -> IndexQueryResult {
+        try state.query(index, query)
+    }
+
+    /// A live query: the current result at once, then a new result after each commit that
+    /// changes it. Commits that touch no row of the query's keys do not re-run it; a re-run
+    /// whose result equals the last one yields nothing. The stream keeps only the newest
+    /// result, so a burst of commits reaches a slow consumer as its final result.
+    ///
+    /// The stream ends when the consumer cancels it (which frees the live query), when the
+    /// store closes, or when the index is dropped by a later
+    /// ``Store/documents(_:indexes:)`` that no longer lists it.
+    ///
+    /// ```swift
+    /// for await result in try db.observe("InvoiceCostIndex", .range(start: 1000)) {
+    ///     show(result.rows)
+    /// }
+    /// ```
+    public func observe(_ index: String, _ query: IndexQuery) throws -> AsyncStream<IndexQueryResult> {
+        try state.observe(index, query)
+    }
+
+    /// A stream of the changes of each commit from now on, one array per committed write.
+    ///
+    /// The stream ends when the consumer cancels it, when the store closes, or when the consumer
+    /// falls more than 1,024 commits behind (rather than grow memory without bound); the
+    /// persistent feed, ``changes(since:limit:)``, then gives what it missed.
+    public func changes() throws -> AsyncStream<[DocumentChange]> {
+        try state.changeStream()
+    }
+
+    /// The persistent change feed: the changes after sequence `since`, in sequence order, at
+    /// most `limit` of them, and the sequence to pass next time (the last one returned, or
+    /// `since` when there is none). It survives close and reopen; each document appears once,
+    /// with its latest change (as CouchDB's `_changes`), deletions included. Start with 0.
+    public func changes(since: UInt64, limit: Int = .max) throws -> (changes: [DocumentChange], lastSequence: UInt64) {
+        try state.changes(since: since, limit: limit)
+    }
+
+    // MARK: Codable
+
+    /// Saves a `Codable` value as the document `id` (insert or replace); its encoding must be a
+    /// JSON object. Metadata and attachments of a stored version are not kept.
+    ///
+    /// ```swift
+    /// struct Invoice: Codable { var number: String; var total: Int }
+    /// try db.save(Invoice(number: "A-1", total: 1200), id: "A-1")
+    /// let invoice = try db.document(id: "A-1", as: Invoice.self)
+    /// ```
+    @discardableResult
+    public func save(_ value: some Encodable, id: String) throws -> Document {
+        let json = try JSONValueEncoder().encode(value)
+        guard case .object(let fields) = json else {
+            throw StrataError.invalidArgument("document \(id.debugDescription): \(type(of: value)) does not encode to a JSON object")
+        }
+        guard !id.isEmpty else { throw StrataError.invalidArgument("a document id must not be empty") }
+        return try save(Document(id: id, fields: fields))
+    }
+
+    /// The document `id` decoded as `type`; nil if there is none.
+    ///
+    /// - Throws: ``StrataError/typeMismatch(_:)`` or ``StrataError/invalidArgument(_:)`` from
+    ///   decoding when the fields do not fit `type`.
+    public func document<T: Decodable>(id: String, as type: T.Type) throws -> T? {
+        guard let document = try document(id: id) else { return nil }
+        return try JSONValueDecoder().decode(type, from: .object(document.fields))
+    }
+}

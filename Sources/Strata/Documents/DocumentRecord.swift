@@ -1,0 +1,382 @@
+import Foundation
+
+// The key and value layouts of document databases (FORMAT.md §16). Every function here is the
+// single source of truth for one layout; readers check every length against the bytes they have.
+
+/// The stored record of one document id: its latest revision, or a tombstone after a deletion.
+///
+/// Value of `(4, databaseId, documentId)`:
+///
+///     u8     flags            bit 0 deleted (tombstone), bit 1 has type, bit 2 has attachments
+///     varint revision
+///     varint changeSequence   the key of this revision's entry in the change feed
+///     u64 LE createDate       bit pattern of a Double, seconds since 2001-01-01T00:00:00Z
+///     u64 LE lastChange       likewise
+///     [varint length, UTF-8]  type, if flag bit 1
+///     varint channel count, then each channel as varint length, UTF-8
+///     [varint count, then per attachment: name, content type (each varint length, UTF-8),
+///      varint byte length, u32 LE CRC32C of the bytes]          if flag bit 2
+///     body                    the fields as a binary JSON object (FORMAT.md §13.1), to the end;
+///                             empty for a tombstone
+struct DocumentRecord: Sendable, Equatable {
+    /// What the record says of one attachment (its bytes are in keyspace 7).
+    struct AttachmentInfo: Sendable, Equatable {
+        var name: String
+        var contentType: String
+        var length: Int
+        var crc: UInt32
+    }
+
+    static let deletedFlag: UInt8 = 1
+    static let typeFlag: UInt8 = 2
+    static let attachmentsFlag: UInt8 = 4
+
+    var isDeleted: Bool
+    var revision: UInt64
+    var changeSequence: UInt64
+    var createDate: Date
+    var lastChange: Date
+    var type: String?
+    var channels: [String]
+    var attachments: [AttachmentInfo]
+    /// Offset of the body in the encoded value (decoding only).
+    var bodyOffset: Int = 0
+
+    init(isDeleted: Bool, revision: UInt64, changeSequence: UInt64, createDate: Date, lastChange: Date,
+         type: String?, channels: [String], attachments: [AttachmentInfo]) {
+        self.isDeleted = isDeleted
+        self.revision = revision
+        self.changeSequence = changeSequence
+        self.createDate = createDate
+        self.lastChange = lastChange
+        self.type = type
+        self.channels = channels
+        self.attachments = attachments
+    }
+
+    /// Appends the header (everything before the body) to `out`.
+    func appendHeader(to out: inout [UInt8]) {
+        var flags: UInt8 = 0
+        if isDeleted { flags |= Self.deletedFlag }
+        if type != nil { flags |= Self.typeFlag }
+        if !attachments.isEmpty { flags |= Self.attachmentsFlag }
+        out.append(flags)
+        Varint.append(revision, to: &out)
+        Varint.append(changeSequence, to: &out)
+        LittleEndian.append(createDate.timeIntervalSinceReferenceDate.bitPattern, to: &out)
+        LittleEndian.append(lastChange.timeIntervalSinceReferenceDate.bitPattern, to: &out)
+        if let type { DocumentLayout.appendString(type, to: &out) }
+        Varint.append(channels.count, to: &out)
+        for channel in channels { DocumentLayout.appendString(channel, to: &out) }
+        if !attachments.isEmpty {
+            Varint.append(attachments.count, to: &out)
+            for a in attachments {
+                DocumentLayout.appendString(a.name, to: &out)
+                DocumentLayout.appendString(a.contentType, to: &out)
+                Varint.append(a.length, to: &out)
+                LittleEndian.append(a.crc, to: &out)
+            }
+        }
+    }
+
+    /// Decodes the header of a stored record; ``bodyOffset`` tells where the body starts.
+    ///
+    /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming the document.
+    init(decoding value: UnsafeRawBufferPointer, documentID: String) throws {
+        var reader = DocumentLayout.Reader(buffer: value, kind: "document", name: documentID)
+        let flags = try reader.byte()
+        guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag) == 0 else {
+            throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))")
+        }
+        isDeleted = flags & Self.deletedFlag != 0
+        revision = try reader.varint("revision")
+        changeSequence = try reader.varint("change sequence")
+        createDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64("create date")))
+        lastChange = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64("last change")))
+        type = flags & Self.typeFlag != 0 ? try reader.string("type") : nil
+        let channelCount = try reader.count("channel count")
+        var channels: [String] = []
+        channels.reserveCapacity(channelCount)
+        for _ in 0..<channelCount { channels.append(try reader.string("channel")) }
+        self.channels = channels
+        var attachments: [AttachmentInfo] = []
+        if flags & Self.attachmentsFlag != 0 {
+            let n = try reader.count("attachment count")
+            attachments.reserveCapacity(n)
+            for _ in 0..<n {
+                let name = try reader.string("attachment name")
+                let contentType = try reader.string("attachment content type")
+                let length = try reader.varint("attachment length")
+                guard length <= UInt64(Int.max) else { throw reader.corrupted(reader.offset, "attachment length \(length) too large") }
+                let crc = try reader.uint32("attachment CRC")
+                attachments.append(AttachmentInfo(name: name, contentType: contentType, length: Int(length), crc: crc))
+            }
+        }
+        self.attachments = attachments
+        bodyOffset = reader.offset
+        if isDeleted && bodyOffset != value.count {
+            throw reader.corrupted(bodyOffset, "a tombstone has \(value.count - bodyOffset) bytes of body")
+        }
+    }
+
+    /// The document's metadata.
+    func metadata(id: String) -> DocumentMetadata {
+        var m = DocumentMetadata(id: id)
+        m.createDate = createDate
+        m.lastChange = lastChange
+        m.revision = revision
+        m.type = type
+        m.channels = channels
+        return m
+    }
+}
+
+/// Keys and small encodings of the document keyspaces.
+enum DocumentLayout {
+    /// Layout version of a database's and an index's catalog payload (FORMAT.md §12, §16).
+    static let layoutVersion: UInt8 = 1
+
+    /// Index entry states in the catalog payload.
+    static let indexBuilding: UInt8 = 0
+    static let indexReady: UInt8 = 1
+
+    @inline(__always)
+    static func appendString(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { utf8 in
+            Varint.append(utf8.count, to: &out)
+            out.append(contentsOf: utf8)
+        }
+    }
+
+    /// `(4, databaseId)`: the prefix of every document key of a database.
+    static func documentPrefix(_ databaseId: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 8)
+        e.append(Keyspace.documents.id)
+        e.append(databaseId)
+        return e.bytes
+    }
+
+    /// `(4, databaseId, documentId)`.
+    static func documentKey(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 16 + documentId.utf8.count)
+        e.append(Keyspace.documents.id)
+        e.append(databaseId)
+        e.append(documentId)
+        return e.bytes
+    }
+
+    /// `(7, databaseId, documentId)`: the prefix of a document's attachment keys.
+    static func attachmentPrefix(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 16 + documentId.utf8.count)
+        e.append(Keyspace.attachments.id)
+        e.append(databaseId)
+        e.append(documentId)
+        return e.bytes
+    }
+
+    /// `(7, databaseId, documentId, name)` → the attachment's bytes.
+    static func attachmentKey(_ databaseId: UInt64, _ documentId: String, _ name: String) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 24 + documentId.utf8.count + name.utf8.count)
+        e.append(Keyspace.attachments.id)
+        e.append(databaseId)
+        e.append(documentId)
+        e.append(name)
+        return e.bytes
+    }
+
+    /// `(7, databaseId)`: the prefix of every attachment key of a database.
+    static func attachmentDatabasePrefix(_ databaseId: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 8)
+        e.append(Keyspace.attachments.id)
+        e.append(databaseId)
+        return e.bytes
+    }
+
+    /// `(6, databaseId)`: the prefix of a database's change feed.
+    static func changePrefix(_ databaseId: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 8)
+        e.append(Keyspace.documentChanges.id)
+        e.append(databaseId)
+        return e.bytes
+    }
+
+    /// `(6, databaseId, sequence)`.
+    static func changeKey(_ databaseId: UInt64, _ sequence: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 16)
+        e.append(Keyspace.documentChanges.id)
+        e.append(databaseId)
+        e.append(sequence)
+        return e.bytes
+    }
+
+    /// Value of a change-feed entry: `u8 flags (bit 0 deletion) ‖ varint revision ‖ document id
+    /// UTF-8 to the end`.
+    static func changeValue(id: String, isDeletion: Bool, revision: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(12 + id.utf8.count)
+        out.append(isDeletion ? 1 : 0)
+        Varint.append(revision, to: &out)
+        out.append(contentsOf: id.utf8)
+        return out
+    }
+
+    /// Decodes a change-feed entry whose key ends in `sequence`.
+    static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> DocumentChange {
+        var reader = Reader(buffer: value, kind: "change", name: String(sequence))
+        let flags = try reader.byte()
+        guard flags <= 1 else { throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))") }
+        let revision = try reader.varint("revision")
+        guard let id = String(validating: UnsafeRawBufferPointer(rebasing: value[reader.offset...]), as: UTF8.self) else {
+            throw reader.corrupted(reader.offset, "document id is not UTF-8")
+        }
+        return DocumentChange(id: id, isDeletion: flags == 1, revision: revision, sequence: sequence)
+    }
+
+    /// `(5, indexId)`: the prefix of an index's rows.
+    static func indexPrefix(_ indexId: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 8)
+        e.append(Keyspace.indexRows.id)
+        e.append(indexId)
+        return e.bytes
+    }
+
+    /// The catalog name of an index: `database ‖ 0x00 ‖ index` (a database name holds no NUL).
+    static func indexCatalogName(database: String, index: String) -> String {
+        database + "\u{0}" + index
+    }
+
+    /// Catalog payload of a database: `u8 layout version`.
+    static func databasePayload() -> [UInt8] { [layoutVersion] }
+
+    /// Catalog payload of an index: `u8 layout version ‖ u8 state ‖ varint length, UTF-8 version
+    /// ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom)`.
+    static func indexPayload(version: String, state: UInt8, reduction: Reduction?) -> [UInt8] {
+        var out: [UInt8] = [layoutVersion, state]
+        appendString(version, to: &out)
+        out.append(reductionCode(reduction))
+        return out
+    }
+
+    static func reductionCode(_ r: Reduction?) -> UInt8 {
+        switch r {
+        case nil: return 0
+        case .count: return 1
+        case .sum: return 2
+        case .stats: return 3
+        case .custom: return 4
+        }
+    }
+
+    static func reductionName(_ code: UInt8) -> String {
+        switch code {
+        case 0: return "none"
+        case 1: return "count"
+        case 2: return "sum"
+        case 3: return "stats"
+        case 4: return "custom"
+        default: return "unknown (\(code))"
+        }
+    }
+
+    /// A decoded index payload.
+    struct IndexPayload: Sendable, Equatable {
+        var state: UInt8
+        var version: String
+        var reduction: UInt8
+    }
+
+    static func decodeIndexPayload(_ payload: [UInt8], name: String) throws -> IndexPayload {
+        let file = "catalog entry \(CollectionKind.documentIndex.name) \(name.debugDescription)"
+        guard let version = payload.first else {
+            throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
+        }
+        guard version == layoutVersion else {
+            throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
+        }
+        return try payload.withUnsafeBytes { buffer in
+            var reader = Reader(buffer: buffer, kind: "", name: file)
+            reader.offset = 1
+            let state = try reader.byte()
+            guard state <= indexReady else { throw reader.corrupted(1, "unknown index state \(state)") }
+            let v = try reader.string("version")
+            let reduction = try reader.byte()
+            guard reader.offset == buffer.count else { throw reader.corrupted(reader.offset, "bytes after the payload") }
+            return IndexPayload(state: state, version: v, reduction: reduction)
+        }
+    }
+
+    static func checkDatabasePayload(_ payload: [UInt8], name: String) throws {
+        let file = "catalog entry \(CollectionKind.documentDatabase.name) \(name.debugDescription)"
+        guard let version = payload.first else {
+            throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
+        }
+        guard version == layoutVersion else {
+            throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
+        }
+        guard payload.count == 1 else {
+            throw StrataError.corrupted(file: file, offset: 1, reason: "\(payload.count - 1) bytes after the layout version")
+        }
+    }
+
+    /// A bounds-checked reader of record values.
+    struct Reader {
+        let buffer: UnsafeRawBufferPointer
+        /// What the value is (`document`, `change`), and its name; "" for a name that says all.
+        let kind: StaticString
+        let name: String
+        var offset = 0
+
+        init(buffer: UnsafeRawBufferPointer, kind: StaticString, name: String) {
+            self.buffer = buffer
+            self.kind = kind
+            self.name = name
+        }
+
+        func corrupted(_ at: Int, _ reason: String) -> StrataError {
+            let what = kind.utf8CodeUnitCount == 0 ? name : "\(kind) \(name.debugDescription)"
+            return .corrupted(file: what, offset: at, reason: reason)
+        }
+
+        mutating func byte() throws -> UInt8 {
+            guard offset < buffer.count else { throw corrupted(offset, "value ends early") }
+            defer { offset += 1 }
+            return buffer[offset]
+        }
+
+        mutating func varint(_ field: String) throws -> UInt64 {
+            let start = offset
+            guard let v = Varint.read(buffer, at: &offset) else { throw corrupted(start, "bad varint (\(field))") }
+            return v
+        }
+
+        mutating func count(_ field: String) throws -> Int {
+            let start = offset
+            let v = try varint(field)
+            guard v <= UInt64(buffer.count - offset) else { throw corrupted(start, "\(field) \(v) exceeds the value") }
+            return Int(v)
+        }
+
+        mutating func uint64(_ field: String) throws -> UInt64 {
+            guard buffer.count - offset >= 8 else { throw corrupted(offset, "value ends inside \(field)") }
+            defer { offset += 8 }
+            return LittleEndian.uint64(buffer, at: offset)
+        }
+
+        mutating func uint32(_ field: String) throws -> UInt32 {
+            guard buffer.count - offset >= 4 else { throw corrupted(offset, "value ends inside \(field)") }
+            defer { offset += 4 }
+            return LittleEndian.uint32(buffer, at: offset)
+        }
+
+        mutating func string(_ field: String) throws -> String {
+            let start = offset
+            let n = try count(field + " length")
+            guard let s = String(validating: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n]), as: UTF8.self) else {
+                throw corrupted(start, "\(field) is not UTF-8")
+            }
+            offset += n
+            return s
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Synchronization
+
+/// The live queries and change subscribers of a database.
+struct LiveState {
+    struct Observer {
+        let index: String
+        let query: IndexQuery
+        /// The row-key suffixes the query reads; a commit that touches none of them cannot
+        /// change its result.
+        let spans: [IndexReader.Span]
+        let continuation: AsyncStream<IndexQueryResult>.Continuation
+        var last: IndexQueryResult?
+        var dirty = false
+    }
+
+    var observers: [UInt64: Observer] = [:]
+    var subscribers: [UInt64: AsyncStream<[DocumentChange]>.Continuation] = [:]
+    var nextToken: UInt64 = 0
+    /// A refresh is queued on the live queue.
+    var refreshScheduled = false
+    var closed = false
+}
+
+/// How many commits' change batches a ``DocumentDatabase/changes()`` subscriber may have
+/// pending before its stream ends.
+let documentChangesBufferLimit = 1024
+
+extension DatabaseState {
+    /// Whether any live query is registered (writes then collect the row keys they touch).
+    var hasObservers: Bool { live.withLock { !$0.observers.isEmpty } }
+
+    /// Starts a live query: yields the current result at once, then a new result after each
+    /// commit that changes it.
+    func observe(_ indexName: String, _ query: IndexQuery) throws -> AsyncStream<IndexQueryResult> {
+        let index = try activeIndex(indexName)
+        _ = try IndexReader.validate(query, index: indexName, hasReduction: index.definition.reduce != nil)
+        let (stream, continuation) = AsyncStream<IndexQueryResult>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let token = try live.withLock { state -> UInt64 in
+            guard !state.closed else { throw StrataError.closed }
+            state.nextToken += 1
+            state.observers[state.nextToken] = LiveState.Observer(index: indexName, query: query,
+                                                                  spans: IndexReader.spans(of: query), continuation: continuation,
+                                                                  last: nil, dirty: true)
+            return state.nextToken
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.live.withLock { $0.observers.removeValue(forKey: token) }
+        }
+        // The first result is computed at once by the refresh (the observer starts dirty); run
+        // it synchronously so that the current result is in the stream when observe returns.
+        liveQueue.sync { refresh() }
+        return stream
+    }
+
+    /// A stream of the changes of each commit.
+    func changeStream() throws -> AsyncStream<[DocumentChange]> {
+        let (stream, continuation) = AsyncStream<[DocumentChange]>.makeStream(
+            bufferingPolicy: .bufferingOldest(documentChangesBufferLimit))
+        let token = try live.withLock { state -> UInt64 in
+            guard !state.closed else { throw StrataError.closed }
+            state.nextToken += 1
+            state.subscribers[state.nextToken] = continuation
+            return state.nextToken
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.live.withLock { $0.subscribers.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    /// Called by a writer, with the writer lock held, right after a commit: delivers the change
+    /// batch to subscribers (in commit order) and marks the live queries whose rows it touched.
+    func didCommit(_ changes: [DocumentChange], touched: [String: [[UInt8]]]) {
+        var overflowed: [AsyncStream<[DocumentChange]>.Continuation] = []
+        let schedule = live.withLock { state -> Bool in
+            for (token, continuation) in state.subscribers {
+                if case .dropped = continuation.yield(changes) {
+                    // The subscriber fell behind by more than the buffer: its stream ends (it can
+                    // resume from the persistent feed with `changes(since:)`).
+                    state.subscribers.removeValue(forKey: token)
+                    overflowed.append(continuation)
+                }
+            }
+            var any = false
+            for (token, observer) in state.observers where !observer.dirty {
+                guard let keys = touched[observer.index] else { continue }
+                let hit = keys.contains { key in key.withUnsafeBytes { k in observer.spans.contains { $0.contains(k) } } }
+                if hit {
+                    state.observers[token]?.dirty = true
+                    any = true
+                }
+            }
+            guard any, !state.refreshScheduled else { return false }
+            state.refreshScheduled = true
+            return true
+        }
+        // Outside the lock: finishing runs the stream's onTermination, which takes it.
+        for continuation in overflowed { continuation.finish() }
+        if schedule { liveQueue.async { [self] in refresh() } }
+    }
+
+    /// Indexes were built, rebuilt or dropped: their live queries must be re-run.
+    func indexesDidChange(_ names: [String]) {
+        let schedule = live.withLock { state -> Bool in
+            var any = false
+            for (token, observer) in state.observers where names.contains(observer.index) {
+                state.observers[token]?.dirty = true
+                any = true
+            }
+            guard any, !state.refreshScheduled else { return false }
+            state.refreshScheduled = true
+            return true
+        }
+        if schedule { liveQueue.async { [self] in refresh() } }
+    }
+
+    /// Re-runs every dirty live query on a fresh snapshot and yields the results that changed.
+    /// Bursts of commits coalesce: one refresh serves every commit before it starts. Runs on
+    /// ``liveQueue`` only, so that results are yielded in commit order.
+    func refresh() {
+        do {
+            let dirty = live.withLock { state -> [(UInt64, String, IndexQuery)] in
+                state.refreshScheduled = false
+                var out: [(UInt64, String, IndexQuery)] = []
+                for (token, observer) in state.observers where observer.dirty {
+                    state.observers[token]?.dirty = false
+                    out.append((token, observer.index, observer.query))
+                }
+                return out
+            }
+            if dirty.isEmpty { return }
+            guard let snapshot = try? engine.snapshot() else { return }
+            for (token, indexName, query) in dirty {
+                let result: IndexQueryResult
+                do {
+                    let index = try activeIndex(indexName)
+                    result = try IndexReader.run(query, index: indexName, prefix: index.prefix,
+                                                 reduction: index.definition.reduce, snapshot: snapshot)
+                } catch {
+                    // The index was dropped, or its rows cannot be read: the live query ends.
+                    live.withLock { $0.observers.removeValue(forKey: token) }?.continuation.finish()
+                    continue
+                }
+                live.withLock { state in
+                    guard var observer = state.observers[token] else { return }
+                    if observer.last != result {
+                        observer.last = result
+                        observer.continuation.yield(result)
+                        state.observers[token] = observer
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends every stream (the store is closing).
+    func closeStreams() {
+        let (observers, subscribers) = live.withLock { state in
+            state.closed = true
+            defer {
+                state.observers.removeAll()
+                state.subscribers.removeAll()
+            }
+            return (Array(state.observers.values), Array(state.subscribers.values))
+        }
+        for o in observers { o.continuation.finish() }
+        for s in subscribers { s.finish() }
+    }
+}

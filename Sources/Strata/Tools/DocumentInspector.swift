@@ -1,0 +1,171 @@
+import Foundation
+
+/// One index of a document database, as ``DocumentInspector`` lists it.
+public struct DocumentIndexSummary: Codable, Sendable, Equatable {
+    /// The index's name.
+    public let name: String
+    /// Its catalog id (the second element of its row keys).
+    public let id: UInt64
+    /// The version its rows were built for.
+    public let version: String
+    /// `ready`, or `building` (rows incomplete: rebuilt on the next open).
+    public let state: String
+    /// The reduction the application declared (`none`, `count`, `sum`, `stats`, `custom`).
+    public let reduction: String
+    /// Stored rows.
+    public let rows: UInt64
+}
+
+/// One document database of a store.
+public struct DocumentDatabaseSummary: Codable, Sendable, Equatable {
+    /// The database's name.
+    public let name: String
+    /// Its catalog id.
+    public let id: UInt64
+    /// Live documents and tombstones (deleted ids).
+    public let documents: UInt64
+    public let tombstones: UInt64
+    /// Attachments, and their bytes.
+    public let attachments: UInt64
+    public let attachmentBytes: UInt64
+    /// Bytes of the document records' keys and values, before compression.
+    public let documentBytes: UInt64
+    /// Entries of the change feed (one per id) and its highest sequence (0 if empty).
+    public let changes: UInt64
+    public let lastSequence: UInt64
+    /// The indexes, in name order.
+    public let indexes: [DocumentIndexSummary]
+}
+
+/// One stored document, decoded.
+public struct DocumentDump: Codable, Sendable, Equatable {
+    public let id: String
+    public let revision: UInt64
+    public let deleted: Bool
+    /// Milliseconds since 1970.
+    public let createDate: Int64
+    public let lastChange: Int64
+    public let type: String?
+    public let channels: [String]
+    /// Attachment names with their content types and sizes: `name (type, N bytes)`.
+    public let attachments: [String]
+    /// The fields (nil for a tombstone).
+    public let fields: JSON?
+}
+
+/// One stored index row, decoded.
+public struct IndexRowDump: Codable, Sendable, Equatable {
+    public let key: JSON
+    public let documentID: String
+    public let value: JSON?
+}
+
+/// A database with (some of) its documents or the rows of one index.
+public struct DocumentDatabaseDump: Codable, Sendable, Equatable {
+    public let summary: DocumentDatabaseSummary
+    /// The documents in id order (tombstones included), at most the limit asked for.
+    public let documents: [DocumentDump]
+    /// With an index: its rows in key order, at most the limit asked for.
+    public let index: String?
+    public let rows: [IndexRowDump]
+}
+
+/// Reads the document databases of a store from its files, without opening the store
+/// (FORMAT.md §16): the library side of `strata-dump documents`. It prints stored rows; it
+/// cannot run map or reduce functions.
+public enum DocumentInspector {
+    /// Every document database of the store in `directory`, in name order.
+    public static func databases(ofStoreAt directory: String) throws -> [DocumentDatabaseSummary] {
+        let snapshot = try StoreImage.snapshot(directory: directory)
+        return try Catalog.entries(kind: .documentDatabase, in: snapshot).map { try summary(snapshot, $0.name, $0.entry) }
+    }
+
+    /// One database with its first `limit` documents, or with the first `limit` rows of `index`.
+    public static func dump(database name: String, ofStoreAt directory: String, index: String? = nil,
+                            limit: Int = 100) throws -> DocumentDatabaseDump {
+        guard limit >= 0 else { throw StrataError.invalidArgument("limit \(limit) is negative") }
+        let snapshot = try StoreImage.snapshot(directory: directory)
+        guard let found = try Catalog.entries(kind: .documentDatabase, in: snapshot).first(where: { $0.name == name }) else {
+            throw StrataError.notFound("document database \(name.debugDescription) in \(directory)")
+        }
+        let summary = try self.summary(snapshot, name, found.entry)
+        if let index {
+            guard let i = summary.indexes.first(where: { $0.name == index }) else {
+                throw StrataError.notFound("index \(index.debugDescription) of document database \(name.debugDescription)")
+            }
+            let prefix = DocumentLayout.indexPrefix(i.id)
+            let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+            var rows: [IndexRowDump] = []
+            while rows.count < limit, try cursor.next() {
+                let row = try cursor.withKey { try IndexReader.decodeRow(key: $0, value: cursor.value, prefixLength: prefix.count) }
+                rows.append(IndexRowDump(key: row.key, documentID: row.documentID ?? "", value: row.value))
+            }
+            return DocumentDatabaseDump(summary: summary, documents: [], index: index, rows: rows)
+        }
+        let prefix = DocumentLayout.documentPrefix(found.entry.id)
+        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+        var documents: [DocumentDump] = []
+        while documents.count < limit, try cursor.next() {
+            let key = cursor.withKey { Array($0) }
+            let id = try DatabaseState.documentID(fromKey: key, prefixLength: prefix.count)
+            let record = try DocumentRecord(decoding: cursor.value, documentID: id)
+            // Not a ternary: its `nil` would become `JSON.null` (JSON is ExpressibleByNilLiteral).
+            var fields: JSON? = nil
+            if !record.isDeleted { fields = try DatabaseState.document(id: id, record: record, value: cursor.value).json }
+            documents.append(DocumentDump(
+                id: id, revision: record.revision, deleted: record.isDeleted,
+                createDate: Int64((record.createDate.timeIntervalSince1970 * 1000).rounded()),
+                lastChange: Int64((record.lastChange.timeIntervalSince1970 * 1000).rounded()),
+                type: record.type, channels: record.channels,
+                attachments: record.attachments.map { "\($0.name) (\($0.contentType), \($0.length) bytes)" },
+                fields: fields))
+        }
+        return DocumentDatabaseDump(summary: summary, documents: documents, index: nil, rows: [])
+    }
+
+    private static func count(_ snapshot: Snapshot, prefix: [UInt8], _ each: (MergedCursor) throws -> Void = { _ in }) throws -> UInt64 {
+        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+        var n: UInt64 = 0
+        while try cursor.next() {
+            n += 1
+            try each(cursor)
+        }
+        return n
+    }
+
+    static func summary(_ snapshot: Snapshot, _ name: String, _ entry: CatalogEntry) throws -> DocumentDatabaseSummary {
+        try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
+        var live: UInt64 = 0
+        var tombstones: UInt64 = 0
+        var documentBytes: UInt64 = 0
+        _ = try count(snapshot, prefix: DocumentLayout.documentPrefix(entry.id)) { cursor in
+            let flags = cursor.value.first ?? 0
+            if flags & DocumentRecord.deletedFlag != 0 { tombstones += 1 } else { live += 1 }
+            documentBytes += UInt64(cursor.withKey { $0.count } + cursor.value.count)
+        }
+        var attachmentBytes: UInt64 = 0
+        let attachments = try count(snapshot, prefix: DocumentLayout.attachmentDatabasePrefix(entry.id)) { cursor in
+            attachmentBytes += UInt64(cursor.value.count)
+        }
+        var lastSequence: UInt64 = 0
+        let changePrefix = DocumentLayout.changePrefix(entry.id)
+        let changes = try count(snapshot, prefix: changePrefix) { cursor in
+            let key = cursor.withKey { Array($0) }
+            var decoder = TupleKeyDecoder(key[changePrefix.count...])
+            if let s = try? decoder.nextUInt() { lastSequence = max(lastSequence, s) }
+        }
+        let namePrefix = name + "\u{0}"
+        var indexes: [DocumentIndexSummary] = []
+        for (catalogName, indexEntry) in try Catalog.entries(kind: .documentIndex, in: snapshot) where catalogName.hasPrefix(namePrefix) {
+            let payload = try DocumentLayout.decodeIndexPayload(indexEntry.payload, name: catalogName)
+            indexes.append(DocumentIndexSummary(
+                name: String(catalogName.dropFirst(namePrefix.count)), id: indexEntry.id, version: payload.version,
+                state: payload.state == DocumentLayout.indexReady ? "ready" : "building",
+                reduction: DocumentLayout.reductionName(payload.reduction),
+                rows: try count(snapshot, prefix: DocumentLayout.indexPrefix(indexEntry.id))))
+        }
+        return DocumentDatabaseSummary(name: name, id: entry.id, documents: live, tombstones: tombstones,
+                                       attachments: attachments, attachmentBytes: attachmentBytes, documentBytes: documentBytes,
+                                       changes: changes, lastSequence: lastSequence, indexes: indexes)
+    }
+}
