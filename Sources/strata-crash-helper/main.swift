@@ -17,6 +17,8 @@
 //       unbuffered write(2), so lines of different threads never mix.
 //   strata-crash-helper hold <directory>
 //       Opens the store, prints `OPEN`, sleeps up to 60 s (until killed), then closes it.
+//   strata-crash-helper series|history|documents <directory> …
+//       The collections' crash modes (SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift).
 //
 // In both modes the helper exits by itself when the process that started it dies.
 //
@@ -204,6 +206,8 @@ case "hold":
     runHold(directory: directory)
 case "series":
     runSeries(directory: directory, arguments: Array(arguments.dropFirst(3)))
+case "history":
+    runHistory(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "documents":
     runDocuments(directory: directory, arguments: Array(arguments.dropFirst(3)))
 default:

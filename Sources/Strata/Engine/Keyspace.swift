@@ -32,7 +32,8 @@ struct Keyspace: Hashable, Sendable {
     /// Attachments, apart from their documents so that queries never read them:
     /// `(7, databaseId, documentId, name)`.
     static let attachments = Keyspace(id: 7)
-    // Ids 8…9 are reserved for time series, 10…11 for history, 12…15 for documents.
+    // Id 8 is the time-series edit index (TimeSeries/EventRecord.swift), 10 the channel heads
+    // (History/ChannelHead.swift); 9, 11 and 12…15 stay reserved for the collections.
 
     /// Names for tools.
     static func name(of id: UInt64) -> String {
@@ -46,6 +47,7 @@ struct Keyspace: Hashable, Sendable {
         case 6: return "document changes"
         case 7: return "attachments"
         case 8: return "time-series edit index"
+        case 10: return "channel heads"
         case .max: return "(no keyspace)"
         default: return "keyspace \(id)"
         }

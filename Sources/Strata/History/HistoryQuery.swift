@@ -1,0 +1,157 @@
+/// The reads of message history, over a ``Snapshot`` so that the store and the inspector of
+/// `strata-dump` share them: the bound rules of API.md turned into key ranges, pages and counts.
+enum HistoryQuery {
+    /// The largest `limit` of a history call (``HistoryPage/maximumLimit``).
+    static let maximumLimit = 100
+
+    /// The half-open timetoken range `[lower, upper)` (nil `upper`: no upper bound) that the
+    /// bounds select, clipped below at `floor`; nil when it is empty.
+    ///
+    /// `start` is exclusive and `end` inclusive: only `start` → older than `start`; only `end` →
+    /// `end` and newer; both → between them whichever is larger; neither → everything.
+    static func range(start: Timetoken?, end: Timetoken?, floor: UInt64) -> (lower: UInt64, upper: UInt64?)? {
+        var lower: UInt64 = 0
+        var upper: UInt64?
+        switch (start?.rawValue, end?.rawValue) {
+        case (nil, nil):
+            break
+        case (let s?, nil):
+            upper = s
+        case (nil, let e?):
+            lower = e
+        case (let s?, let e?):
+            if s < e {
+                lower = s + 1
+                upper = e == .max ? nil : e + 1
+            } else if s > e {
+                lower = e
+                upper = s
+            } else {
+                return nil
+            }
+        }
+        lower = max(lower, floor)
+        if let upper, upper <= lower { return nil }
+        return (lower, upper)
+    }
+
+    /// The oldest timetoken a channel still shows: its persisted floor, raised by its retention
+    /// measured at `now`.
+    static func floor(head: ChannelHead, retention: UInt64?, now: UInt64) -> UInt64 {
+        guard let retention else { return head.floor }
+        return max(head.floor, now >= retention ? now - retention : 0)
+    }
+
+    /// Checks a `limit` argument.
+    static func check(limit: Int, _ what: @autoclosure () -> String) throws {
+        guard (1...maximumLimit).contains(limit) else {
+            throw StrataError.invalidArgument("\(what()): limit \(limit) is outside 1…\(maximumLimit)")
+        }
+    }
+
+    /// A page of history: the newest `limit` messages of the range (the oldest with `reverse`,
+    /// unless both bounds are given), oldest first; `decode` turns a record into a message.
+    static func page<Message>(
+        in snapshot: Snapshot, keys: ChannelKeys, floor: UInt64,
+        start: Timetoken?, end: Timetoken?, limit: Int, reverse: Bool,
+        decode: (_ timetoken: UInt64, _ value: UnsafeRawBufferPointer) throws -> HistoryMessage<Message>
+    ) throws -> HistoryPage<Message> {
+        guard let range = range(start: start, end: end, floor: floor) else {
+            return HistoryPage(messages: [], hasMore: false)
+        }
+        let oldestFirst = reverse && !(start != nil && end != nil)
+        let cursor = snapshot.cursor(lower: keys.key(range.lower), upper: range.upper.map(keys.key) ?? keys.end,
+                                     reverse: !oldestFirst)
+        var messages: [HistoryMessage<Message>] = []
+        messages.reserveCapacity(min(limit, 128))
+        var hasMore = false
+        while try cursor.next() {
+            if messages.count == limit {
+                hasMore = true
+                break
+            }
+            guard let tt = cursor.withKey({ MessageRecord.timetoken(ofKey: $0, prefixLength: keys.prefix.count) }) else {
+                throw StrataError.corrupted(file: "channel \"\(keys.name)\"", offset: 0,
+                                            reason: "bad message key \(TupleKey.describe(cursor.key))")
+            }
+            messages.append(try decode(tt, cursor.value))
+        }
+        if !oldestFirst { messages.reverse() }
+        return HistoryPage(messages: messages, hasMore: hasMore)
+    }
+
+    /// The number of messages with a timetoken of at least `lower`, counted from the keys alone.
+    static func count(in snapshot: Snapshot, keys: ChannelKeys, lower: UInt64, upper: UInt64? = nil) throws -> Int {
+        let cursor = snapshot.cursor(lower: keys.key(lower), upper: upper.map(keys.key) ?? keys.end)
+        var n = 0
+        while try cursor.next() { n += 1 }
+        return n
+    }
+
+    /// The timetokens of the first `count` messages at or after `lower` (oldest first).
+    static func timetokens(in snapshot: Snapshot, keys: ChannelKeys, lower: UInt64, reverse: Bool = false,
+                           count: Int) throws -> [UInt64] {
+        let cursor = snapshot.cursor(lower: keys.key(lower), upper: keys.end, reverse: reverse)
+        var out: [UInt64] = []
+        while out.count < count, try cursor.next() {
+            guard let tt = cursor.withKey({ MessageRecord.timetoken(ofKey: $0, prefixLength: keys.prefix.count) }) else {
+                throw StrataError.corrupted(file: "channel \"\(keys.name)\"", offset: 0,
+                                            reason: "bad message key \(TupleKey.describe(cursor.key))")
+            }
+            out.append(tt)
+        }
+        return out
+    }
+
+    /// Decodes a message record of a channel with a typed codec.
+    @inline(__always)
+    static func message<Message>(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
+                                 codec: ValueCodec<Message>) throws -> HistoryMessage<Message> {
+        let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)")
+        let message: Message
+        do {
+            message = try codec.decode(parts.message)
+        } catch StrataError.corrupted(_, _, let reason) {
+            throw StrataError.corrupted(file: "channel \"\(keys.name)\" message \(timetoken)", offset: 0, reason: reason)
+        }
+        return HistoryMessage(message: message, timetoken: Timetoken(timetoken), meta: parts.meta, publisher: parts.publisher)
+    }
+
+    /// Decodes a message record of a channel as JSON, given the type name the channel stored.
+    @inline(__always)
+    static func json(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
+                     typeName: String) throws -> HistoryMessage<JSON> {
+        let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)")
+        let message: JSON
+        do {
+            message = try ValueCodec<JSON>.json(typeName: typeName, bytes: parts.message)
+        } catch StrataError.corrupted(_, _, let reason) {
+            throw StrataError.corrupted(file: "channel \"\(keys.name)\" message \(timetoken)", offset: 0, reason: reason)
+        }
+        return HistoryMessage(message: message, timetoken: Timetoken(timetoken), meta: parts.meta, publisher: parts.publisher)
+    }
+}
+
+/// The engine keys of one channel.
+struct ChannelKeys: Sendable {
+    let name: String
+    let id: UInt64
+    /// `(3, id)`.
+    let prefix: [UInt8]
+    /// `(3, id + 1)`: above every key of the channel.
+    let end: [UInt8]
+
+    init(name: String, id: UInt64) {
+        self.name = name
+        self.id = id
+        prefix = MessageRecord.channelPrefix(id)
+        end = id == .max ? Keyspace.channelMessages.end : MessageRecord.channelPrefix(id + 1)
+    }
+
+    /// The key of the message at `timetoken`.
+    func key(_ timetoken: UInt64) -> [UInt8] {
+        var suffix: [UInt8] = []
+        MessageRecord.encodeTimetoken(timetoken, into: &suffix)
+        return prefix + suffix
+    }
+}

@@ -1,0 +1,75 @@
+/// The store-wide part of message history, one per open store: the timetoken clock and the
+/// compaction filter's rules. Registered in the collection registry under the channel kind and the
+/// empty name, which no channel can have.
+final class HistoryStoreState: CollectionState {
+    /// The registry name of the store-wide state (channel names are never empty).
+    static let registryName = ""
+
+    let engine: Engine
+    let catalog: Catalog
+    let clock: TimetokenClock
+    let rules = FloorRules()
+    /// The store's default publisher (``StoreOptions/principal``), nil if empty.
+    let principal: String?
+
+    /// Reads every channel head (to restart the clock above every timetoken handed out) and every
+    /// channel's options (for the compaction filter), then registers the filter.
+    init(engine: Engine, catalog: Catalog, options: StoreOptions) throws {
+        self.engine = engine
+        self.catalog = catalog
+        principal = options.principal.isEmpty ? nil : options.principal
+        let snapshot = try engine.snapshot()
+        let heads = try ChannelHead.all(in: snapshot)
+        clock = TimetokenClock(clock: options.clock, last: heads.values.map(\.last).max() ?? 0)
+        for (name, entry) in try Catalog.entries(kind: .channel, in: snapshot) {
+            let descriptor = try ChannelDescriptor(decoding: entry.payload, channel: name)
+            rules.set(entry.id, .init(floor: heads[entry.id]?.floor ?? 0, retention: descriptor.retention,
+                                      limited: descriptor.limit != nil))
+        }
+        let rules = self.rules
+        let clock = self.clock
+        engine.setCompactionFilter(keyspace: Keyspace.channelMessages.id) { key, _ in
+            rules.keep(key: key, now: clock.now)
+        }
+    }
+
+    func storeDidClose() {}
+
+    /// Checks a channel name: not empty, at most 4 KiB of UTF-8.
+    static func check(name: String) throws {
+        guard !name.isEmpty else { throw StrataError.invalidArgument("channel name is empty") }
+        guard name.utf8.count <= 4096 else {
+            throw StrataError.invalidArgument("channel name of \(name.utf8.count) bytes exceeds 4096 bytes")
+        }
+    }
+}
+
+extension Store {
+    /// The store-wide history state, created on first use.
+    func historyState() throws -> HistoryStoreState {
+        try collections.state(kind: .channel, name: HistoryStoreState.registryName, as: HistoryStoreState.self) {
+            try HistoryStoreState(engine: engine, catalog: catalog, options: options)
+        }
+    }
+
+    /// The shared state of channel `name`; with `create`, the channel is created (with message
+    /// type `typeName` and `options`) if it does not exist, otherwise ``StrataError/notFound(_:)``.
+    func channelState(_ name: String, create: (typeName: String, options: ChannelOptions)?) throws -> ChannelState {
+        try HistoryStoreState.check(name: name)
+        let history = try historyState()
+        return try collections.state(kind: .channel, name: name, as: ChannelState.self) {
+            let entry: CatalogEntry
+            if let create {
+                entry = try catalog.openOrCreate(kind: .channel, name: name) {
+                    ChannelDescriptor(typeName: create.typeName, options: create.options).encoded
+                }.entry
+            } else {
+                guard let existing = try catalog.entry(kind: .channel, name: name) else {
+                    throw StrataError.notFound("channel \"\(name)\"")
+                }
+                entry = existing
+            }
+            return try ChannelState(name: name, entry: entry, history: history)
+        }
+    }
+}

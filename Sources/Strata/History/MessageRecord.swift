@@ -1,0 +1,134 @@
+/// The engine record of one history message (FORMAT.md §15.2):
+///
+///     key    (3, channelId, timetoken)            tuple encoding, 3 unsigned integers
+///     value  flags u8                             bit 0: meta present, bit 1: publisher present
+///            [varint n, n bytes]  meta            binary JSON (§13.1), if bit 0
+///            [varint n, n bytes]  publisher       UTF-8, if bit 1
+///            message                              the rest: the channel's ValueCodec form
+///
+/// The message comes last so it needs no length. Bits 2–7 of `flags` are zero; a reader refuses
+/// a record with any of them set.
+enum MessageRecord {
+    static let hasMeta: UInt8 = 1
+    static let hasPublisher: UInt8 = 2
+
+    /// The prefix `(3, channelId)` shared by every key of a channel.
+    static func channelPrefix(_ channelId: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 8)
+        e.append(Keyspace.channelMessages.id)
+        e.append(channelId)
+        return e.bytes
+    }
+
+    /// Writes the tuple encoding of `timetoken` into `out` (cleared first).
+    @inline(__always)
+    static func encodeTimetoken(_ timetoken: UInt64, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        let n = TupleKey.significantByteCount(timetoken)
+        out.append(0x10 &+ UInt8(truncatingIfNeeded: n))
+        var shift = 8 * (n - 1)
+        while shift >= 0 {
+            out.append(UInt8(truncatingIfNeeded: timetoken >> UInt64(shift)))
+            shift -= 8
+        }
+    }
+
+    /// The timetoken of a key whose channel prefix is `prefixLength` bytes, or nil if the rest of
+    /// the key is not exactly one unsigned integer.
+    @inline(__always)
+    static func timetoken(ofKey key: UnsafeRawBufferPointer, prefixLength: Int) -> UInt64? {
+        guard key.count > prefixLength else { return nil }
+        let type = key[prefixLength]
+        guard type >= 0x10 && type <= 0x18 else { return nil }
+        let n = Int(type - 0x10)
+        guard key.count == prefixLength + 1 + n else { return nil }
+        var v: UInt64 = 0
+        for i in 0..<n { v = v << 8 | UInt64(key[prefixLength + 1 + i]) }
+        return v
+    }
+
+    /// The channel id and timetoken of any key of keyspace 3, or nil if it is not one.
+    static func parse(key: UnsafeRawBufferPointer) -> (channelId: UInt64, timetoken: UInt64)? {
+        // (3, …): 0x11 0x03
+        guard key.count >= 4, key[0] == 0x11, key[1] == 0x03 else { return nil }
+        let type = key[2]
+        guard type >= 0x10 && type <= 0x18 else { return nil }
+        let n = Int(type - 0x10)
+        guard key.count > 3 + n else { return nil }
+        var id: UInt64 = 0
+        for i in 0..<n { id = id << 8 | UInt64(key[3 + i]) }
+        guard let tt = timetoken(ofKey: key, prefixLength: 3 + n) else { return nil }
+        return (id, tt)
+    }
+
+    /// Appends a record value.
+    static func encode(message: (inout [UInt8]) throws -> Void, meta: JSON?, publisher: String?,
+                       into out: inout [UInt8]) rethrows {
+        var flags: UInt8 = 0
+        if meta != nil { flags |= hasMeta }
+        if publisher != nil { flags |= hasPublisher }
+        out.append(flags)
+        if let meta {
+            let start = out.count
+            out.append(0)  // a one-byte length, widened below if needed
+            meta.appendBinary(to: &out)
+            let length = out.count - start - 1
+            if length >= 0x80 {
+                var prefix: [UInt8] = []
+                Varint.append(UInt64(length), to: &prefix)
+                out.replaceSubrange(start..<(start + 1), with: prefix)
+            } else {
+                out[start] = UInt8(length)
+            }
+        }
+        if var publisher {
+            publisher.withUTF8 { utf8 in
+                Varint.append(UInt64(utf8.count), to: &out)
+                out.append(contentsOf: utf8)
+            }
+        }
+        try message(&out)
+    }
+
+    /// The parts of a record value. `message` is a view into `value`.
+    struct Parts {
+        var meta: JSON?
+        var publisher: String?
+        var message: UnsafeRawBufferPointer
+    }
+
+    /// Splits a record value; `what` names the record in errors.
+    static func decode(_ value: UnsafeRawBufferPointer, what: @autoclosure () -> String) throws -> Parts {
+        func bad(_ reason: String) -> StrataError {
+            .corrupted(file: what(), offset: 0, reason: reason)
+        }
+        guard value.count >= 1 else { throw bad("empty message record") }
+        let flags = value[0]
+        guard flags & ~(hasMeta | hasPublisher) == 0 else { throw bad("unknown flags 0x\(String(flags, radix: 16)) in a message record") }
+        var p = 1
+        var meta: JSON?
+        var publisher: String?
+        if flags & hasMeta != 0 {
+            guard let n = Varint.readLength(value, at: &p, limit: value.count), n <= value.count - p else {
+                throw bad("bad meta length in a message record")
+            }
+            do {
+                meta = try JSON(binary: UnsafeRawBufferPointer(rebasing: value[p..<(p + n)]))
+            } catch {
+                throw bad("bad meta in a message record: \(error)")
+            }
+            p += n
+        }
+        if flags & hasPublisher != 0 {
+            guard let n = Varint.readLength(value, at: &p, limit: value.count), n <= value.count - p else {
+                throw bad("bad publisher length in a message record")
+            }
+            guard let s = String(validating: UnsafeRawBufferPointer(rebasing: value[p..<(p + n)]), as: UTF8.self) else {
+                throw bad("publisher is not UTF-8 in a message record")
+            }
+            publisher = s
+            p += n
+        }
+        return Parts(meta: meta, publisher: publisher, message: UnsafeRawBufferPointer(rebasing: value[p...]))
+    }
+}

@@ -1,0 +1,114 @@
+extension Store {
+    /// The channel `name` with messages of type `Message`, created (keeping every message) if it
+    /// does not exist. An existing channel keeps its stored options.
+    ///
+    /// ```swift
+    /// let room = try store.channel("chat.room1", of: JSON.self)
+    /// try room.publish(["text": "hello"])
+    /// ```
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty name (or one over 4 KiB);
+    ///   ``StrataError/typeMismatch(_:)`` if the channel was created with another message type.
+    public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) throws -> Channel<Message> {
+        try openChannel(name, of: type, options: nil)
+    }
+
+    /// The channel `name`, created with `options` if it does not exist; if it exists, `options`
+    /// replace its stored ones (messages the old options had removed stay removed).
+    ///
+    /// ```swift
+    /// let log = try store.channel("audit", of: JSON.self,
+    ///                             options: ChannelOptions(retention: .seconds(30 * 86_400)))
+    /// ```
+    ///
+    /// - Throws: as ``channel(_:of:)``, and ``StrataError/invalidArgument(_:)`` for a retention
+    ///   below 100 ns or a limit below 1.
+    public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
+                                                     options: ChannelOptions) throws -> Channel<Message> {
+        try openChannel(name, of: type, options: options)
+    }
+
+    private func openChannel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
+                                                          options: ChannelOptions?) throws -> Channel<Message> {
+        try options?.validate(channel: name)
+        let typeName = ValueCodec<Message>.typeName
+        let state = try channelState(name, create: (typeName, options ?? ChannelOptions()))
+        guard state.typeName == typeName else {
+            throw StrataError.typeMismatch("channel \"\(name)\" holds \(state.typeName) messages, not \(typeName)")
+        }
+        if let options { try state.update(options: options) }
+        return Channel(state: state)
+    }
+
+    /// The newest `limit` messages of each channel, as JSON whatever the channels' message types,
+    /// read from one consistent snapshot. A channel that does not exist or has no messages is
+    /// absent from the result.
+    ///
+    /// ```swift
+    /// let pages = try store.fetchHistory(channels: ["chat.room1", "chat.room2"])
+    /// for (name, page) in pages { print(name, page.messages.count, page.hasMore) }
+    /// ```
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty channel name or a `limit`
+    ///   outside 1…``HistoryPage/maximumLimit``.
+    public func fetchHistory(channels: [String], limit: Int = 25) throws -> [String: HistoryPage<JSON>] {
+        try HistoryQuery.check(limit: limit, "fetchHistory")
+        let states = try existingChannels(channels)
+        let snapshot = try engine.snapshot()
+        var result: [String: HistoryPage<JSON>] = [:]
+        for state in states where result[state.keys.name] == nil {
+            let keys = state.keys
+            let typeName = state.typeName
+            let page = try HistoryQuery.page(in: snapshot, keys: keys, floor: try state.floor(in: snapshot),
+                                             start: nil, end: nil, limit: limit, reverse: false) { tt, value in
+                try HistoryQuery.json(tt, value, keys: keys, typeName: typeName)
+            }
+            if !page.messages.isEmpty { result[keys.name] = page }
+        }
+        return result
+    }
+
+    /// The number of messages of each channel with a timetoken strictly greater than its
+    /// timetoken in `since`: one timetoken for all channels, or one per channel in order. Every
+    /// channel named is in the result (0 for one that does not exist).
+    ///
+    /// ```swift
+    /// let unread = try store.messageCounts(channels: ["a", "b"], since: [lastSeenA, lastSeenB])
+    /// ```
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` if `since` has neither 1 nor
+    ///   `channels.count` timetokens, or for an empty channel name.
+    public func messageCounts(channels: [String], since: [Timetoken]) throws -> [String: Int] {
+        guard since.count == 1 || since.count == channels.count else {
+            throw StrataError.invalidArgument(
+                "messageCounts: \(since.count) timetokens for \(channels.count) channels (give 1 or \(channels.count))")
+        }
+        var states: [String: ChannelState] = [:]
+        for state in try existingChannels(channels) { states[state.keys.name] = state }
+        let snapshot = try engine.snapshot()
+        var result: [String: Int] = [:]
+        for (i, name) in channels.enumerated() {
+            let tt = since.count == 1 ? since[0] : since[i]
+            guard let state = states[name], tt.rawValue < .max else {
+                result[name] = 0
+                continue
+            }
+            let lower = max(tt.rawValue + 1, try state.floor(in: snapshot))
+            result[name] = try HistoryQuery.count(in: snapshot, keys: state.keys, lower: lower)
+        }
+        return result
+    }
+
+    /// The states of the channels of `names` that exist, in order.
+    private func existingChannels(_ names: [String]) throws -> [ChannelState] {
+        var states: [ChannelState] = []
+        for name in names {
+            do {
+                states.append(try channelState(name, create: nil))
+            } catch StrataError.notFound {
+                continue
+            }
+        }
+        return states
+    }
+}
