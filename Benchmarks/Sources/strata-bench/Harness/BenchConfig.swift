@@ -1,0 +1,40 @@
+import Foundation
+
+/// The engines the bench compares, by their `--engines` names.
+enum EngineKind: String, CaseIterable, Codable, Sendable {
+    case strata, sqlite, rocksdb
+}
+
+/// `--durability`: when a write returns relative to stable storage, mapped per engine
+/// (Strata `.synchronous`/`.buffered`, SQLite `synchronous=FULL`/`NORMAL`, RocksDB `sync=true`/`false`).
+enum DurabilityMode: String, CaseIterable, Codable, Sendable {
+    case synchronous, buffered
+}
+
+/// Everything a workload run needs to know, resolved from the command line.
+struct BenchConfig: Sendable {
+    /// `--count`, overriding each workload's own default when given.
+    var count: Int?
+    /// `--operations`, overriding each read workload's own default when given.
+    var operations: Int?
+    var batch: Int
+    var seed: UInt64
+    var durability: DurabilityMode
+    var series: Int
+    var channels: Int
+    var quick: Bool
+    /// `--open-trials`: opens timed per variant of the `open` workload.
+    var openTrials: Int?
+    /// Bytes of cache each engine gets (Strata block cache, RocksDB LRU block cache, SQLite page cache).
+    var cacheBytes: Int
+
+    /// The number of records (events, messages, documents) a workload stores.
+    func count(for workload: any Workload) -> Int {
+        count ?? (quick ? workload.quickCount : workload.defaultCount)
+    }
+
+    /// The number of timed operations of a read workload.
+    func operations(for workload: any Workload) -> Int {
+        operations ?? (quick ? workload.quickOperations : workload.defaultOperations)
+    }
+}

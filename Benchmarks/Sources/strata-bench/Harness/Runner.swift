@@ -1,0 +1,102 @@
+import Foundation
+
+/// Runs workloads on engines, one after the other, each in a fresh directory, and turns the
+/// recordings into ``WorkloadResult``s (printing each table as soon as it is complete).
+struct Runner {
+    let config: BenchConfig
+    let engines: [EngineKind]
+    let baseDirectory: URL
+    let executable: URL
+    let progress = ProgressBar()
+
+    /// Runs `workload`; a failing engine is reported in its row and in `failures`.
+    func run(_ workload: any Workload, failures: inout [String]) -> [WorkloadResult] {
+        var tables: [WorkloadResult] = []
+        for variant in workload.variants {
+            var results: [EngineResult] = []
+            var unit = ""
+            let count = config.count(for: workload)
+            let operations = config.operations(for: workload)
+            for engine in engines {
+                let label = workload.name + (variant.isEmpty ? "" : " (\(variant))") + " " + engine.rawValue
+                let directory = baseDirectory.appendingPathComponent(
+                    "\(workload.name)\(variant.isEmpty ? "" : "-" + variant.replacingOccurrences(of: " ", with: "-"))-\(engine.rawValue)")
+                let context = RunContext(engine: engine, variant: variant, config: config, count: count,
+                                         operations: operations, directory: directory, executable: executable)
+                unit = workload.operationUnit(context)
+                if let why = workload.unavailability(on: engine) {
+                    results.append(EngineResult(engine: engine.rawValue, unavailable: why))
+                    continue
+                }
+                progress.start(label)
+                do {
+                    try? FileManager.default.removeItem(at: directory)
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    defer { try? FileManager.default.removeItem(at: directory) }
+                    let recorder = Recorder(progress: progress, expectedOperations: max(operations, 1))
+                    let outcome = try workload.run(context, recorder: recorder)
+                    let disk = Self.directorySize(directory)
+                    results.append(Self.result(engine, recorder, outcome, disk: disk))
+                } catch {
+                    progress.finish()
+                    let message = "\(workload.name)\(variant.isEmpty ? "" : " (\(variant))") on \(engine.rawValue) failed: \(error)"
+                    FileHandle.standardError.write(Data((message + "\n").utf8))
+                    failures.append(message)
+                    results.append(EngineResult(engine: engine.rawValue, unavailable: "failed: \(error)"))
+                }
+                progress.finish()
+            }
+            Self.addRatios(&results)
+            let table = WorkloadResult(workload: workload.name, variant: variant, operationUnit: unit, count: count,
+                                       operations: operations, batch: config.batch,
+                                       durability: config.durability.rawValue, results: results)
+            TableReport.print(table)
+            fflush(nil)
+            tables.append(table)
+        }
+        return tables
+    }
+
+    private static func result(_ engine: EngineKind, _ r: Recorder, _ outcome: RunOutcome, disk: Int) -> EngineResult {
+        let seconds = Double(r.nanoseconds) / 1e9
+        var e = EngineResult(engine: engine.rawValue)
+        e.operations = r.operations
+        e.items = r.items
+        e.payloadBytes = r.bytes
+        e.seconds = seconds
+        if seconds > 0 {
+            e.itemsPerSecond = Double(r.items) / seconds
+            e.operationsPerSecond = Double(r.operations) / seconds
+            e.megabytesPerSecond = Double(r.bytes) / seconds / 1e6
+        }
+        let h = r.histogram
+        e.latencyNanoseconds = .init(p50: h.valueAtPercentile(50), p99: h.valueAtPercentile(99),
+                                     p999: h.valueAtPercentile(99.9), max: h.max, mean: h.mean)
+        e.bytesOnDisk = disk
+        e.records = outcome.records
+        e.bytesPerRecord = outcome.records > 0 ? Double(disk) / Double(outcome.records) : 0
+        e.closeSeconds = outcome.closeSeconds
+        return e
+    }
+
+    private static func addRatios(_ results: inout [EngineResult]) {
+        guard let strata = results.first(where: { $0.engine == EngineKind.strata.rawValue && $0.unavailable == nil }) else { return }
+        for i in results.indices where results[i].unavailable == nil {
+            if results[i].itemsPerSecond > 0 { results[i].strataSpeedup = strata.itemsPerSecond / results[i].itemsPerSecond }
+            if strata.bytesPerRecord > 0 { results[i].diskRatioToStrata = results[i].bytesPerRecord / strata.bytesPerRecord }
+        }
+    }
+
+    /// The bytes of every regular file under `directory`, measured the same way for every engine.
+    static func directorySize(_ directory: URL) -> Int {
+        guard let paths = FileManager.default.subpaths(atPath: directory.path) else { return 0 }
+        var total = 0
+        for p in paths {
+            var st = stat()
+            if lstat(directory.appendingPathComponent(p).path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG {
+                total += Int(st.st_size)
+            }
+        }
+        return total
+    }
+}

@@ -1,0 +1,31 @@
+/// `doc-get`: a random document by id, in a settled store of `--count` documents saved as
+/// doc-save does (untimed); its `total` is checked.
+struct DocGet: Workload {
+    let name = "doc-get"
+    let summary = "get a random document by id"
+    let defaultCount = 1_000_000
+    let quickCount = 50_000
+    let defaultOperations = 200_000
+    let quickOperations = 20_000
+
+    func operationUnit(_ run: RunContext) -> String { "one get by id" }
+
+    func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
+        let d = try DocumentEngines.open(run.engine, directory: run.directory, config: run.config)
+        try DocumentEngines.saveAll(d, count: run.count, config: run.config) { ids, save in
+            try save()
+            recorder.preparing(done: ids.upperBound, of: run.count)
+        }
+        try d.settle()
+        var rng = XorShift64Star(seed: run.config.seed)
+        try d.session {
+            for _ in 0..<run.operations {
+                let i = rng.below(run.count)
+                let total = try recorder.measure(items: 1, bytes: 0) { try d.total(of: i) }
+                guard total == DocumentEngines.total(i) else { throw BenchError("\(run.engine) returned a wrong document \(i)") }
+            }
+        }
+        let close = try Clock.seconds { try d.close() }
+        return RunOutcome(records: run.count, closeSeconds: close)
+    }
+}

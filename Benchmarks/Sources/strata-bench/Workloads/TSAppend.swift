@@ -1,0 +1,21 @@
+/// `ts-append`: `--count` `Double` events appended to `--series` series; one operation is one
+/// atomic append of `--batch` events to one series, the operations going round-robin over the
+/// series (so the series interleave).
+struct TSAppend: Workload {
+    let name = "ts-append"
+    let summary = "append Double events over --series series, --batch per atomic append, series interleaved"
+    let defaultCount = 1_000_000
+    let quickCount = 100_000
+
+    func operationUnit(_ run: RunContext) -> String { "one append of \(run.config.batch) events to one series" }
+
+    func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
+        let ts = try TimeSeriesEngines.open(run.engine, directory: run.directory, config: run.config)
+        recorder.expect((run.count + run.config.batch - 1) / run.config.batch)
+        _ = try TimeSeriesEngines.appendAll(ts, count: run.count, config: run.config) { _, values, append in
+            try recorder.measure(items: values.count, bytes: values.count * 8) { try append() }
+        }
+        let close = try Clock.seconds { try ts.close() }
+        return RunOutcome(records: run.count, closeSeconds: close)
+    }
+}
