@@ -17,6 +17,18 @@ protocol DocumentEngine: AnyObject {
 }
 
 enum DocumentEngines {
+    /// The read workloads' store: opens the run's engine, saves `run.count` documents as doc-save
+    /// does (untimed, shown as preparation) and settles it.
+    static func openLoaded(_ run: RunContext, recorder: Recorder) throws -> any DocumentEngine {
+        let d = try open(run.engine, directory: run.directory, config: run.config)
+        try saveAll(d, count: run.count, config: run.config) { ids, save in
+            try save()
+            recorder.preparing(done: ids.upperBound, of: run.count)
+        }
+        try d.settle()
+        return d
+    }
+
     static func open(_ engine: EngineKind, directory: URL, config: BenchConfig) throws -> any DocumentEngine {
         switch engine {
         case .strata: return try StrataDocuments(directory: directory, config: config)

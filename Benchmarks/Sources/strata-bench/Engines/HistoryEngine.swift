@@ -24,6 +24,21 @@ protocol HistoryEngine: AnyObject {
 }
 
 enum HistoryEngines {
+    /// The read workloads' store: opens the run's engine, publishes `run.count` messages as
+    /// history-publish does (untimed, shown as preparation) and settles it; returns it with every
+    /// channel's timetokens.
+    static func openLoaded(_ run: RunContext, recorder: Recorder) throws -> (any HistoryEngine, [[UInt64]]) {
+        let h = try open(run.engine, directory: run.directory, config: run.config)
+        var loaded = 0
+        let tokens = try publishAll(h, count: run.count, config: run.config) { messages, publish in
+            loaded += messages.count
+            recorder.preparing(done: loaded, of: run.count)
+            return try publish()
+        }
+        try h.settle()
+        return (h, tokens)
+    }
+
     static func open(_ engine: EngineKind, directory: URL, config: BenchConfig) throws -> any HistoryEngine {
         switch engine {
         case .strata: return try StrataHistory(directory: directory, config: config)

@@ -24,6 +24,20 @@ protocol TimeSeriesEngine: AnyObject {
 }
 
 enum TimeSeriesEngines {
+    /// The read workloads' store: opens the run's engine, loads `run.count` events as ts-append
+    /// does (untimed, shown as preparation) and settles it; returns it with each series' length.
+    static func openLoaded(_ run: RunContext, recorder: Recorder) throws -> (any TimeSeriesEngine, [UInt64]) {
+        let ts = try open(run.engine, directory: run.directory, config: run.config)
+        var loaded = 0
+        let lengths = try appendAll(ts, count: run.count, config: run.config) { _, values, append in
+            try append()
+            loaded += values.count
+            recorder.preparing(done: loaded, of: run.count)
+        }
+        try ts.settle()
+        return (ts, lengths)
+    }
+
     static func open(_ engine: EngineKind, directory: URL, config: BenchConfig) throws -> any TimeSeriesEngine {
         switch engine {
         case .strata: return try StrataTimeSeries(directory: directory, config: config)

@@ -11,12 +11,7 @@ struct DocGet: Workload {
     func operationUnit(_ run: RunContext) -> String { "one get by id" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
-        let d = try DocumentEngines.open(run.engine, directory: run.directory, config: run.config)
-        try DocumentEngines.saveAll(d, count: run.count, config: run.config) { ids, save in
-            try save()
-            recorder.preparing(done: ids.upperBound, of: run.count)
-        }
-        try d.settle()
+        let d = try DocumentEngines.openLoaded(run, recorder: recorder)
         var rng = XorShift64Star(seed: run.config.seed)
         try d.session {
             for _ in 0..<run.operations {

@@ -12,12 +12,7 @@ struct DocIndexRange: Workload {
     func operationUnit(_ run: RunContext) -> String { "one index range of 1000 rows" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
-        let d = try DocumentEngines.open(run.engine, directory: run.directory, config: run.config)
-        try DocumentEngines.saveAll(d, count: run.count, config: run.config) { ids, save in
-            try save()
-            recorder.preparing(done: ids.upperBound, of: run.count)
-        }
-        try d.settle()
+        let d = try DocumentEngines.openLoaded(run, recorder: recorder)
         let totals = (0..<run.count).map(DocumentEngines.total).sorted()
         var rng = XorShift64Star(seed: run.config.seed)
         try d.session {

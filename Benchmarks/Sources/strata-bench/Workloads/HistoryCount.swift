@@ -12,14 +12,7 @@ struct HistoryCount: Workload {
     func operationUnit(_ run: RunContext) -> String { "one count (items = messages counted)" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
-        let h = try HistoryEngines.open(run.engine, directory: run.directory, config: run.config)
-        var loaded = 0
-        let tokens = try HistoryEngines.publishAll(h, count: run.count, config: run.config) { messages, publish in
-            loaded += messages.count
-            recorder.preparing(done: loaded, of: run.count)
-            return try publish()
-        }
-        try h.settle()
+        let (h, tokens) = try HistoryEngines.openLoaded(run, recorder: recorder)
         var rng = XorShift64Star(seed: run.config.seed)
         try h.session {
             for _ in 0..<run.operations {

@@ -11,14 +11,7 @@ struct TSLatest: Workload {
     func operationUnit(_ run: RunContext) -> String { "one latest-event read" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
-        let ts = try TimeSeriesEngines.open(run.engine, directory: run.directory, config: run.config)
-        var loaded = 0
-        let lengths = try TimeSeriesEngines.appendAll(ts, count: run.count, config: run.config) { _, values, append in
-            try append()
-            loaded += values.count
-            recorder.preparing(done: loaded, of: run.count)
-        }
-        try ts.settle()
+        let (ts, lengths) = try TimeSeriesEngines.openLoaded(run, recorder: recorder)
         var rng = XorShift64Star(seed: run.config.seed)
         try ts.session {
             for _ in 0..<run.operations {
