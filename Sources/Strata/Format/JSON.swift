@@ -13,6 +13,10 @@ import Foundation
 /// Numbers are `int` (64-bit) or `double`; an `int` and a `double` of the same value are equal
 /// (and hash alike), as they collate equal. `date` is a JSON string in ISO 8601 form in JSON
 /// text and in `Codable` containers.
+///
+/// `JSON` is expressible by `nil` (as `.null`), so where a `JSON?` is expected a `nil` inside
+/// a larger expression may become `.some(.null)`: `let v: JSON? = flag ? nil : x` holds `.null`,
+/// not `nil`. Write `flag ? JSON?.none : x` (or an `if`) when you mean "no value".
 public enum JSON: Sendable {
     case null
     case bool(Bool)
