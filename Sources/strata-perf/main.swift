@@ -143,6 +143,22 @@ do {
     let rangeTime = now() - t0
     print(String(format: "strata range1000_per_s=%.0f range_records_per_s=%.0f",
                  Double(ranges) / rangeTime, Double(rangeRecords) / rangeTime))
+
+    // The same, newest first: 1,000 records before a random existing key.
+    var reverseRecords = 0
+    t0 = now()
+    for _ in 0..<ranges {
+        key(rng.next() % UInt64(n), into: &k)
+        let c = try store.cursor(to: k, reverse: true)
+        var taken = 0
+        while taken < 1_000, try c.next() {
+            c.withUnsafeCurrent { _, v in reverseRecords += v.count > 0 ? 1 : 0 }
+            taken += 1
+        }
+    }
+    let reverseTime = now() - t0
+    print(String(format: "strata reverse_range1000_per_s=%.0f reverse_records_per_s=%.0f",
+                 Double(ranges) / reverseTime, Double(reverseRecords) / reverseTime))
     try store.close()
     try Store.destroy(at: dir)
     if misses + warmMisses > 0 || count != n || valueBytes != 24 * n {

@@ -169,6 +169,23 @@ struct BlockCursor {
     private(set) var kind: RecordKind = .value
     private var valueStart = 0
     private var valueLength = 0
+    /// The entries of one restart interval as `previous()` decoded them, with their keys
+    /// concatenated in `backKeys`: stepping backward through the interval then decodes each entry
+    /// once, instead of decoding forward from the restart point again at every step. Entries are
+    /// consecutive; `backIndex` is the one the cursor was last moved back to. The block never
+    /// changes, so an entry stays true; a lookup checks offsets before it uses one.
+    private var backEntries: [BackEntry] = []
+    private var backKeys: [UInt8] = []
+    private var backIndex = 0
+
+    private struct BackEntry {
+        var offset: Int
+        var next: Int
+        var keyEnd: Int
+        var kind: RecordKind
+        var valueStart: Int
+        var valueLength: Int
+    }
 
     init(_ block: Block) {
         self.block = block
@@ -293,15 +310,47 @@ struct BlockCursor {
     mutating func previous() throws {
         guard let here = current else { return }
         if here == 0 { current = nil; return }
-        // The last restart strictly before `here`, then forward to the entry before `here`.
+        if backIndex > 0 && backIndex <= backEntries.count && backEntries[backIndex - 1].next == here {
+            restoreBackEntry(backIndex - 1)
+            return
+        }
+        // The last restart strictly before `here`, then forward to the entry before `here`,
+        // remembering every entry on the way.
         var lo = 0, hi = block.restartCount - 1
         while lo < hi {
             let mid = (lo + hi + 1) / 2
             if block.restart(mid) < here { lo = mid } else { hi = mid - 1 }
         }
         try seekToRestart(lo)
-        while nextOffset < here { try decode(at: nextOffset) }
+        backEntries.removeAll(keepingCapacity: true)
+        backKeys.removeAll(keepingCapacity: true)
+        rememberCurrent()
+        while nextOffset < here {
+            try decode(at: nextOffset)
+            rememberCurrent()
+        }
         guard current != nil, nextOffset == here else { throw corrupt(here, "entry boundaries do not line up") }
+        backIndex = backEntries.count - 1
+    }
+
+    private mutating func rememberCurrent() {
+        guard let offset = current else { return }
+        backKeys.append(contentsOf: key)
+        backEntries.append(BackEntry(offset: offset, next: nextOffset, keyEnd: backKeys.count, kind: kind,
+                                     valueStart: valueStart, valueLength: valueLength))
+    }
+
+    private mutating func restoreBackEntry(_ i: Int) {
+        let e = backEntries[i]
+        let keyStart = i == 0 ? 0 : backEntries[i - 1].keyEnd
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: backKeys[keyStart..<e.keyEnd])
+        kind = e.kind
+        valueStart = e.valueStart
+        valueLength = e.valueLength
+        current = e.offset
+        nextOffset = e.next
+        backIndex = i
     }
 
     /// Positions at the last entry whose key is `<= target`; invalid if there is none.

@@ -60,7 +60,10 @@ struct DocumentPerformanceTests {
         try store.compact()
         let files = try FileManager.default.contentsOfDirectory(atPath: tmp.path)
         var bytes = 0
-        for f in files { bytes += ((try? FileManager.default.attributesOfItem(atPath: tmp.file(f))[.size] as? Int) ?? 0) ?? 0 }
+        for f in files {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: tmp.file(f))
+            bytes += (attributes?[.size] as? Int) ?? 0
+        }
         print("""
             DOCUMENTS PERF (uptime: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?"))
               save(contentsOf:) 1000/batch, 1 index, buffered: \(Int(saveRate)) documents/s (JSON text \(textBytes) B/doc)
