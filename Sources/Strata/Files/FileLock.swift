@@ -28,8 +28,14 @@ final class FileLock: Sendable {
         _ = try? f.write(Array("\(getpid())\n".utf8))
     }
 
-    /// Releases the lock (closing the descriptor releases the `flock`).
+    /// Releases the lock.
+    ///
+    /// Unlocks before closing: closing alone releases the `flock` only when no other descriptor
+    /// refers to the same open file, and a child that another thread of this process is spawning
+    /// holds a copy of every descriptor until its `exec` closes the close-on-exec ones. In that
+    /// window a close-then-reopen of the store in this process failed with `.locked`.
     func release() {
+        _ = flock(file.descriptor, LOCK_UN)
         file.close()
     }
 }
