@@ -142,11 +142,7 @@ enum DocumentLayout {
 
     @inline(__always)
     static func appendString(_ s: String, to out: inout [UInt8]) {
-        var s = s
-        s.withUTF8 { utf8 in
-            Varint.append(utf8.count, to: &out)
-            out.append(contentsOf: utf8)
-        }
+        Varint.appendLengthPrefixed(s, to: &out)
     }
 
     /// `(4, databaseId)`: the prefix of every document key of a database.

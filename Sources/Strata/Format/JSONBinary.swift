@@ -124,11 +124,7 @@ enum UTF8Text {
 enum JSONBinaryWriter {
     @inline(__always)
     static func appendString(_ s: String, to out: inout [UInt8]) {
-        var s = s
-        s.withUTF8 { utf8 in
-            Varint.append(utf8.count, to: &out)
-            out.append(contentsOf: utf8)
-        }
+        Varint.appendLengthPrefixed(s, to: &out)
     }
 
     /// Inserts the header of an array or object before its already written body at `bodyStart`.

@@ -19,6 +19,16 @@ enum Varint {
         append(UInt64(value), to: &bytes)
     }
 
+    /// Appends a string as the varint length of its UTF-8 form followed by that UTF-8.
+    @inline(__always)
+    static func appendLengthPrefixed(_ string: String, to bytes: inout [UInt8]) {
+        var s = string
+        s.withUTF8 { utf8 in
+            append(utf8.count, to: &bytes)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
     /// The number of bytes `value` takes.
     static func length(of value: UInt64) -> Int {
         var v = value, n = 1

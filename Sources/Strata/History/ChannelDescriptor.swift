@@ -38,11 +38,7 @@ struct ChannelDescriptor: Equatable, Sendable {
 
     var encoded: [UInt8] {
         var out: [UInt8] = [Self.layoutVersion]
-        var name = typeName
-        name.withUTF8 { utf8 in
-            Varint.append(UInt64(utf8.count), to: &out)
-            out.append(contentsOf: utf8)
-        }
+        Varint.appendLengthPrefixed(typeName, to: &out)
         out.append((retention != nil ? 1 : 0) | (limit != nil ? 2 : 0))
         if let retention { Varint.append(retention, to: &out) }
         if let limit { Varint.append(limit, to: &out) }

@@ -81,12 +81,7 @@ enum MessageRecord {
                 out[start] = UInt8(length)
             }
         }
-        if var publisher {
-            publisher.withUTF8 { utf8 in
-                Varint.append(UInt64(utf8.count), to: &out)
-                out.append(contentsOf: utf8)
-            }
-        }
+        if let publisher { Varint.appendLengthPrefixed(publisher, to: &out) }
         try message(&out)
     }
 

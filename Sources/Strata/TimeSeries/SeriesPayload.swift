@@ -73,11 +73,7 @@ struct SeriesPayload: Sendable, Equatable {
 
     func encode() -> [UInt8] {
         var out: [UInt8] = [Self.layoutVersion]
-        func string(_ s: String) {
-            let utf8 = Array(s.utf8)
-            Varint.append(UInt64(utf8.count), to: &out)
-            out += utf8
-        }
+        func string(_ s: String) { Varint.appendLengthPrefixed(s, to: &out) }
         string(typeName)
         var flags: UInt8 = 0
         if retainedCount != nil { flags |= 1 }
