@@ -43,10 +43,7 @@ final class SegmentCursor {
     private enum Position { case first, last, atOrAfter, atOrBefore }
 
     private func child(of cursor: BlockCursor) throws -> Block {
-        guard let h = BlockHandle.decode(cursor.value) else {
-            throw StrataError.corrupted(file: reader.path, offset: cursor.block.fileOffset, reason: "malformed index entry")
-        }
-        return try reader.block(h)
+        try reader.block(try reader.childHandle(kind: cursor.kind, value: cursor.value, in: cursor.block))
     }
 
     /// Positions every level below `level` (whose cursor is valid) per `position`.

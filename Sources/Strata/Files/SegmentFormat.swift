@@ -11,7 +11,8 @@
 ///   32 rangeTombstoneOffset:u64                    40 propertiesOffset:u64
 ///   48 propertiesSize:u32   52 formatVersion:u32   56 magic:u64 "STRATSEG"   64 maskedCRC:u32
 /// ```
-/// All integers little-endian. A size of 0 means the block is absent.
+/// All integers little-endian. A size of 0 means the block is absent (only the filter and the
+/// range tombstone block may be), and its offset is then 0.
 enum SegmentFormat {
     static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
     static let version: UInt32 = 1
@@ -19,6 +20,15 @@ enum SegmentFormat {
     static let blockTrailerSize = 9
     /// Versions this build reads.
     static let supportedVersions: ClosedRange<UInt32> = 1...1
+    /// The index heights a reader accepts (FORMAT.md 5.5). Each index level has at most half the
+    /// blocks of the level below, so 65 levels would take more than 2^64 data blocks.
+    static let indexHeights: ClosedRange<UInt32> = 1...64
+
+    /// Whether the stored block at `h` lies, trailer included, before the footer at `footerOffset`.
+    static func liesBeforeFooter(_ h: BlockHandle, footerOffset: Int) -> Bool {
+        let limit = UInt64(max(footerOffset, 0))
+        return h.offset <= limit && h.length <= limit - h.offset && UInt64(blockTrailerSize) <= limit - h.offset - h.length
+    }
 }
 
 /// Where a stored block is: the offset of its payload and the payload's length (without trailer).

@@ -55,17 +55,23 @@ final class SegmentReader: @unchecked Sendable {
             let footerOffset = size - SegmentFormat.footerSize
             self.footer = try SegmentFooter.decode(UnsafeRawBufferPointer(rebasing: m[footerOffset...]),
                                                    file: path, fileOffset: footerOffset)
-            let limit = UInt64(footerOffset)
             for (name, h) in [("root index", footer.rootIndex), ("filter", footer.filter),
-                              ("range tombstones", footer.rangeTombstones), ("properties", footer.properties)]
-            where h.length > 0 || name == "root index" || name == "properties" {
-                guard h.offset <= limit, h.length + UInt64(SegmentFormat.blockTrailerSize) <= limit - h.offset else {
+                              ("range tombstones", footer.rangeTombstones), ("properties", footer.properties)] {
+                // An optional block is absent when its size is 0, and its offset is then 0 too.
+                if h.length == 0 && (name == "filter" || name == "range tombstones") {
+                    guard h.offset == 0 else {
+                        throw StrataError.corrupted(file: path, offset: footerOffset,
+                                                    reason: "absent \(name) block (size 0) has offset \(h.offset), not 0")
+                    }
+                    continue
+                }
+                guard SegmentFormat.liesBeforeFooter(h, footerOffset: footerOffset) else {
                     throw StrataError.corrupted(file: path, offset: footerOffset,
                                                 reason: "\(name) block handle \(h.offset)+\(h.length) outside the file")
                 }
             }
-            guard footer.indexHeight >= 1, footer.indexHeight <= 64 else {
-                throw StrataError.corrupted(file: path, offset: footerOffset, reason: "index height \(footer.indexHeight) impossible")
+            guard SegmentFormat.indexHeights.contains(footer.indexHeight) else {
+                throw StrataError.corrupted(file: path, offset: footerOffset, reason: "index height \(footer.indexHeight) outside \(SegmentFormat.indexHeights)")
             }
             let propsBytes = try Self.decodeBytes(m, footer.properties, path: path)
             guard let props = propsBytes.withUnsafeBytes({ SegmentProperties.decode($0) }) else {
@@ -78,6 +84,10 @@ final class SegmentReader: @unchecked Sendable {
                 var c = BlockCursor(try Self.decodeBlock(m, footer.rangeTombstones, path: path, checkSize: nil))
                 try c.seekToFirst()
                 while c.isValid {
+                    guard c.kind == .value else {
+                        throw StrataError.corrupted(file: path, offset: Int(footer.rangeTombstones.offset),
+                                                    reason: "range tombstone entry at \(c.current ?? 0) has kind \(c.kind.rawValue), not 0")
+                    }
                     tombstones.append(RangeTombstone(start: c.key, end: c.valueBytes))
                     try c.next()
                 }
@@ -143,22 +153,24 @@ final class SegmentReader: @unchecked Sendable {
         guard CRC32C.mask(crc) == stored else {
             throw StrataError.corrupted(file: path, offset: start, reason: "block checksum mismatch")
         }
+        // Every fault of a stored block names its first payload byte (FORMAT.md 5.11), also when
+        // the trailer is what is wrong.
         let rawLength = Int(LittleEndian.uint32(t, at: 1))
         guard let compression = BlockCompression(rawValue: t[0]) else {
-            throw StrataError.corrupted(file: path, offset: start + length, reason: "unknown block compression \(t[0])")
+            throw StrataError.corrupted(file: path, offset: start, reason: "unknown block compression \(t[0])")
         }
         let storage: UnsafeMutableRawBufferPointer
         switch compression {
         case .none:
             guard rawLength == length else {
-                throw StrataError.corrupted(file: path, offset: start + length, reason: "raw block length \(length) != \(rawLength)")
+                throw StrataError.corrupted(file: path, offset: start, reason: "raw block length \(length) != \(rawLength)")
             }
             storage = .allocate(byteCount: max(length, 1), alignment: 8)
             if length > 0 { storage.copyMemory(from: payload) }
         case .lz4:
             // The CRC already matched; this bound only keeps a forged length from a huge allocation.
             guard rawLength <= Int(Int32.max) else {
-                throw StrataError.corrupted(file: path, offset: start + length, reason: "uncompressed length \(rawLength) impossible")
+                throw StrataError.corrupted(file: path, offset: start, reason: "uncompressed length \(rawLength) impossible")
             }
             storage = .allocate(byteCount: max(rawLength, 1), alignment: 8)
             guard BlockCompression.decompressLZ4(payload, into: UnsafeMutableRawBufferPointer(rebasing: storage[0..<rawLength])) else {
@@ -180,6 +192,22 @@ final class SegmentReader: @unchecked Sendable {
 
     var rootBlock: Block { root }
 
+    /// The handle an index entry of `block` holds (FORMAT.md 5.5): the entry's kind MUST be 0,
+    /// its value exactly two varints, and the block it names MUST lie, trailer included, before
+    /// the footer. A fault names the index block holding the entry, not the place it points to.
+    func childHandle(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> BlockHandle {
+        guard kind == .value else {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry has kind \(kind.rawValue), not 0")
+        }
+        guard let h = BlockHandle.decode(value) else {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
+        }
+        guard SegmentFormat.liesBeforeFooter(h, footerOffset: fileSize - SegmentFormat.footerSize) else {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry's block handle \(h.offset)+\(h.length) outside the file")
+        }
+        return h
+    }
+
     /// Whether the bloom filter allows `key` to be here (always true without a filter).
     func mayContain(hash: UInt64) -> Bool {
         if filter.isEmpty { return true }
@@ -191,20 +219,17 @@ final class SegmentReader: @unchecked Sendable {
         guard mayContain(hash: hash) else { return nil }
         var block = root
         for _ in 0..<footer.indexHeight {
-            var entry: UnsafeRawBufferPointer
+            let h: BlockHandle
             switch try block.lookupWholeKeys(key) {
-            case .found(let value)?:
-                entry = value
+            case .found(let kind, let value)?:
+                h = try childHandle(kind: kind, value: value, in: block)
             case .notFound?:
                 return nil
             case nil:
                 var c = BlockCursor(block)
                 try c.seek(key)
                 guard c.isValid else { return nil }
-                entry = c.value
-            }
-            guard let h = BlockHandle.decode(entry) else {
-                throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
+                h = try childHandle(kind: c.kind, value: c.value, in: block)
             }
             block = try self.block(h)
         }

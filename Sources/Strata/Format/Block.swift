@@ -1,8 +1,10 @@
 /// One decoded (decompressed, checksum-verified) block, owning its bytes.
 ///
 /// Invariants, established by `init` and relied on by ``BlockCursor``: `restartCount >= 1`,
-/// `restartsOffset + 4 * restartCount + 4 == bytes.count`, and every restart offset is
-/// `< restartsOffset` and increasing. Entries themselves are bounds-checked as they are decoded.
+/// `restartsOffset + 4 * restartCount + 4 == bytes.count`, every restart offset is
+/// `< restartsOffset`, increasing, and the offset of an entry that stores its key whole, and the
+/// entries, decoded one after another from 0, end exactly at `restartsOffset` (FORMAT.md 5.3).
+/// Entries are still bounds-checked as they are decoded.
 final class Block: @unchecked Sendable {
     // Owned, immutable after init; freed in deinit. Never handed out beyond a cursor's lifetime.
     let bytes: UnsafeRawBufferPointer
@@ -37,8 +39,54 @@ final class Block: @unchecked Sendable {
             }
             previous = r
         }
+        if let reason = Self.entryStructureFault(raw, restartsOffset: start, restartCount: n) {
+            storage.deallocate()
+            throw StrataError.corrupted(file: file, offset: fileOffset, reason: reason)
+        }
         self.restartsOffset = start
         self.restartCount = n
+    }
+
+    /// Walks the entry headers from offset 0 (FORMAT.md 5.3): every entry's three varints and
+    /// kind are present and the kind is known, `shared` is no longer than the previous key, the
+    /// key suffix and value end before the restart array, the entries end exactly at it, and every
+    /// restart offset is the offset of an entry (an entry boundary) whose `shared` is 0. A restart
+    /// inside an entry would let a seek decode bytes of a key or value as an entry. Nil when the
+    /// structure is sound, else the reason.
+    private static func entryStructureFault(_ raw: UnsafeRawBufferPointer, restartsOffset limit: Int,
+                                            restartCount n: Int) -> String? {
+        var p = 0
+        var nextRestart = 0
+        var nextRestartOffset = 0  // restart 0 is 0, checked above
+        var previousKeyLength = 0
+        while p < limit {
+            let entry = p
+            let atRestart = nextRestart < n && nextRestartOffset == entry
+            if nextRestart < n && nextRestartOffset < entry {
+                return "block restart \(nextRestart) at \(nextRestartOffset) is not an entry boundary (the entry before it ends at \(entry))"
+            }
+            guard let shared = Varint.readLength(raw, at: &p, limit: limit),
+                  let unshared = Varint.readLength(raw, at: &p, limit: limit),
+                  let valueLength = Varint.readLength(raw, at: &p, limit: limit),
+                  p < limit
+            else { return "block entry at \(entry): truncated entry header" }
+            guard RecordKind(rawValue: raw[p]) != nil else { return "block entry at \(entry): unknown record kind \(raw[p])" }
+            p += 1
+            guard shared <= previousKeyLength, unshared <= limit - p, valueLength <= limit - p - unshared else {
+                return "block entry at \(entry): lengths run past the block (shared \(shared), unshared \(unshared), value \(valueLength))"
+            }
+            if atRestart {
+                guard shared == 0 else { return "block entry at \(entry): restart entry shares \(shared) bytes" }
+                nextRestart += 1
+                if nextRestart < n { nextRestartOffset = Int(LittleEndian.uint32(raw, at: limit + 4 * nextRestart)) }
+            }
+            previousKeyLength = shared + unshared
+            p += unshared + valueLength
+        }
+        if nextRestart < n && limit > 0 {
+            return "block restart \(nextRestart) at \(nextRestartOffset) is not an entry boundary (the entries end at \(limit))"
+        }
+        return nil
     }
 
     /// A block built in memory (tests, the memtable flush path).
@@ -55,11 +103,11 @@ final class Block: @unchecked Sendable {
         Int(LittleEndian.uint32(bytes, at: restartsOffset + 4 * i))
     }
 
-    /// For a block whose every entry is a restart point (index blocks): the value of the first
-    /// entry whose key is `>= target`, found by binary search over the restart keys in place,
+    /// For a block whose every entry is a restart point (index blocks): the kind and value of the
+    /// first entry whose key is `>= target`, found by binary search over the restart keys in place,
     /// without a cursor. `.notFound` when every key is smaller; nil when the block is not laid
     /// out that way (the caller then uses a ``BlockCursor``).
-    enum WholeKeyLookup { case found(UnsafeRawBufferPointer), notFound }
+    enum WholeKeyLookup { case found(RecordKind, UnsafeRawBufferPointer), notFound }
 
     func lookupWholeKeys(_ target: UnsafeRawBufferPointer) throws -> WholeKeyLookup? {
         if restartsOffset == 0 { return .notFound }  // an empty block
@@ -69,38 +117,39 @@ final class Block: @unchecked Sendable {
         var lo = 0, hi = n  // first restart whose key >= target
         while lo < hi {
             let mid = (lo + hi) / 2
-            guard let (key, _, _) = try wholeEntry(mid) else { return nil }
+            guard let (key, _, _, _) = try wholeEntry(mid) else { return nil }
             if ByteComparison.compare(key, target) < 0 { lo = mid + 1 } else { hi = mid }
         }
         if lo == n {
             // Every restart key is smaller; with interval 1 that is every key.
-            guard let (_, _, end) = try wholeEntry(n - 1), end == restartsOffset else { return nil }
+            guard let (_, _, _, end) = try wholeEntry(n - 1), end == restartsOffset else { return nil }
             return .notFound
         }
-        guard let (_, value, end) = try wholeEntry(lo),
+        guard let (_, kind, value, end) = try wholeEntry(lo),
               lo + 1 == n ? end == restartsOffset : end == restart(lo + 1) else { return nil }
         if lo > 0 {
-            guard let (_, _, previousEnd) = try wholeEntry(lo - 1), previousEnd == restart(lo) else { return nil }
+            guard let (_, _, _, previousEnd) = try wholeEntry(lo - 1), previousEnd == restart(lo) else { return nil }
         }
-        return .found(value)
+        return .found(kind, value)
     }
 
-    /// The key, value and end offset of the entry at restart `i`, read in place; nil if the entry
-    /// does not store its key whole; throws if it is malformed.
+    /// The key, kind, value and end offset of the entry at restart `i`, read in place; nil if the
+    /// entry does not store its key whole; throws if it is malformed.
     @inline(__always)
-    private func wholeEntry(_ i: Int) throws -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer, Int)? {
+    private func wholeEntry(_ i: Int) throws -> (UnsafeRawBufferPointer, RecordKind, UnsafeRawBufferPointer, Int)? {
         let offset = restart(i)
         var p = offset
         guard let shared = Varint.readLength(bytes, at: &p, limit: restartsOffset),
               let unshared = Varint.readLength(bytes, at: &p, limit: restartsOffset),
               let vlen = Varint.readLength(bytes, at: &p, limit: restartsOffset),
-              p + 1 + unshared + vlen <= restartsOffset, RecordKind(rawValue: bytes[p]) != nil
+              p < restartsOffset, unshared <= restartsOffset - p - 1, vlen <= restartsOffset - p - 1 - unshared,
+              let kind = RecordKind(rawValue: bytes[p])
         else {
             throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(offset): malformed")
         }
         guard shared == 0 else { return nil }
         let k = p + 1
-        return (UnsafeRawBufferPointer(rebasing: bytes[k..<(k + unshared)]),
+        return (UnsafeRawBufferPointer(rebasing: bytes[k..<(k + unshared)]), kind,
                 UnsafeRawBufferPointer(rebasing: bytes[(k + unshared)..<(k + unshared + vlen)]), k + unshared + vlen)
     }
 
@@ -115,7 +164,7 @@ final class Block: @unchecked Sendable {
         var lo = 0, hi = restartCount - 1  // the last restart whose key is < target (or 0)
         while lo < hi {
             let mid = (lo + hi + 1) / 2
-            guard let (key, _, _) = try wholeEntry(mid) else {
+            guard let (key, _, _, _) = try wholeEntry(mid) else {
                 throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(restart(mid)): restart key not whole")
             }
             if ByteComparison.compare(key, target) < 0 { lo = mid } else { hi = mid - 1 }

@@ -68,9 +68,12 @@ struct SegmentTree {
                         }
                         previous = key
                         last = key
-                        guard let h = BlockHandle.decode(cursor.value) else {
-                            faults.append(FileFault(offset: block.fileOffset, reason:
-                                "index level \(depth): malformed block handle in entry \(KeyRendering.describe(key))"))
+                        let h: BlockHandle
+                        do {
+                            h = try reader.childHandle(kind: cursor.kind, value: cursor.value, in: block)
+                        } catch {
+                            let f = FileFault(error, at: block.fileOffset)
+                            faults.append(FileFault(offset: f.offset, reason: "index level \(depth): entry \(KeyRendering.describe(key)): \(f.reason)"))
                             try cursor.next()
                             continue
                         }

@@ -142,7 +142,7 @@ private func verify(_ entries: [Entry], restartInterval: Int, _ rng: inout Split
 
         // The in-place search of index lookups: exact for restart interval 1, else nil or exact.
         switch try target.withUnsafeBytes({ try block.lookupWholeKeys($0) }) {
-        case .found(let value)?:
+        case .found(_, let value)?:
             #expect(i < entries.count && Array(value) == entries[i].value, "lookupWholeKeys(\(target)), interval \(restartInterval)")
         case .notFound?:
             #expect(i == entries.count, "lookupWholeKeys(\(target)) found nothing, interval \(restartInterval)")
@@ -366,47 +366,64 @@ private enum LoopError: Error { case runaway }
         }
     }
 
+    /// FORMAT.md 5.3: a block's entries are checked before the block is used, so each of these is
+    /// refused when the block is made, before any cursor can walk it.
     @Test func entriesRunningPastTheEndThrow() throws {
+        func block(_ entries: [UInt8], restarts: [UInt32]) -> [UInt8] {
+            var bytes = entries
+            for r in restarts { LittleEndian.append(r, to: &bytes) }
+            LittleEndian.append(UInt32(restarts.count), to: &bytes)
+            return bytes
+        }
         // One entry claiming a 100-byte suffix with 2 bytes present.
-        var bytes: [UInt8] = [0, 100, 0, 0, 0x61, 0x62]
-        LittleEndian.append(UInt32(0), to: &bytes)
-        LittleEndian.append(UInt32(1), to: &bytes)
-        var c = BlockCursor(try Block(copying: bytes))
-        expectCorrupted("unshared past the end") { try c.seekToFirst() }
-        expectCorrupted("seekToLast") { try c.seekToLast() }
-        expectCorrupted("seek") { try c.seek([0x61]) }
-
+        expectCorrupted("unshared past the end") { _ = try Block(copying: block([0, 100, 0, 0, 0x61, 0x62], restarts: [0])) }
         // A value length past the end.
-        bytes = [0, 1, 50, 0, 0x61, 0x01]
-        LittleEndian.append(UInt32(0), to: &bytes)
-        LittleEndian.append(UInt32(1), to: &bytes)
-        c = BlockCursor(try Block(copying: bytes))
-        expectCorrupted("value past the end") { try c.seekToFirst() }
-
+        expectCorrupted("value past the end") { _ = try Block(copying: block([0, 1, 50, 0, 0x61, 0x01], restarts: [0])) }
         // A header varint cut by the restart array.
-        bytes = [0, 0x80]
-        LittleEndian.append(UInt32(0), to: &bytes)
-        LittleEndian.append(UInt32(1), to: &bytes)
-        c = BlockCursor(try Block(copying: bytes))
-        expectCorrupted("truncated header") { try c.seekToFirst() }
-
+        expectCorrupted("truncated header") { _ = try Block(copying: block([0, 0x80], restarts: [0])) }
         // A restart entry that claims to share a prefix with nothing.
-        bytes = [0, 1, 0, 0, 0x61, /* offset 5 */ 1, 1, 0, 0, 0x62]
-        LittleEndian.append(UInt32(0), to: &bytes)
-        LittleEndian.append(UInt32(5), to: &bytes)
-        LittleEndian.append(UInt32(2), to: &bytes)
-        c = BlockCursor(try Block(copying: bytes))
-        expectCorrupted("restart with shared > 0") { try c.seek([0x62]) }
-        expectCorrupted("seekToLast to a restart with shared > 0") { try c.seekToLast() }
-
+        expectCorrupted("restart with shared > 0") {
+            _ = try Block(copying: block([0, 1, 0, 0, 0x61, /* offset 5 */ 1, 1, 0, 0, 0x62], restarts: [0, 5]))
+        }
         // A shared length longer than the previous key.
-        bytes = [0, 1, 0, 0, 0x61, /* offset 5 */ 3, 1, 0, 0, 0x62]
-        LittleEndian.append(UInt32(0), to: &bytes)
-        LittleEndian.append(UInt32(1), to: &bytes)
-        c = BlockCursor(try Block(copying: bytes))
-        try c.seekToFirst()
-        #expect(c.key == [0x61])
-        expectCorrupted("shared longer than the previous key") { try c.next() }
+        expectCorrupted("shared longer than the previous key") {
+            _ = try Block(copying: block([0, 1, 0, 0, 0x61, /* offset 5 */ 3, 1, 0, 0, 0x62], restarts: [0]))
+        }
+        // The same entries, well formed, are accepted.
+        let good = try Block(copying: block([0, 1, 0, 0, 0x61, /* offset 5 */ 0, 1, 0, 0, 0x62], restarts: [0, 5]))
+        var c = BlockCursor(good)
+        try c.seekToLast()
+        #expect(c.key == [0x62])
+    }
+
+    /// FORMAT.md 5.3: every restart offset is an entry boundary. A restart inside an entry (here
+    /// inside entry 0's value, whose bytes read as an entry of their own, key `a m`) would make a
+    /// backward step decode those bytes as a record that does not exist.
+    @Test func restartsInsideAnEntryThrow() throws {
+        // Entry 0: key "a", an 8-byte value that looks like an entry (shared 0, key "am", no value);
+        // entry 1 (offset 12): key "b" sharing nothing, value "x". Entries end at 18.
+        let entries: [UInt8] = [0, 1, 7, 0, 0x61, /* offset 5 */ 0, 2, 0, 0, 0x61, 0x6d, 0xEE, /* offset 12 */ 0, 1, 1, 0, 0x62, 0x78]
+        func block(_ restarts: [UInt32]) -> [UInt8] {
+            var bytes = entries
+            for r in restarts { LittleEndian.append(r, to: &bytes) }
+            LittleEndian.append(UInt32(restarts.count), to: &bytes)
+            return bytes
+        }
+        for restarts: [UInt32] in [[0, 5], [0, 5, 12], [0, 13], [0, 12, 17]] {
+            do {
+                _ = try Block(copying: block(restarts), file: "x.seg", fileOffset: 4096)
+                Issue.record("restarts \(restarts) accepted")
+            } catch let StrataError.corrupted(file, offset, reason) {
+                #expect(file == "x.seg" && offset == 4096)
+                #expect(reason.contains("not an entry boundary"), "\(reason)")
+            }
+        }
+        for restarts: [UInt32] in [[0], [0, 12]] {
+            var c = BlockCursor(try Block(copying: block(restarts)))
+            try c.seekToLast()
+            try c.previous()
+            #expect(c.isValid && c.key == [0x61], "restarts \(restarts)")
+        }
     }
 
     @Test func unknownKindByteThrows() throws {
@@ -414,9 +431,8 @@ private enum LoopError: Error { case runaway }
             var bytes: [UInt8] = [0, 1, 1, kind, 0x61, 0x01]
             LittleEndian.append(UInt32(0), to: &bytes)
             LittleEndian.append(UInt32(1), to: &bytes)
-            var c = BlockCursor(try Block(copying: bytes, file: "x.seg", fileOffset: 4096))
             do {
-                try c.seekToFirst()
+                _ = try Block(copying: bytes, file: "x.seg", fileOffset: 4096)
                 Issue.record("kind \(kind) accepted")
             } catch let StrataError.corrupted(file, offset, reason) {
                 #expect(file == "x.seg")

@@ -1,0 +1,337 @@
+import Foundation
+import Testing
+@testable import Strata
+
+// The rules of FORMAT.md that a reader written from the specification alone found unstated or
+// contradicted (issue 10). Each is checked on a crafted file whose checksums are all valid, so
+// that only the rule can reject it, and the engine (`Store`) and `strata-dump verify`
+// (`StoreVerifier`) must agree: both accept, or both refuse naming the same file and offset.
+
+// MARK: - Crafting segments
+
+/// The stored key of the key-value API for `user`.
+private func kv(_ user: String) -> [UInt8] { Keyspace.keyValue.key(Array(user.utf8)) }
+
+/// The bytes of one block entry (FORMAT.md 5.3), written as given: no checks.
+private func entryBytes(shared: Int = 0, suffix: [UInt8], kind: UInt8 = 0, value: [UInt8]) -> [UInt8] {
+    var b: [UInt8] = []
+    Varint.append(UInt64(shared), to: &b)
+    Varint.append(UInt64(suffix.count), to: &b)
+    Varint.append(UInt64(value.count), to: &b)
+    return b + [kind] + suffix + value
+}
+
+/// A block of records from entry bytes and restart offsets, written as given.
+private func blockBytes(_ entries: [[UInt8]], restarts: [Int] = [0]) -> [UInt8] {
+    var b = entries.flatMap { $0 }
+    for r in restarts { LittleEndian.append(UInt32(r), to: &b) }
+    LittleEndian.append(UInt32(restarts.count), to: &b)
+    return b
+}
+
+private struct Record {
+    var key: [UInt8]
+    var value: [UInt8]
+}
+
+/// A segment file assembled part by part, every stored block and the footer with a valid CRC.
+private struct SegmentCrafter {
+    var bytes: [UInt8] = []
+    var properties = SegmentProperties()
+    var lastKey: [UInt8] = []
+
+    /// Appends a stored block (FORMAT.md 5.2) and returns its handle.
+    mutating func store(_ payload: [UInt8], compression: UInt8 = 0, uncompressedLength: Int? = nil) -> BlockHandle {
+        let handle = BlockHandle(offset: UInt64(bytes.count), length: UInt64(payload.count))
+        var trailer: [UInt8] = [compression]
+        LittleEndian.append(UInt32(uncompressedLength ?? payload.count), to: &trailer)
+        let crc = CRC32C.checksum(trailer, extending: CRC32C.checksum(payload))
+        bytes += payload + trailer
+        LittleEndian.append(CRC32C.mask(crc), to: &bytes)
+        return handle
+    }
+
+    /// Appends a data block of `raw` bytes holding `records`, counted in the properties.
+    mutating func data(_ raw: [UInt8], records: [Record], compression: UInt8 = 0,
+                       uncompressedLength: Int? = nil) -> BlockHandle {
+        let h = store(raw, compression: compression, uncompressedLength: uncompressedLength)
+        for r in records {
+            r.key.withUnsafeBytes { properties.add(key: $0, kind: .value, valueLength: r.value.count) }
+            lastKey = r.key
+        }
+        properties.dataBlocks += 1
+        properties.uncompressedDataBytes += UInt64(raw.count)
+        properties.storedDataBytes += h.length + UInt64(SegmentFormat.blockTrailerSize)
+        return h
+    }
+
+    /// A data block as the writer makes it.
+    mutating func data(_ records: [Record]) -> BlockHandle {
+        var b = BlockBuilder(restartInterval: 16)
+        for r in records { b.add(key: r.key, kind: .value, value: r.value) }
+        return data(b.finish(), records: records)
+    }
+
+    /// The index: one leaf block of `entries` (every entry of kind `kind`), then single-entry
+    /// blocks above it until there are `height` levels. Returns the root's handle.
+    mutating func index(_ entries: [([UInt8], BlockHandle)], kind: UInt8 = 0, height: Int = 1) -> BlockHandle {
+        func handleBytes(_ h: BlockHandle) -> [UInt8] {
+            var v: [UInt8] = []
+            h.encode(into: &v)
+            return v
+        }
+        let raw = blockBytes(entries.map { entryBytes(suffix: $0.0, kind: kind, value: handleBytes($0.1)) },
+                             restarts: entries.isEmpty ? [0] : entries.indices.map { i in
+                                 entries[0..<i].map { entryBytes(suffix: $0.0, kind: kind, value: handleBytes($0.1)).count }.reduce(0, +)
+                             })
+        var root = store(raw)
+        properties.indexBlocks += 1
+        let last = entries.last?.0 ?? []
+        for _ in 1..<max(height, 1) {
+            root = store(blockBytes([entryBytes(suffix: last, value: handleBytes(root))]))
+            properties.indexBlocks += 1
+        }
+        return root
+    }
+
+    /// Appends the properties and the footer; returns the file.
+    mutating func finish(root: BlockHandle, height: Int, filter: BlockHandle = .empty,
+                         rangeTombstones: BlockHandle = .empty) -> [UInt8] {
+        properties.finish(lastKey: lastKey)
+        let props = store(properties.encode())
+        bytes += SegmentFooter(rootIndex: root, indexHeight: UInt32(height), filter: filter,
+                               rangeTombstones: rangeTombstones, properties: props).encode()
+        return bytes
+    }
+
+    /// The offset of the footer in the finished file.
+    var footerOffset: Int { bytes.count - SegmentFormat.footerSize }
+}
+
+/// A segment of the records `a` → `x` and `b` → `y` in one data block, as the writer makes it.
+private let twoRecords = [Record(key: kv("a"), value: Array("x".utf8)), Record(key: kv("b"), value: Array("y".utf8))]
+
+// MARK: - A store around a crafted segment
+
+/// A closed store whose only segment, `000002.seg`, is `segment` (the engine made the store; the
+/// segment and the manifest's record of it were then replaced).
+private func store(holding segment: [UInt8], smallest: [UInt8], largest: [UInt8], records: UInt64) throws -> TemporaryDirectory {
+    let dir = try TemporaryDirectory()
+    let s = try Store.open(at: dir.url)
+    try s.put(Array("a".utf8), Array("x".utf8))
+    try s.close()
+    try Store.open(at: dir.url).close()  // replays the log into 000002.seg
+    var manifest = try Manifest.decode(try dir.read(FileNames.manifest), file: FileNames.manifest)
+    #expect(manifest.runs.flatMap { $0 }.map(\.number) == [2])
+    manifest.runs = [[SegmentMetadata(number: 2, fileSize: UInt64(segment.count), smallestKey: smallest,
+                                      largestKey: largest, records: records)]]
+    try dir.write("000002.seg", segment)
+    try dir.write(FileNames.manifest, manifest.encode())
+    return dir
+}
+
+/// Where a refusal points: a file's name and an offset.
+private struct Place: Equatable, CustomStringConvertible {
+    var file: String
+    var offset: Int
+    var description: String { "\(file) at \(offset)" }
+}
+
+private func place(_ file: String, _ offset: Int) -> Place {
+    Place(file: URL(fileURLWithPath: file).lastPathComponent, offset: offset)
+}
+
+/// What the engine makes of the store: opens it, scans it both ways and gets every key of
+/// `keys`. Nil when all of it succeeds, else where the first corruption error points.
+private func engineRefusal(_ dir: TemporaryDirectory, keys: [[UInt8]],
+                           sourceLocation: SourceLocation = #_sourceLocation) -> Place? {
+    do {
+        let s = try Store.open(at: dir.url)
+        defer { try? s.close() }
+        _ = try s.scan()
+        _ = try s.scan(reverse: true)
+        for k in keys { _ = try s.get(Array(k.dropFirst(Keyspace.keyValue.prefix.count))) }
+        return nil
+    } catch StrataError.corrupted(let file, let offset, _) {
+        return place(file, offset)
+    } catch {
+        Issue.record("the engine threw \(error), not .corrupted", sourceLocation: sourceLocation)
+        return Place(file: "?", offset: -1)
+    }
+}
+
+/// What `strata-dump verify` makes of the store: nil when clean, else where its faults point
+/// (every fault must point to the same place).
+private func verifierRefusal(_ dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) throws -> Place? {
+    let report = try StoreVerifier.verify(storeAt: dir.path)
+    guard let first = report.faults.first else { return nil }
+    for f in report.faults {
+        #expect(place(f.file, f.offset) == place(first.file, first.offset), "verify: \(report.faults)",
+                sourceLocation: sourceLocation)
+    }
+    return place(first.file, first.offset)
+}
+
+/// Both the engine and verify refuse the store, naming `000002.seg` at `offset`.
+private func expectBothRefuse(_ dir: TemporaryDirectory, at offset: Int, keys: [[UInt8]] = twoRecords.map(\.key),
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let expected = Place(file: "000002.seg", offset: offset)
+    #expect(engineRefusal(dir, keys: keys, sourceLocation: sourceLocation) == expected, "engine", sourceLocation: sourceLocation)
+    #expect(try verifierRefusal(dir, sourceLocation: sourceLocation) == expected, "verify", sourceLocation: sourceLocation)
+}
+
+/// Both the engine and verify accept the store, and it holds `records`.
+private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = twoRecords,
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+    #expect(engineRefusal(dir, keys: records.map(\.key), sourceLocation: sourceLocation) == nil, "engine", sourceLocation: sourceLocation)
+    #expect(try verifierRefusal(dir, sourceLocation: sourceLocation) == nil, "verify", sourceLocation: sourceLocation)
+    let s = try Store.open(at: dir.url)
+    defer { try? s.close() }
+    let prefix = Keyspace.keyValue.prefix.count
+    #expect(try s.scan().map(\.key) == records.map { Array($0.key.dropFirst(prefix)) }, sourceLocation: sourceLocation)
+    #expect(try s.scan(reverse: true).map(\.key) == records.reversed().map { Array($0.key.dropFirst(prefix)) },
+            sourceLocation: sourceLocation)
+}
+
+@Suite struct FormatRulesTests {
+    // MARK: 5.3 Restart offsets fall on entry boundaries
+
+    /// A restart inside entry 0's value, whose bytes read as an entry of their own (key `am`):
+    /// a reverse scan stepped back onto it and returned a record the segment does not hold, while
+    /// verify (which walks forward) found nothing wrong.
+    @Test func restartInsideAnEntryIsRefusedByBoth() throws {
+        let fake = entryBytes(suffix: kv("am"), value: [])  // 8 bytes
+        let a = entryBytes(suffix: kv("a"), value: fake)     // fake starts at offset 7
+        let b = entryBytes(shared: 2, suffix: Array("b".utf8), value: Array("y".utf8))
+        let records = [Record(key: kv("a"), value: fake), Record(key: kv("b"), value: Array("y".utf8))]
+        for (restarts, bad) in [([0, 7], true), ([0], false)] {
+            var c = SegmentCrafter()
+            let data = c.data(blockBytes([a, b], restarts: restarts), records: records)
+            let segment = c.finish(root: c.index([(kv("b"), data)]), height: 1)
+            let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+            defer { dir.remove() }
+            if bad {
+                try expectBothRefuse(dir, at: 0)
+                // The reverse scan that returned the phantom record refuses now.
+                let s = try Store.open(at: dir.url)
+                defer { try? s.close() }
+                #expect(throws: StrataError.self) { _ = try s.scan(reverse: true, limit: 2) }
+            } else {
+                try expectBothAccept(dir, records: records)
+            }
+        }
+    }
+
+    // MARK: 5.3 Index and range tombstone entries have kind 0
+
+    @Test func indexEntryOfKindOneIsRefusedByBoth() throws {
+        for kind: UInt8 in [1, 0] {
+            var c = SegmentCrafter()
+            let data = c.data(twoRecords)
+            let root = c.index([(kv("b"), data)], kind: kind)
+            let segment = c.finish(root: root, height: 1)
+            let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+            defer { dir.remove() }
+            if kind == 0 { try expectBothAccept(dir) } else { try expectBothRefuse(dir, at: Int(root.offset)) }
+        }
+    }
+
+    @Test func rangeTombstoneEntryOfKindOneIsRefusedByBoth() throws {
+        for kind: UInt8 in [1, 0] {
+            var c = SegmentCrafter()
+            let data = c.data(twoRecords)
+            let tombstones = c.store(blockBytes([entryBytes(suffix: kv("c"), kind: kind, value: kv("d"))]))
+            c.properties.rangeTombstones = 1
+            let segment = c.finish(root: c.index([(kv("b"), data)]), height: 1, rangeTombstones: tombstones)
+            let dir = try store(holding: segment, smallest: kv("a"), largest: kv("d"), records: 2)
+            defer { dir.remove() }
+            if kind == 0 { try expectBothAccept(dir) } else { try expectBothRefuse(dir, at: Int(tombstones.offset)) }
+        }
+    }
+
+    // MARK: 5.5 / 5.10 Index heights 1…64
+
+    @Test(arguments: [1, 2, 17, 64, 65])
+    func indexHeightsUpTo64AreAcceptedByBoth(height: Int) throws {
+        var c = SegmentCrafter()
+        let data = c.data(twoRecords)
+        let segment = c.finish(root: c.index([(kv("b"), data)], height: height), height: height)
+        let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+        defer { dir.remove() }
+        if height <= 64 { try expectBothAccept(dir) } else { try expectBothRefuse(dir, at: c.footerOffset) }
+    }
+
+    @Test func indexHeightZeroIsRefusedByBoth() throws {
+        var c = SegmentCrafter()
+        let data = c.data(twoRecords)
+        let segment = c.finish(root: c.index([(kv("b"), data)]), height: 0)
+        let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+        defer { dir.remove() }
+        try expectBothRefuse(dir, at: c.footerOffset)
+    }
+
+    // MARK: 5.10 An absent block: size 0, offset 0
+
+    @Test(arguments: ["filter", "range tombstones"])
+    func absentBlockWithAnOffsetIsRefusedByBoth(block: String) throws {
+        for offset: UInt64 in [5, 0] {
+            var c = SegmentCrafter()
+            let data = c.data(twoRecords)
+            let absent = BlockHandle(offset: offset, length: 0)
+            let root = c.index([(kv("b"), data)])
+            let segment = block == "filter" ? c.finish(root: root, height: 1, filter: absent)
+                                            : c.finish(root: root, height: 1, rangeTombstones: absent)
+            let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+            defer { dir.remove() }
+            if offset == 0 { try expectBothAccept(dir) } else { try expectBothRefuse(dir, at: c.footerOffset) }
+        }
+    }
+
+    // MARK: 5.11 Which offset an error names
+
+    /// A stored block's faults name its first payload byte, also when its trailer is what is wrong.
+    @Test(arguments: ["compression", "raw length", "entries"])
+    func storedBlockFaultsNameTheBlockStart(fault: String) throws {
+        var c = SegmentCrafter()
+        _ = c.store(Array("padding".utf8))  // so that the data block does not start at 0
+        var builder = BlockBuilder(restartInterval: 16)
+        for r in twoRecords { builder.add(key: r.key, kind: .value, value: r.value) }
+        var raw = builder.finish()
+        let data: BlockHandle
+        switch fault {
+        case "compression": data = c.data(raw, records: twoRecords, compression: 7)
+        case "raw length": data = c.data(raw, records: twoRecords, uncompressedLength: raw.count + 1)
+        default:
+            raw[3] = 9  // entry 0's kind
+            data = c.data(raw, records: twoRecords)
+        }
+        #expect(data.offset > 0)
+        let segment = c.finish(root: c.index([(kv("b"), data)]), height: 1)
+        let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+        defer { dir.remove() }
+        try expectBothRefuse(dir, at: Int(data.offset))
+    }
+
+    /// An index entry naming a block outside the file (or in the footer) is a fault of the index
+    /// block, not of the place it names.
+    @Test(arguments: [0, 1, 2])
+    func badChildHandleNamesTheIndexBlock(which: Int) throws {
+        func build(_ child: BlockHandle) -> (segment: [UInt8], root: BlockHandle, footer: Int) {
+            var c = SegmentCrafter()
+            _ = c.store([UInt8](repeating: 0xAB, count: 200))
+            _ = c.data(twoRecords)
+            let root = c.index([(kv("b"), child)])
+            let segment = c.finish(root: root, height: 1)
+            return (segment, root, c.footerOffset)
+        }
+        let probe = build(BlockHandle(offset: 0, length: 300))
+        let bad = [BlockHandle(offset: 1 << 40, length: 10), BlockHandle(offset: 0, length: 1 << 30),
+                   // Inside the file, but its trailer runs one byte into the footer.
+                   BlockHandle(offset: 0, length: UInt64(probe.footer - SegmentFormat.blockTrailerSize + 1))][which]
+        let (segment, root, footer) = build(bad)
+        if which == 2 { #expect(footer == probe.footer) }
+        let dir = try store(holding: segment, smallest: kv("a"), largest: kv("b"), records: 2)
+        defer { dir.remove() }
+        try expectBothRefuse(dir, at: Int(root.offset))
+    }
+}
