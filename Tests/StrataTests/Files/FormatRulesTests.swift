@@ -334,4 +334,24 @@ private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = two
         defer { dir.remove() }
         try expectBothRefuse(dir, at: Int(root.offset))
     }
+
+    // MARK: 3.2 Index rows are not tuples
+
+    /// `(5, indexId) ‖ collationKey ‖ ("doc", 0)`: the tools never decode the collation key as
+    /// tuple elements (a null key, `0x10`, would read as unsigned 0).
+    @Test(arguments: [JSON.null, true, 1, "a", ["x", 2]])
+    func indexRowKeysRenderTheirCollationKey(value: JSON) throws {
+        var head = TupleKeyEncoder()
+        head.append(Keyspace.indexRows.id)
+        head.append(UInt64(3))
+        var tail = TupleKeyEncoder()
+        tail.append("doc")
+        tail.append(UInt64(0))
+        let key = head.bytes + value.collationKey + tail.bytes
+        let text = String(decoding: value.jsonData(sortedKeys: true), as: UTF8.self)
+        #expect(InspectedKey(key).text == "(5, 3) + collated \(text) + (\"doc\", 0)")
+        // A tail that is not a collation key and tuple elements prints as hex after the prefix.
+        let broken = head.bytes + [0x7E, 0x01]
+        #expect(InspectedKey(broken).text == "(5, 3) + " + TupleKey.hex([0x7E, 0x01]))
+    }
 }
