@@ -335,6 +335,70 @@ private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = two
         try expectBothRefuse(dir, at: Int(root.offset))
     }
 
+    // MARK: 14.1 Trailing bytes in a time series' catalog payload
+
+    /// One byte after the author table: the store and `strata-dump series` refuse the entry alike.
+    @Test func seriesPayloadWithTrailingBytesIsRefusedByStoreAndInspector() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Store.open(at: dir.url)
+        _ = try s.timeSeries("p", of: Double.self).append(1.5)
+        let key = Catalog.key(kind: .timeSeries, name: "p")
+        let stored = try #require(try s.engine.get(key))
+        var batch = WriteBatch()
+        batch.putRaw(key, stored + [0x00])
+        try s.engine.write(batch)
+        try s.close()
+
+        let file = "catalog entry time series \"p\""
+        let entry = try Catalog.decode(stored, key: key)
+        let expected = StrataError.corrupted(file: file, offset: entry.payload.count, reason: "1 bytes after the payload")
+        let again = try Store.open(at: dir.url)
+        defer { try? again.close() }
+        #expect(throws: expected) { _ = try again.timeSeries("p", of: Double.self) }
+        #expect(throws: expected) { _ = try SeriesInspector.series(ofStoreAt: dir.path) }
+        #expect(throws: expected) { _ = try SeriesInspector.dump(series: "p", ofStoreAt: dir.path) }
+    }
+
+    // MARK: 15.5 "now" for a tool
+
+    /// A tool's `now` is its own clock or the largest timetoken of any channel head, whichever is
+    /// later — what the store has right after opening. Channel "d" has a head 2 minutes ahead of the
+    /// clock: channel "c"'s message, retained 60 s, is hidden by the store and by the tool alike,
+    /// even from a tool whose clock is at 1970.
+    @Test func toolNowIsItsClockOrTheLargestHeadTimetoken() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Store.open(at: dir.url)
+        let c = try s.channel("c", of: String.self, options: ChannelOptions(retention: .seconds(60)))
+        let t = try c.publish("m")
+        _ = try s.channel("d", of: String.self)
+        try s.sync()
+
+        // Before channel d moves ahead: a tool at 1970 sees what the store sees.
+        for now in [Date(timeIntervalSince1970: 0), Date()] {
+            #expect(try ChannelInspector.channels(ofStoreAt: dir.path, now: now).first { $0.name == "c" }?.messages == 1)
+        }
+        #expect(try ChannelInspector.channels(ofStoreAt: dir.path, now: t.date.addingTimeInterval(61)).first { $0.name == "c" }?.messages == 0)
+
+        let d = try #require(try s.catalog.entry(kind: .channel, name: "d"))
+        let ahead = Timetoken(date: t.date.addingTimeInterval(120)).rawValue
+        var batch = WriteBatch()
+        batch.putRaw(ChannelHead.key(d.id), ChannelHead(last: ahead, floor: 0).encoded)
+        try s.engine.write(batch)
+        try s.close()
+
+        for now in [Date(timeIntervalSince1970: 0), t.date] {
+            let channels = try ChannelInspector.channels(ofStoreAt: dir.path, now: now)
+            #expect(channels.first { $0.name == "c" }?.messages == 0, "tool now \(now)")
+            #expect(try ChannelInspector.dump(channel: "c", ofStoreAt: dir.path, now: now).messages.isEmpty)
+        }
+        let reopened = try Store.open(at: dir.url)
+        defer { try? reopened.close() }
+        let channel = try reopened.channel("c", of: String.self, options: ChannelOptions(retention: .seconds(60)))
+        #expect(try channel.history().messages.isEmpty, "the store hides it too")
+    }
+
     // MARK: 3.2 Index rows are not tuples
 
     /// `(5, indexId) ‖ collationKey ‖ ("doc", 0)`: the tools never decode the collation key as
