@@ -10,7 +10,8 @@ extension StrataDump {
             discussion: """
                 Without a name: one line per channel (messages a reader sees now, first and last \
                 timetoken, bytes before compression, options). With a name: the channel's messages, \
-                oldest first, as JSON text. Retention is measured against the current time.
+                oldest first, as JSON text. Retention is measured against the current time, or the newest \
+                timetoken any channel of the store assigned if that is later (FORMAT.md 15.5).
                 """)
 
         @Argument(help: "The store directory.")

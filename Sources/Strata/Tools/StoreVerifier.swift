@@ -8,7 +8,10 @@ import Darwin
 ///
 /// For each segment the manifest lists: that it exists with the size the manifest records; the
 /// checksum of every stored block — data, index at every level, filter, range tombstones,
-/// properties — and of the footer; key order within and across data blocks; that each index
+/// properties — and of the footer; the structure of every block as the engine's reader checks it
+/// (FORMAT.md 5.3, 5.5: restart offsets on entry boundaries, index and range tombstone entries of
+/// kind 0, index handles before the footer, a height in 1…64), faults named at the offsets the
+/// engine names (FORMAT.md 5.11); key order within and across data blocks; that each index
 /// entry's key is the last key of the block it points to and that a level's entries increase;
 /// that the filter admits every key the segment holds; that the properties' counts, sizes and
 /// key ranges match what the blocks hold; that the manifest's record count and key range match
