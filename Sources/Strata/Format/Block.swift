@@ -65,11 +65,21 @@ final class Block: @unchecked Sendable {
             if nextRestart < n && nextRestartOffset < entry {
                 return "block restart \(nextRestart) at \(nextRestartOffset) is not an entry boundary (the entry before it ends at \(entry))"
             }
-            guard let shared = Varint.readLength(raw, at: &p, limit: limit),
-                  let unshared = Varint.readLength(raw, at: &p, limit: limit),
-                  let valueLength = Varint.readLength(raw, at: &p, limit: limit),
-                  p < limit
-            else { return "block entry at \(entry): truncated entry header" }
+            let shared: Int, unshared: Int, valueLength: Int
+            if limit - p > 3 && (raw[p] | raw[p + 1] | raw[p + 2]) < 0x80 {
+                // The common case, three one-byte varints: this walk runs on every block loaded.
+                shared = Int(raw[p])
+                unshared = Int(raw[p + 1])
+                valueLength = Int(raw[p + 2])
+                p += 3
+            } else {
+                guard let s = Varint.readLength(raw, at: &p, limit: limit),
+                      let u = Varint.readLength(raw, at: &p, limit: limit),
+                      let v = Varint.readLength(raw, at: &p, limit: limit),
+                      p < limit
+                else { return "block entry at \(entry): truncated entry header" }
+                (shared, unshared, valueLength) = (s, u, v)
+            }
             guard RecordKind(rawValue: raw[p]) != nil else { return "block entry at \(entry): unknown record kind \(raw[p])" }
             p += 1
             guard shared <= previousKeyLength, unshared <= limit - p, valueLength <= limit - p - unshared else {
