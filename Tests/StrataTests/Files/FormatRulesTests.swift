@@ -418,4 +418,90 @@ private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = two
         let broken = head.bytes + [0x7E, 0x01]
         #expect(InspectedKey(broken).text == "(5, 3) + " + TupleKey.hex([0x7E, 0x01]))
     }
+
+    // MARK: Whatever the engine refuses, verify reports at the same offset
+
+    /// Random damage inside the stored blocks of a real segment, each block's CRC recomputed so
+    /// that only the rules of FORMAT.md 5 can catch it: whenever the engine's reader refuses the
+    /// file (opening it, walking it both ways, seeking and getting every key), `strata-dump verify`
+    /// reports a fault at the offset the engine named. (Verify may find more: it also checks key
+    /// order, counts and the filter.)
+    @Test func verifyReportsEveryRefusalOfTheEngineAtItsOffset() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var rng = SplitMix64(seed: 0xF0_12_A7)
+        var options = SegmentWriterOptions()
+        options.blockSize = 96
+        options.indexBlockSize = 64
+        options.restartInterval = 3
+        let writer = try SegmentWriter(directory: dir.path, number: 2, options: options)
+        var keys: [[UInt8]] = []
+        for i in 0..<60 {
+            let key = kv(String(format: "k%03d", i * 7))
+            keys.append(key)
+            try writer.add(key: key, kind: i % 5 == 0 ? .tombstone : .value,
+                           value: i % 5 == 0 ? [] : Array("value \(i)".utf8))
+        }
+        writer.addRangeTombstone(start: kv("k500"), end: kv("k600"))
+        writer.addRangeTombstone(start: kv("k700"), end: kv("k800"))
+        _ = try writer.finish()
+        let original = try dir.read("000002.seg")
+        let path = dir.file("000002.seg")
+
+        // Every stored block: its payload offset and length, from the footer and the index.
+        let reader = try SegmentReader(path: path, number: 2, cache: nil)
+        var blocks: [BlockHandle] = [reader.footer.properties, reader.footer.filter, reader.footer.rangeTombstones]
+        let tree = SegmentTree(reader)
+        #expect(tree.faults.isEmpty)
+        blocks += tree.indexHandlesPerLevel.flatMap { $0 } + tree.dataBlocks.map(\.handle)
+        blocks = blocks.filter { $0.length > 0 }
+        #expect(tree.indexHandlesPerLevel.count >= 2, "an index of two levels at least")
+
+        func engineRefusal() -> Int? {
+            do {
+                let r = try SegmentReader(path: path, number: 2, cache: nil)
+                let c = SegmentCursor(r)
+                var steps = 0
+                try c.seekToFirst()
+                while c.isValid && steps < 1000 { try c.next(); steps += 1 }
+                try c.seekToLast()
+                while c.isValid && steps < 2000 { try c.previous(); steps += 1 }
+                for k in keys + [kv("k"), kv("z")] {
+                    _ = try k.withUnsafeBytes { try r.get($0, hash: KeyHash.hash64(k)) }
+                    try k.withUnsafeBytes { try c.seek($0) }
+                    try k.withUnsafeBytes { try c.seekForPrevious($0) }
+                }
+                return nil
+            } catch StrataError.corrupted(_, let offset, _) {
+                return offset
+            } catch {
+                Issue.record("the engine threw \(error)")
+                return -1
+            }
+        }
+
+        var refused = 0
+        for round in 0..<400 {
+            var bytes = original
+            let h = blocks[rng.below(blocks.count)]
+            let start = Int(h.offset), end = Int(h.offset + h.length)
+            for _ in 0..<(1 + rng.below(3)) {
+                switch rng.below(4) {
+                case 0: bytes[start + rng.below(end - start)] ^= UInt8(1 << rng.below(8))
+                case 1: bytes[start + rng.below(end - start)] = UInt8(truncatingIfNeeded: rng.next())
+                case 2: bytes[end - 1 - rng.below(min(8, end - start))] = UInt8(truncatingIfNeeded: rng.next())  // restarts
+                default: bytes[end + rng.below(5)] = UInt8(truncatingIfNeeded: rng.next())  // compression, length
+                }
+            }
+            let crc = CRC32C.checksum(Array(bytes[(end)..<(end + 5)]), extending: CRC32C.checksum(Array(bytes[start..<end])))
+            withUnsafeBytes(of: CRC32C.mask(crc).littleEndian) { for i in 0..<4 { bytes[end + 5 + i] = $0[i] } }
+            try dir.write("000002.seg", bytes)
+            guard let offset = engineRefusal() else { continue }
+            refused += 1
+            let report = try StoreVerifier.verify(fileAt: path)
+            #expect(report.faults.contains { $0.offset == offset },
+                    "round \(round), block at \(h.offset): the engine refused at \(offset), verify found \(report.faults)")
+        }
+        #expect(refused > 100, "most damage is refused: \(refused) of 400")
+    }
 }
