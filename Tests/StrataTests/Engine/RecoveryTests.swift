@@ -349,13 +349,21 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try storeWithLeftovers(dir)
-        // A "temporary file" that is a non-empty directory cannot be unlinked.
+        // A "temporary file" and a stale log that are non-empty directories cannot be unlinked.
         try FileManager.default.createDirectory(atPath: dir.file("junk.tmp") + "/inside", withIntermediateDirectories: true)
+        try FileManager.default.removeItem(atPath: dir.file("000001.log"))
+        try FileManager.default.createDirectory(atPath: dir.file("000001.log") + "/inside", withIntermediateDirectories: true)
         let store = try Store.open(at: dir.url)
-        defer { try? store.close() }
         #expect(try store.get(Array("b4".utf8)) == [4])
         #expect(!dir.list().contains("000050.seg"))
-        #expect(!dir.list().contains("000001.log"))
+        #expect(!dir.list().contains("MANIFEST.tmp"))
+        #expect(dir.list().contains("000001.log"), "left for the next open")
+        try store.close()
+        // The leftovers stay harmless: the store opens again with everything.
+        let again = try Store.open(at: dir.url)
+        defer { try? again.close() }
+        #expect(try again.get(Array("a0".utf8)) == [0])
+        #expect(try again.get(Array("b4".utf8)) == [4])
     }
 
     // MARK: Missing MANIFEST and impossible names
