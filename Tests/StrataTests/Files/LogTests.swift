@@ -361,6 +361,55 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
         #expect(tornTailOffset(r.end) == bytes.count)
     }
 
+    /// FORMAT.md 4.3, version 2, rule by rule.
+    @Test func version2TornTailOrCorruption() throws {
+        var rng = SplitMix64(seed: 0x106_0009)
+        let payloads = (0..<3).map { batchPayload(sequence: UInt64(1 + $0), bodyLength: 40, &rng) }
+        var log = LogFormat.header(logNumber: 7)
+        var offsets: [Int] = []
+        for p in payloads { offsets.append(log.count); log += recordImage(p) }
+        let last = offsets[2]
+        func read(_ bytes: [UInt8]) throws -> LogReader { try LogReader(path: "x.log", bytes: bytes) }
+        func corruptionOffset(_ bytes: [UInt8]) -> Int? {
+            do { _ = try read(bytes) } catch let StrataError.corrupted(_, offset, _) { return offset } catch {}
+            return nil
+        }
+        // 1. Fewer than 21 bytes of a header: torn.
+        #expect(tornTailOffset(try read(Array(log[0..<(last + 20)])).end) == last)
+        // 2. A header that fails its CRC: torn with only zeros after its 21 bytes, else corruption.
+        var b = log
+        b[last + 2] ^= 1
+        #expect(corruptionOffset(b) == last)
+        b = Array(log[0..<(last + 21)]) + [UInt8](repeating: 0, count: 100)
+        b[last + 2] ^= 1
+        #expect(tornTailOffset(try read(b).end) == last)
+        // 3. An intact header with an impossible length or an unknown type: corruption.
+        for (field, value) in [(4, UInt32(LogFormat.maxRecordLength + 1)), (8, UInt32(9))] {
+            var bad = Array(log[0..<last])
+            var record = recordImage(payloads[2])
+            if field == 4 { withUnsafeBytes(of: value.littleEndian) { for i in 0..<4 { record[4 + i] = $0[i] } } } else { record[8] = UInt8(value) }
+            let crc = CRC32C.mask(CRC32C.checksum(record[4..<21]))
+            withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { record[i] = $0[i] } }
+            bad += record
+            #expect(corruptionOffset(bad) == last, "field at \(field)")
+        }
+        // 4. The payload runs past the end: torn.
+        #expect(tornTailOffset(try read(Array(log.dropLast(1))).end) == last)
+        // 5. The payload fails its CRC: torn when only zeros follow, corruption when data does.
+        b = log
+        b[last + 30] ^= 1
+        #expect(tornTailOffset(try read(b).end) == last)
+        #expect(tornTailOffset(try read(b + [UInt8](repeating: 0, count: 9)).end) == last)
+        #expect(corruptionOffset(b + [1]) == last)
+        b = log
+        b[offsets[1] + 30] ^= 1
+        #expect(corruptionOffset(b) == offsets[1])
+        // 6. Intact records, then zeros: clean records, a torn (zeroed) tail.
+        let zeros = try read(log + [UInt8](repeating: 0, count: 4096))
+        #expect(zeros.records.count == 3)
+        #expect(tornTailOffset(zeros.end) == log.count)
+    }
+
     @Test func headerCutShortIsAnEmptyLog() throws {
         let header = LogFormat.header(logNumber: 9)
         for n in 0..<LogFormat.headerSize {
