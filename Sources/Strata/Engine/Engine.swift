@@ -70,7 +70,10 @@ final class Engine: @unchecked Sendable {
 
     // MARK: Open and recovery
 
-    /// Opens (creating if needed) the store in `directory`, replaying its log.
+    /// What opening found in the logs and discarded (``Store/recovery``).
+    let recovery: RecoveryReport
+
+    /// Opens (creating if needed) the store in `directory`, replaying its logs (``EngineRecovery``).
     init(directory: String, options: EngineOptions) throws {
         self.directory = directory
         self.options = options
@@ -78,111 +81,15 @@ final class Engine: @unchecked Sendable {
         try FileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock)
         do {
-            let existing = try Manifest.read(directory: directory)
-            var m = existing ?? Manifest()
-            let names = try FileSystem.listDirectory(directory)
-            if existing == nil {
-                // The manifest is written before any log or segment exists, so data files without
-                // it mean it was lost: refuse rather than start over and delete them.
-                if let data = names.first(where: { if case .segment = FileNames.parse($0) { return true }
-                                                    if case .log = FileNames.parse($0) { return true }
-                                                    return false }) {
-                    throw StrataError.corrupted(file: directory + "/" + FileNames.manifest, offset: 0,
-                                                reason: "MANIFEST is missing but \(data) exists")
-                }
-            }
-            var maxNumber: UInt64 = 0
-            var logs: [UInt64] = []
-            var staleLogs: [UInt64] = []
-            var segmentsOnDisk = Set<UInt64>()
-            for name in names {
-                switch FileNames.parse(name) {
-                case .log(let n):
-                    maxNumber = max(maxNumber, n)
-                    // Logs below the manifest's log number were flushed before a crash cut their deletion short.
-                    if n >= m.logNumber { logs.append(n) } else { staleLogs.append(n) }
-                case .segment(let n): maxNumber = max(maxNumber, n); segmentsOnDisk.insert(n)
-                case .temporary: try FileSystem.remove(directory + "/" + name)
-                default: break
-                }
-            }
-            m.nextFileNumber = max(m.nextFileNumber, maxNumber + 1)
-
-            var runs: [SortedRun] = []
-            var live = Set<UInt64>()
-            for run in m.runs {
-                var readers: [SegmentReader] = []
-                for s in run {
-                    let path = directory + "/" + FileNames.segment(s.number)
-                    guard segmentsOnDisk.contains(s.number) else {
-                        throw StrataError.corrupted(file: path, offset: 0, reason: "segment listed in the manifest is missing")
-                    }
-                    readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize)))
-                    live.insert(s.number)
-                }
-                runs.append(SortedRun(segments: readers))
-            }
-            // Segments a crashed flush or compaction left behind were never published.
-            for n in segmentsOnDisk where !live.contains(n) {
-                try FileSystem.remove(directory + "/" + FileNames.segment(n))
-            }
-
-            // Replay the logs the segments do not cover, all their batches at once. Torn tails
-            // are cut only after every batch decoded, so a store that refuses to open is unchanged.
-            let recovered = Memtable(logNumber: 0)
-            var maxSequence = m.lastSequence
-            var batches: [Memtable.ReplayedBatch] = []
-            var tornTails: [(path: String, validLength: Int)] = []
-            for n in logs.sorted() {
-                let path = directory + "/" + FileNames.log(n)
-                let reader = try LogReader(path: path)
-                if reader.validLength > 0 && reader.logNumber != n {
-                    throw StrataError.corrupted(file: path, offset: 12,
-                                                reason: "header says log \(reader.logNumber), the file name says \(n)")
-                }
-                for record in reader.records {
-                    batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
-                }
-                if case .tornTail = reader.end { tornTails.append((path, reader.validLength)) }
-            }
-            if let highest = try recovered.apply(replaying: batches) { maxSequence = max(maxSequence, highest) }
-            batches = []
-            for (path, validLength) in tornTails {
-                try SystemFile.withFile(path, flags: O_WRONLY) { f in
-                    try f.truncate(to: validLength)
-                    try f.sync()
-                }
-            }
-            var nextNumber = m.nextFileNumber
-            if !recovered.isEmpty {
-                let written = try Self.writeRun(from: recovered, directory: directory, options: options) {
-                    defer { nextNumber += 1 }
-                    return nextNumber
-                }
-                if !written.isEmpty {
-                    try FileSystem.syncDirectory(directory)
-                    m.runs.insert(written, at: 0)
-                    runs.insert(SortedRun(segments: try Self.openSegments(written, directory: directory, cache: cache)), at: 0)
-                }
-            }
-            // The manifest names the new log before it exists: a crash in between leaves a manifest
-            // whose log is simply absent, never a log without a manifest.
-            let logNumber = nextNumber
-            m.nextFileNumber = logNumber + 1
-            m.logNumber = logNumber
-            m.lastSequence = maxSequence
-            try m.write(directory: directory)
-            self.log = try LogWriter(path: directory + "/" + FileNames.log(logNumber), number: logNumber)
-            try log.sync()
-            try FileSystem.syncDirectory(directory)
-            for n in logs + staleLogs { try FileSystem.remove(directory + "/" + FileNames.log(n)) }
-
-            self.manifest = m
-            self.version = Version(runs: runs)
-            self.active = Memtable(logNumber: logNumber)
+            let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache)
+            self.manifest = r.manifest
+            self.version = Version(runs: r.runs)
+            self.log = r.log
+            self.active = Memtable(logNumber: r.manifest.logNumber)
             self.readableMemtables = [active]
-            self.lastSequence = maxSequence
-            self.visibleSequence = Atomic(maxSequence)
+            self.lastSequence = r.lastSequence
+            self.visibleSequence = Atomic(r.lastSequence)
+            self.recovery = r.report
         } catch {
             fileLock.release()
             throw error
@@ -405,7 +312,7 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
-    private static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
+    static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
                                  allocate: @escaping () -> UInt64) throws -> [SegmentMetadata] {
         let writer = RunWriter(directory: directory, options: options.segment,
                                targetFileSize: options.targetSegmentSize, allocateNumber: allocate)
@@ -456,7 +363,7 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Readers for segments just written.
-    private static func openSegments(_ written: [SegmentMetadata], directory: String, cache: BlockCache?) throws -> [SegmentReader] {
+    static func openSegments(_ written: [SegmentMetadata], directory: String, cache: BlockCache?) throws -> [SegmentReader] {
         try written.map {
             try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
         }

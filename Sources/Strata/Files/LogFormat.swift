@@ -1,18 +1,30 @@
 /// Constants shared by ``LogWriter`` and ``LogReader``; FORMAT.md "Write-ahead log" is the spec.
 ///
 /// ```
-/// log     := header record*
-/// header  := magic:8 "STRATLOG" | version:u32 | logNumber:u64 | maskedCRC:u32   (24 bytes)
-/// record  := maskedCRC:u32 | length:u32 | type:u8 | payload[length]
-///            (the CRC covers the length, type and payload bytes)
+/// log       := header record*
+/// header    := magic:8 "STRATLOG" | version:u32 | logNumber:u64 | maskedCRC:u32          (24 bytes)
+/// record v2 := headerCRC:u32 | length:u32 | type:u8 | sequence:u64 | payloadCRC:u32 | payload[length]
+///              (headerCRC covers bytes 4..<21 of the record, payloadCRC the payload)
+/// record v1 := maskedCRC:u32 | length:u32 | type:u8 | payload[length]   (read only; the CRC
+///              covers the length, type and payload bytes)
 /// ```
 enum LogFormat {
     static let magic: [UInt8] = Array("STRATLOG".utf8)  // never change
-    static let version: UInt32 = 1
+    /// The version new logs are written in.
+    static let version: UInt32 = 2
+    /// Versions this build reads.
+    static let readableVersions: ClosedRange<UInt32> = 1...2
     static let headerSize = 24
-    static let recordHeaderSize = 9
+    /// The record header of the version written now.
+    static let recordHeaderSize = recordHeaderSizeV2
+    static let recordHeaderSizeV1 = 9
+    static let recordHeaderSizeV2 = 21
     /// The largest payload a record may claim; anything larger is corruption.
     static let maxRecordLength = 1 << 30
+    /// Sequence numbers and file numbers above this are damage, not history (2⁶³ − 1; FORMAT.md
+    /// section 1, "Limits"): refusing them keeps every counter that continues from them far from
+    /// overflowing.
+    static let maxCounter: UInt64 = UInt64(Int64.max)
 
     /// Record types. Never change a value; a retired one stays reserved.
     enum RecordType: UInt8 {
@@ -20,12 +32,32 @@ enum LogFormat {
         case batch = 1
     }
 
-    static func header(logNumber: UInt64) -> [UInt8] {
+    static func header(logNumber: UInt64, version: UInt32 = version) -> [UInt8] {
         var h = magic
         LittleEndian.append(version, to: &h)
         LittleEndian.append(logNumber, to: &h)
         LittleEndian.append(CRC32C.mask(CRC32C.checksum(h)), to: &h)
         return h
+    }
+
+    /// The first sequence number of a batch payload (its first 8 bytes), 0 if it is shorter.
+    static func batchSequence(_ payload: UnsafeRawBufferPointer) -> UInt64 {
+        payload.count >= 8 ? LittleEndian.uint64(payload, at: 0) : 0
+    }
+
+    /// Appends a version-2 record (header, then payload) to `out`.
+    static func appendRecord(type: RecordType, sequence: UInt64, payload: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: [0, 0, 0, 0])
+        LittleEndian.append(UInt32(truncatingIfNeeded: payload.count), to: &out)
+        out.append(type.rawValue)
+        LittleEndian.append(sequence, to: &out)
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(payload)), to: &out)
+        let crc = out.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 4)..<(start + 21)]))) }
+        withUnsafeBytes(of: crc.littleEndian) { m in
+            for i in 0..<4 { out[start + i] = m[i] }
+        }
+        out.append(contentsOf: payload)
     }
 }
 
@@ -48,18 +80,11 @@ final class LogWriter: @unchecked Sendable {
     }
 
     /// Appends one record and hands it to the OS (one `write`). Call ``sync()`` for durability.
+    /// A batch payload begins with its first sequence number, which the record header repeats.
     func append(type: LogFormat.RecordType, payload: UnsafeRawBufferPointer) throws {
         precondition(payload.count <= LogFormat.maxRecordLength, "record too large")
         scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: [0, 0, 0, 0])
-        LittleEndian.append(UInt32(payload.count), to: &scratch)
-        scratch.append(type.rawValue)
-        var crc = scratch.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4..<9])) }
-        crc = CRC32C.checksum(payload, extending: crc)
-        withUnsafeBytes(of: CRC32C.mask(crc).littleEndian) { m in
-            for i in 0..<4 { scratch[i] = m[i] }
-        }
-        scratch.append(contentsOf: payload)
+        LogFormat.appendRecord(type: type, sequence: LogFormat.batchSequence(payload), payload: payload, to: &scratch)
         try file.write(scratch)
         size += scratch.count
         if scratch.capacity > 4 << 20 { scratch = [] }

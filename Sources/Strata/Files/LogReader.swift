@@ -2,17 +2,25 @@
 import Glibc
 #endif
 
-/// Reads the records of a log file, front to back.
+/// Reads the records of a log file, front to back (FORMAT.md 4.3).
 ///
-/// A log ends in one of three ways: cleanly; with a *torn tail* — a record cut short or failing its
-/// CRC with nothing valid after it, which is what a crash mid-write leaves and which recovery cuts
-/// off; or with *corruption* — a bad record followed by valid ones, which a crash cannot produce and
-/// which is reported as ``StrataError/corrupted(file:offset:reason:)`` rather than silently dropping
-/// the records after it.
+/// A log ends in one of three ways: cleanly; with a *torn tail* — what a crash in the middle of
+/// the final append leaves, which recovery discards and reports; or with *corruption* — damage a
+/// crash cannot produce, reported as ``StrataError/corrupted(file:offset:reason:)`` rather than
+/// silently dropping the records after it.
+///
+/// Version 2 records carry a checksum of their own header, so the reader knows where a damaged
+/// record ends: a tail is torn only when the damage is the final record (its header intact and its
+/// payload cut short or failing its checksum, with nothing but zeros after it) or a record header
+/// with nothing but zeros after its 21 bytes. Version 1 logs are still read with the version 1
+/// rule (a bad record with no valid record after it). Either way the scan of a damaged region runs
+/// at memory speed: no message is formatted until the verdict.
 struct LogReader {
     struct Record {
         let offset: Int
         let type: UInt8
+        /// The header's sequence number (version 2); nil in a version 1 log.
+        let sequence: UInt64?
         let payload: ArraySlice<UInt8>
     }
 
@@ -25,10 +33,14 @@ struct LogReader {
 
     let path: String
     let logNumber: UInt64
+    /// The header's format version; nil when the header was cut short.
+    let formatVersion: UInt32?
     let records: [Record]
     let end: End
-    /// The length of the valid prefix of the file (where a torn tail is cut).
+    /// The length of the valid prefix of the file (where a torn tail starts).
     let validLength: Int
+    /// The file's length.
+    let fileLength: Int
 
     /// Reads and checks the whole log.
     init(path: String) throws {
@@ -40,9 +52,11 @@ struct LogReader {
 
     init(path: String, bytes: [UInt8]) throws {
         self.path = path
+        fileLength = bytes.count
         // A header cut short is what a crash right after creating the file leaves: an empty log.
         guard bytes.count >= LogFormat.headerSize else {
             logNumber = 0
+            formatVersion = nil
             records = []
             end = bytes.isEmpty ? .clean : .tornTail(offset: 0, reason: "header cut short at \(bytes.count) bytes")
             validLength = 0
@@ -57,78 +71,171 @@ struct LogReader {
         guard CRC32C.mask(CRC32C.checksum(bytes[0..<20])) == storedCRC else {
             throw StrataError.corrupted(file: path, offset: 0, reason: "log header checksum mismatch")
         }
-        guard version == LogFormat.version else { throw StrataError.unsupportedFormatVersion(file: path, found: version) }
-        logNumber = number
-
-        var out: [Record] = []
-        var offset = LogFormat.headerSize
-        var endState = End.clean
-        var lastSequence: UInt64 = 0
-        while offset < bytes.count {
-            switch Self.check(bytes, at: offset) {
-            case .valid(let type, let length):
-                let start = offset + LogFormat.recordHeaderSize
-                out.append(Record(offset: offset, type: type, payload: bytes[start..<(start + length)]))
-                if let end = Self.batchEnd(bytes[start..<(start + length)]) { lastSequence = max(lastSequence, end) }
-                offset = start + length
-            case .invalid(let reason):
-                if let later = Self.firstValidRecord(in: bytes, after: offset, sequenceAbove: lastSequence) {
-                    throw StrataError.corrupted(file: path, offset: offset,
-                                     reason: "\(reason), followed by a valid record at \(later)")
-                }
-                endState = .tornTail(offset: offset, reason: reason)
-            }
-            if case .tornTail = endState { break }
+        guard LogFormat.readableVersions.contains(version) else {
+            throw StrataError.unsupportedFormatVersion(file: path, found: version)
         }
-        records = out
-        end = endState
-        if case .tornTail(let at, _) = endState { validLength = at } else { validLength = bytes.count }
+        logNumber = number
+        formatVersion = version
+        let scan = try bytes.withUnsafeBytes { b in
+            version == 1 ? try Self.scanV1(b, path: path) : try Self.scanV2(b, path: path)
+        }
+        records = scan.records.map {
+            Record(offset: $0.offset, type: $0.type, sequence: $0.sequence, payload: bytes[$0.payload])
+        }
+        end = scan.end
+        if case .tornTail(let at, _) = scan.end { validLength = at } else { validLength = bytes.count }
     }
 
-    private enum Check { case valid(type: UInt8, length: Int), invalid(String) }
+    private struct RawRecord {
+        let offset: Int
+        let type: UInt8
+        let sequence: UInt64?
+        let payload: Range<Int>
+    }
 
-    private static func check(_ bytes: [UInt8], at offset: Int) -> Check {
-        guard bytes.count - offset >= LogFormat.recordHeaderSize else {
-            return .invalid("record header cut short")
+    private struct Scan {
+        var records: [RawRecord] = []
+        var end = End.clean
+    }
+
+    /// Whether every byte of `b[from...]` is zero (a never-written or zero-filled tail).
+    static func allZero(_ b: UnsafeRawBufferPointer, from: Int) -> Bool {
+        var i = from
+        // Eight bytes at a time: a damaged region is scanned at memory speed.
+        while i + 8 <= b.count {
+            if b.loadUnaligned(fromByteOffset: i, as: UInt64.self) != 0 { return false }
+            i += 8
         }
-        return bytes.withUnsafeBytes { b in
-            let stored = LittleEndian.uint32(b, at: offset)
+        while i < b.count {
+            if b[i] != 0 { return false }
+            i += 1
+        }
+        return true
+    }
+
+    // MARK: Version 2
+
+    /// FORMAT.md 4.3, version 2: the header checksum tells where a damaged record ends, so only
+    /// damage with nothing but zeros after it can be a torn final write.
+    private static func scanV2(_ b: UnsafeRawBufferPointer, path: String) throws -> Scan {
+        var scan = Scan()
+        var offset = LogFormat.headerSize
+        let h = LogFormat.recordHeaderSizeV2
+        while offset < b.count {
+            let remaining = b.count - offset
+            guard remaining >= h else {
+                scan.end = .tornTail(offset: offset, reason: "record header cut short (\(remaining) of \(h) bytes)")
+                break
+            }
+            let storedHeaderCRC = LittleEndian.uint32(b, at: offset)
+            let headerCRC = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[(offset + 4)..<(offset + h)])))
+            guard headerCRC == storedHeaderCRC else {
+                if allZero(b, from: offset + h) {
+                    scan.end = .tornTail(offset: offset, reason: "record header checksum mismatch with only zeros after it")
+                    break
+                }
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "record header checksum mismatch, and more data follows it")
+            }
             let length = Int(LittleEndian.uint32(b, at: offset + 4))
             let type = b[offset + 8]
-            let start = offset + LogFormat.recordHeaderSize
-            guard length <= LogFormat.maxRecordLength, length <= b.count - start else {
-                return .invalid("record length \(length) runs past the end of the file")
+            let sequence = LittleEndian.uint64(b, at: offset + 9)
+            let storedPayloadCRC = LittleEndian.uint32(b, at: offset + 17)
+            // An intact header with impossible values was written so: no crash makes it.
+            guard length <= LogFormat.maxRecordLength else {
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "record length \(length) exceeds the limit of \(LogFormat.maxRecordLength)")
             }
-            // The type is checked before the CRC so that scanning garbage stays cheap.
-            guard LogFormat.RecordType(rawValue: type) != nil else { return .invalid("unknown record type \(type)") }
-            let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[(offset + 4)..<(start + length)]))
-            guard CRC32C.mask(crc) == stored else { return .invalid("record checksum mismatch") }
-            return .valid(type: type, length: length)
+            guard LogFormat.RecordType(rawValue: type) != nil else {
+                throw StrataError.corrupted(file: path, offset: offset, reason: "unknown record type \(type)")
+            }
+            let start = offset + h
+            guard length <= b.count - start else {
+                scan.end = .tornTail(offset: offset, reason:
+                    "payload cut short (\(b.count - start) of \(length) bytes)")
+                break
+            }
+            let payloadCRC = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[start..<(start + length)])))
+            guard payloadCRC == storedPayloadCRC else {
+                if allZero(b, from: start + length) {
+                    scan.end = .tornTail(offset: offset, reason: "payload checksum mismatch in the final record")
+                    break
+                }
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "payload checksum mismatch, and more data follows the record")
+            }
+            scan.records.append(RawRecord(offset: offset, type: type, sequence: sequence, payload: start..<(start + length)))
+            offset = start + length
         }
+        return scan
     }
 
-    /// The last sequence number of a batch payload (first + count - 1), if it is one.
-    private static func batchEnd(_ payload: ArraySlice<UInt8>) -> UInt64? {
-        guard payload.count >= 12 else { return nil }
-        return payload.withUnsafeBytes { p in
-            let first = LittleEndian.uint64(p, at: 0), count = UInt64(LittleEndian.uint32(p, at: 8))
-            return count == 0 ? nil : first &+ count &- 1
+    // MARK: Version 1
+
+    private enum CheckV1 { case valid(type: UInt8, length: Int), shortHeader, badLength, badType, badChecksum }
+
+    /// FORMAT.md 4.3, version 1: a bad record is a torn tail unless a valid record whose sequence
+    /// goes on starts somewhere after it.
+    private static func scanV1(_ b: UnsafeRawBufferPointer, path: String) throws -> Scan {
+        var scan = Scan()
+        var offset = LogFormat.headerSize
+        var lastSequence: UInt64 = 0
+        while offset < b.count {
+            let check = checkV1(b, at: offset)
+            guard case .valid(let type, let length) = check else {
+                let reason: String
+                switch check {
+                case .shortHeader: reason = "record header cut short"
+                case .badLength: reason = "record length \(LittleEndian.uint32(b, at: offset + 4)) runs past the end of the file"
+                case .badType: reason = "unknown record type \(b[offset + 8])"
+                default: reason = "record checksum mismatch"
+                }
+                if let later = firstValidRecordV1(b, after: offset, sequenceAbove: lastSequence) {
+                    throw StrataError.corrupted(file: path, offset: offset,
+                                                reason: "\(reason), followed by a valid record at \(later)")
+                }
+                scan.end = .tornTail(offset: offset, reason: reason)
+                break
+            }
+            let start = offset + LogFormat.recordHeaderSizeV1
+            scan.records.append(RawRecord(offset: offset, type: type, sequence: nil, payload: start..<(start + length)))
+            if length >= 12 {
+                let first = LittleEndian.uint64(b, at: start), count = UInt64(LittleEndian.uint32(b, at: start + 8))
+                if count > 0 { lastSequence = max(lastSequence, first &+ count &- 1) }
+            }
+            offset = start + length
         }
+        return scan
+    }
+
+    private static func checkV1(_ b: UnsafeRawBufferPointer, at offset: Int) -> CheckV1 {
+        guard b.count - offset >= LogFormat.recordHeaderSizeV1 else { return .shortHeader }
+        let length = Int(LittleEndian.uint32(b, at: offset + 4))
+        let start = offset + LogFormat.recordHeaderSizeV1
+        guard length <= LogFormat.maxRecordLength, length <= b.count - start else { return .badLength }
+        // The type is checked before the CRC so that scanning garbage stays cheap.
+        guard LogFormat.RecordType(rawValue: b[offset + 8]) != nil else { return .badType }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[(offset + 4)..<(start + length)]))
+        guard CRC32C.mask(crc) == LittleEndian.uint32(b, at: offset) else { return .badChecksum }
+        return .valid(type: b[offset + 8], length: length)
     }
 
     /// The offset of the first position after `offset` where a valid batch record starts whose
     /// sequence numbers follow those already read — one a crash could not have left behind the
-    /// bad record. Requiring the sequence to go on keeps bytes that merely look like a record
-    /// (inside the torn record's own payload, say) from counting.
-    private static func firstValidRecord(in bytes: [UInt8], after offset: Int, sequenceAbove last: UInt64) -> Int? {
+    /// bad record. The cheap tests (a non-zero CRC field, a length that fits, the type, a
+    /// sequence that goes on) come before the checksum, so garbage is passed over at memory speed.
+    private static func firstValidRecordV1(_ b: UnsafeRawBufferPointer, after offset: Int, sequenceAbove last: UInt64) -> Int? {
         var p = offset + 1
-        while p + LogFormat.recordHeaderSize <= bytes.count {
-            // A zeroed tail (never written) cannot hold a record: skip runs of zeros quickly.
-            if bytes[p] == 0 && bytes[p + 1] == 0 && bytes[p + 2] == 0 && bytes[p + 3] == 0 { p += 1; continue }
-            if case .valid(_, let length) = check(bytes, at: p), length >= 12 {
-                let start = p + LogFormat.recordHeaderSize
-                let first = bytes.withUnsafeBytes { LittleEndian.uint64($0, at: start) }
-                if first > last { return p }
+        let h = LogFormat.recordHeaderSizeV1
+        while p + h + 12 <= b.count {
+            // A zeroed tail (never written) cannot hold a record: a masked CRC of zero is not evidence.
+            if b.loadUnaligned(fromByteOffset: p, as: UInt32.self) == 0 { p += 1; continue }
+            let length = Int(LittleEndian.uint32(b, at: p + 4))
+            let start = p + h
+            if length >= 12, length <= LogFormat.maxRecordLength, length <= b.count - start,
+               b[p + 8] == LogFormat.RecordType.batch.rawValue, LittleEndian.uint64(b, at: start) > last,
+               case .valid = checkV1(b, at: p) {
+                return p
             }
             p += 1
         }

@@ -17,8 +17,15 @@ import Glibc
 /// ```
 struct Manifest: Equatable, Sendable {
     static let magic: [UInt8] = Array("STRATMAN".utf8)  // never change
-    static let version: UInt32 = 1
+    /// The version written. Version 2 promises that the log named by `logNumber` was created (and
+    /// its directory entry synced) before the manifest named it; version 1 did not (FORMAT.md 4.5).
+    static let version: UInt32 = 2
+    /// Versions this build reads.
+    static let readableVersions: ClosedRange<UInt32> = 1...2
     static let headerSize = 20
+
+    /// The version the manifest was read in (``version`` for one made in memory).
+    var formatVersion: UInt32 = Manifest.version
 
     /// The next number to give a new file (logs and segments share the sequence).
     var nextFileNumber: UInt64 = 1
@@ -65,7 +72,7 @@ struct Manifest: Equatable, Sendable {
         let (version, length, crc) = bytes.withUnsafeBytes {
             (LittleEndian.uint32($0, at: 8), Int(LittleEndian.uint32($0, at: 12)), LittleEndian.uint32($0, at: 16))
         }
-        guard version == Self.version else { throw StrataError.unsupportedFormatVersion(file: file, found: version) }
+        guard readableVersions.contains(version) else { throw StrataError.unsupportedFormatVersion(file: file, found: version) }
         guard length == bytes.count - headerSize else {
             throw StrataError.corrupted(file: file, offset: 12, reason: "payload length \(length) but \(bytes.count - headerSize) bytes follow")
         }
@@ -86,9 +93,21 @@ struct Manifest: Equatable, Sendable {
                 return Array(b[p..<(p + n)])
             }
             var m = Manifest()
-            m.nextFileNumber = try u()
-            m.lastSequence = try u()
-            m.logNumber = try u()
+            m.formatVersion = version
+            // Counters beyond the limit cannot come from use; refusing them keeps every number
+            // recovery derives from them (the next file, the next sequence) from overflowing.
+            func counter(_ name: String) throws -> UInt64 {
+                let at = p
+                let v = try u()
+                guard v <= LogFormat.maxCounter else {
+                    throw StrataError.corrupted(file: file, offset: headerSize + at,
+                                                reason: "manifest \(name) \(v) exceeds the limit \(LogFormat.maxCounter)")
+                }
+                return v
+            }
+            m.nextFileNumber = try counter("nextFileNumber")
+            m.lastSequence = try counter("lastSequence")
+            m.logNumber = try counter("logNumber")
             let runCount = try u()
             guard runCount <= UInt64(b.count) else { throw bad() }
             for _ in 0..<runCount {
@@ -96,9 +115,14 @@ struct Manifest: Equatable, Sendable {
                 guard n <= UInt64(b.count) else { throw bad() }
                 var run: [SegmentMetadata] = []
                 for _ in 0..<n {
+                    let at = p
                     let number = try u(), size = try u(), records = try u()
                     let s = try key(), l = try key()
                     guard number < m.nextFileNumber else { throw bad() }
+                    guard size <= UInt64(Int.max) else {
+                        throw StrataError.corrupted(file: file, offset: headerSize + at,
+                                                    reason: "segment \(number) has an impossible file size \(size)")
+                    }
                     run.append(SegmentMetadata(number: number, fileSize: size, smallestKey: s, largestKey: l, records: records))
                 }
                 m.runs.append(run)

@@ -127,6 +127,11 @@ public final class Store: Sendable {
     /// amplification.
     public var statistics: StoreStatistics { engine.statistics }
 
+    /// What opening the store found in its write-ahead logs: the logs and batches replayed, and
+    /// every torn tail (the end of a log a crash cut short) that was discarded, with its file,
+    /// offset and size. Empty `cutTails` means nothing was discarded.
+    public var recovery: RecoveryReport { engine.recovery }
+
     // MARK: Raw key-value data
 
     /// Applies a batch atomically. `durability` overrides the store's for this write.

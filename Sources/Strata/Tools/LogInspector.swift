@@ -21,8 +21,7 @@ public enum LogInspector {
         let size = try PathStatus.requireFile(path)
         let reader = try LogReader(path: path)
         var dump = LogDump(path: path, size: UInt64(size), logNumber: reader.logNumber)
-        // The reader accepts exactly one version; a header it read is of that version.
-        dump.formatVersion = size >= LogFormat.headerSize ? LogFormat.version : nil
+        dump.formatVersion = reader.formatVersion
         dump.validLength = reader.validLength
         if case .tornTail(let offset, let reason) = reader.end {
             dump.tornTail = TornTail(offset: offset, reason: reason)

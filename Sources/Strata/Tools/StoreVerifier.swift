@@ -16,9 +16,12 @@ import Darwin
 /// that the filter admits every key the segment holds; that the properties' counts, sizes and
 /// key ranges match what the blocks hold; that the manifest's record count and key range match
 /// the segment. Across a run: that no two segments' keys overlap. For each log at or above the
-/// manifest's log number: that it reads, that its batches decode and their sequence numbers
-/// increase. A torn log tail is a *note*, not a fault: a crash leaves one and recovery cuts it; a
-/// damaged record followed by valid ones is a fault.
+/// manifest's log number: that it reads, that its header names it, and that each record passes
+/// ``LogReplayCheck``, the check recovery makes (batches that decode, sequence numbers that
+/// increase across logs and stay below the limit). A torn log tail is a *note*, not a fault: a
+/// crash leaves one and recovery discards it (and reports it); damage a crash cannot leave is a
+/// fault. So is everything else open refuses: a missing MANIFEST beside logs or segments, a log
+/// the manifest names that is missing, a file number above the limit.
 ///
 /// ```swift
 /// let report = try StoreVerifier.verify(storeAt: "/var/lib/app/data.strata")
@@ -87,8 +90,9 @@ public enum StoreVerifier {
             switch try StoreInspector.readManifest(dir, names: names) {
             case .present(let m): manifest = m
             case .absent:
-                report.notes.append(VerifyReport.Note(file: manifestPath, message:
-                    "no MANIFEST: the store crashed before writing its first one; recovery starts from the logs"))
+                // A new store writes its manifest before any log or segment: open refuses this.
+                report.fault(manifestPath, FileFault(offset: 0, reason:
+                    "MANIFEST is missing but the directory holds logs or segments; open refuses the store"))
             case .notAStore: throw InspectionError.notAStore(path: dir)
             }
         } catch let error as InspectionError {
@@ -121,10 +125,14 @@ public enum StoreVerifier {
             }
         }
 
-        var lastSequence: UInt64?
+        // File names open refuses, and the logs it replays, in number order.
+        var logs: [UInt64] = []
         for name in names {
             let path = dir + "/" + name
             switch FileNames.parse(name) {
+            case .log(let n) where n > LogFormat.maxCounter, .segment(let n) where n > LogFormat.maxCounter:
+                report.fault(path, FileFault(offset: 0, reason:
+                    "file number \(n) exceeds the limit \(LogFormat.maxCounter); open refuses the store"))
             case .segment(let n) where manifest != nil && !listed.contains(n):
                 report.notes.append(VerifyReport.Note(file: path, message:
                     "not listed in the manifest (left by an unfinished flush or compaction, or awaiting deletion); recovery deletes it"))
@@ -135,11 +143,26 @@ public enum StoreVerifier {
                     report.notes.append(VerifyReport.Note(file: path, message:
                         "log below the manifest's log number \(manifest.logNumber): already flushed, not replayed"))
                 } else {
-                    checkLog(path: path, number: n, lastSequence: &lastSequence, into: &report)
+                    logs.append(n)
                 }
             default:
                 break
             }
+        }
+        logs.sort()
+        if let manifest, manifest.logNumber > 0, !logs.contains(manifest.logNumber) {
+            let path = dir + "/" + FileNames.log(manifest.logNumber)
+            // The same rule as recovery (EngineRecovery): see FORMAT.md 4.5.
+            if manifest.formatVersion >= 2 || logs.contains(where: { $0 > manifest.logNumber }) {
+                report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "log \(manifest.logNumber), which the manifest names, is missing"))
+            } else {
+                report.notes.append(VerifyReport.Note(file: path, message:
+                    "the version 1 manifest names a log that was never created (a crash before its creation); nothing to replay"))
+            }
+        }
+        var replay = LogReplayCheck()
+        for n in logs where n <= LogFormat.maxCounter {
+            checkLog(path: dir + "/" + FileNames.log(n), number: n, replay: &replay, into: &report)
         }
         report.finish()
         return report
@@ -159,8 +182,8 @@ public enum StoreVerifier {
         case .log:
             var number: UInt64?
             if case .log(let n) = FileNames.parse(name) { number = n }
-            var last: UInt64?
-            checkLog(path: path, number: number, lastSequence: &last, into: &report)
+            var replay = LogReplayCheck()
+            checkLog(path: path, number: number, replay: &replay, into: &report)
         case .manifest:
             do {
                 let bytes = try SystemFile.withFile(path, flags: O_RDONLY) { f in try f.read(at: 0, count: try f.size()) }
@@ -327,7 +350,9 @@ public enum StoreVerifier {
 
     // MARK: Logs
 
-    static func checkLog(path: String, number: UInt64?, lastSequence: inout UInt64?, into report: inout VerifyReport) {
+    /// Checks one log as recovery reads it: the header, where a torn tail starts, and each record
+    /// with ``LogReplayCheck`` — the function recovery uses — continuing `replay` across logs.
+    static func checkLog(path: String, number: UInt64?, replay: inout LogReplayCheck, into report: inout VerifyReport) {
         let reader: LogReader
         do {
             reader = try LogReader(path: path)
@@ -339,25 +364,17 @@ public enum StoreVerifier {
             return
         }
         report.logsChecked += 1
-        var hasHeader = false
-        if case .regularFile(let size) = PathStatus.of(path) { hasHeader = size >= LogFormat.headerSize }
-        if let number, hasHeader, reader.logNumber != number {
+        if let number, reader.formatVersion != nil, reader.logNumber != number {
             report.fault(path, FileFault(offset: 12, reason: "the header says log \(reader.logNumber), the name says \(number)"))
         }
         if case .tornTail(let offset, let reason) = reader.end {
-            report.notes.append(VerifyReport.Note(file: path, offset: offset,
-                                                  message: "torn tail (\(reason)); recovery cuts the log here"))
+            report.notes.append(VerifyReport.Note(file: path, offset: offset, message:
+                "torn tail of \(reader.fileLength - offset) bytes (\(reason)); recovery discards it and reports it in Store.recovery"))
         }
         for record in reader.records {
             report.batchesChecked += 1
             do {
-                let batch = try LogInspector.decodeBatch(record, path: path, includeOperations: false)
-                guard batch.count > 0 else { continue }
-                if let last = lastSequence, batch.firstSequence <= last {
-                    report.fault(path, FileFault(offset: record.offset, reason:
-                        "batch's first sequence \(batch.firstSequence) does not follow the previous batch's last, \(last)"))
-                }
-                lastSequence = batch.firstSequence &+ UInt64(batch.count) &- 1
+                try replay.check(record, path: path)
             } catch {
                 report.fault(path, FileFault(error, at: record.offset))
             }

@@ -377,11 +377,11 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
     @Test func unknownVersionsAreRefusedAsSuch() throws {
         // Log: the version sits under the header CRC, which is checked first.
         var log = try Spec.dump("log")
-        log[8] = 2
+        log[8] = 3
         let crc = CRC32C.mask(CRC32C.checksum(Array(log[0..<20])))
         withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { log[20 + i] = $0[i] } }
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "v2.log", found: 2)) {
-            _ = try LogReader(path: "v2.log", bytes: log)
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "v3.log", found: 3)) {
+            _ = try LogReader(path: "v3.log", bytes: log)
         }
 
         // Segment: the version is checked before the footer CRC (left stale here on purpose).
@@ -397,8 +397,8 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
 
         // Manifest: the version is checked before the length and the CRC.
         var man = try Spec.dump("manifest")
-        man[8] = 2
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "MANIFEST", found: 2)) {
+        man[8] = 3
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "MANIFEST", found: 3)) {
             _ = try Manifest.decode(man, file: "MANIFEST")
         }
     }

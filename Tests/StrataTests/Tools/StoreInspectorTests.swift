@@ -938,14 +938,14 @@ struct StoreInspectorTests {
     @Test("files of a future format version are reported as such")
     func futureVersions() throws {
         try withTemporaryDirectory { tmp in
-            // A log header of version 2, with a valid checksum.
+            // A log header of version 3, with a valid checksum.
             var header = LogFormat.magic
-            LittleEndian.append(UInt32(2), to: &header)
+            LittleEndian.append(UInt32(3), to: &header)
             LittleEndian.append(UInt64(3), to: &header)
             LittleEndian.append(CRC32C.mask(CRC32C.checksum(header)), to: &header)
             let log = tmp.appendingPathComponent("000003.log").path
             try Data(header).write(to: URL(fileURLWithPath: log))
-            #expect(throws: StrataError.unsupportedFormatVersion(file: log, found: 2)) { try LogInspector.dump(logAt: log) }
+            #expect(throws: StrataError.unsupportedFormatVersion(file: log, found: 3)) { try LogInspector.dump(logAt: log) }
 
             // A segment whose footer says version 2.
             let (segment, _) = try writeSegment(in: tmp, records: 100)
