@@ -29,8 +29,14 @@ import Foundation
 /// the next event's), or, for ``fromLast(_:)-(Duration)`` and ``untilLast(_:)-(Duration)``, back
 /// from the latest event's timestamp. In the ``values`` view an event's time is its original's.
 ///
-/// Counts and durations must not be negative: ``TimeSeries/query(_:)`` throws
-/// ``StrataError/invalidArgument(_:)`` for them.
+/// Counts and durations must not be negative, and a date must be a number (not NaN):
+/// ``TimeSeries/query(_:)`` throws ``StrataError/invalidArgument(_:)`` naming the argument for
+/// them. Every other value is accepted, however large: a count or duration beyond the retained
+/// events reaches the end (or the start) of the series — `next(Int.max)` and
+/// `next(.seconds(Int64.max))` run to the end, `untilLast(Int.max)` and
+/// `fromLast(.seconds(Int64.max))` reach before the first event — and a date before or after
+/// every event (`Date.distantPast`, `Date(timeIntervalSince1970: 1e300)`, `±infinity`) is a point
+/// before the first or after the last one.
 public struct RangeQuery: Sendable, Hashable {
     /// Which events of an edit view appear.
     public enum EditSelection: Sendable, Hashable {
@@ -128,19 +134,41 @@ public struct RangeQuery: Sendable, Hashable {
     /// (highest sequence numbers). ``QueryResult/selectedCount`` still counts all.
     public func limit(_ count: Int) -> RangeQuery { with { $0.limitCount = count } }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    /// Milliseconds beyond every stored timestamp (they lie within ±``SeriesTime/limit``): what a
+    /// larger duration or a date further out is clamped to, so that the evaluation's sums of a
+    /// timestamp and a duration never overflow.
+    static let clampedMilliseconds: Int64 = 1 << 60
+
+    /// Whole milliseconds of a query's duration, clamped to ``clampedMilliseconds``; nil if negative.
+    static func milliseconds(_ duration: Duration) -> Int64? {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return nil }
+        if seconds >= clampedMilliseconds / 1000 { return clampedMilliseconds }
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Whole milliseconds since 1970 of a query's date, clamped to ±``clampedMilliseconds``; nil
+    /// for NaN.
+    static func milliseconds(_ date: Date) -> Int64? {
+        let t = date.timeIntervalSince1970
+        if t.isNaN { return nil }
+        if let ms = SeriesTime.milliseconds(date) { return ms }
+        return t < 0 ? -clampedMilliseconds : clampedMilliseconds
+    }
+
+    /// Throws ``StrataError/invalidArgument(_:)`` for negative counts or durations and NaN dates.
     func validate() throws {
         func count(_ n: Int, _ what: String) throws {
             if n < 0 { throw StrataError.invalidArgument("RangeQuery \(what) count \(n) is negative") }
         }
         func duration(_ d: Duration, _ what: String) throws {
-            if SeriesTime.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("RangeQuery \(what) duration \(d) is negative or too large")
+            if Self.milliseconds(d) == nil {
+                throw StrataError.invalidArgument("RangeQuery \(what) duration \(d) is negative")
             }
         }
         func date(_ d: Date, _ what: String) throws {
-            if SeriesTime.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("RangeQuery \(what) date \(d) is out of range")
+            if Self.milliseconds(d) == nil {
+                throw StrataError.invalidArgument("RangeQuery \(what) date is not a number (NaN)")
             }
         }
         switch anchor {
