@@ -53,8 +53,9 @@ extension JSON: Comparable {
     ///   are equal; `Int64.max` is less than the double 2^63). `-0.0` equals `0`. `-infinity` sorts
     ///   before every finite number, `+infinity` after them, and NaN after `+infinity` (all NaNs
     ///   collate equal).
-    /// - Strings compare by Unicode code point — our choice; CouchDB uses ICU collation, which
-    ///   orders case and accents differently.
+    /// - Strings compare by Unicode code point — CouchDB's `raw` collation. (An index can order
+    ///   its strings by the Unicode Collation Algorithm instead, CouchDB's default:
+    ///   ``DocumentIndex/Collation/unicode``.)
     /// - A `date` collates as its ISO 8601 string (``iso8601String(_:)``), so a date and that
     ///   string collate equal.
     /// - Arrays compare element by element; a proper prefix sorts first.

@@ -24,6 +24,12 @@ import Foundation
 /// event from the end. Counts are of the view's events: originals for ``values``, events of any
 /// kind for edit views. A span may run backwards from its anchor (``previous(_:)-(Int)``,
 /// ``toStart()``, or a ``to(sequence:)`` below the anchor); events always come in sequence order.
+/// A span whose end (``to(_:)-(Date)``, ``untilLast(_:)-(Duration)``, or any other) reaches the
+/// anchor's first event or beyond runs forward, to the end's last event; otherwise it runs
+/// backwards, from the end's first event to the anchor's last. So a span that ends on a
+/// timestamp the anchor's event shares runs forward over the rest of the events with that
+/// timestamp: with three events at time `T`, `fromLast(2).untilLast(.zero)` and
+/// `from(sequence: 1).to(T)` both select events 1 and 2.
 ///
 /// Durations run from the anchor's time (the timestamp it falls on; for a point between events,
 /// the next event's), or, for ``fromLast(_:)-(Duration)`` and ``untilLast(_:)-(Duration)``, back
@@ -115,7 +121,8 @@ public struct RangeQuery: Sendable, Hashable {
     public func untilLast(_ duration: Duration) -> RangeQuery { with { $0.span = .untilLastDuration(duration) } }
     /// Ends the range on the event with sequence number `sequence` (before the anchor: backwards).
     public func to(sequence: UInt64) -> RangeQuery { with { $0.span = .toSequence(sequence) } }
-    /// Ends the range at a time (before the anchor's: backwards).
+    /// Ends the range at a time: forward to the last event with that timestamp when the time is
+    /// the anchor's or later, else backwards to the first event at or after it.
     public func to(_ date: Date) -> RangeQuery { with { $0.span = .toDate(date) } }
     /// Ends the range at the start: from the anchor back to the first event.
     public func toStart() -> RangeQuery { with { $0.span = .toStart } }
