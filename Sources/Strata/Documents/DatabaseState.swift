@@ -83,6 +83,7 @@ final class DatabaseState: CollectionState {
         var seen = Set<String>()
         for d in definitions {
             guard !d.name.isEmpty else { throw StrataError.invalidArgument("database \(name.debugDescription): an index name must not be empty") }
+            if d.collation == .unicode, !UnicodeCollation.isAvailable { throw UnicodeCollation.unavailable }
             guard seen.insert(d.name).inserted else {
                 throw StrataError.invalidArgument("database \(name.debugDescription): two indexes are named \(d.name.debugDescription)")
             }

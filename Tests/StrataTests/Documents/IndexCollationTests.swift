@@ -319,4 +319,132 @@ struct IndexCollationTests {
         }
         #expect(row == QueryRow(key: "a", value: nil, documentID: "d"))
     }
+
+    @Test("randomized: a .unicode index against brute force over UCA sort keys", arguments: 0..<3)
+    func unicodeRandomized(seed: Int) throws {
+        var r = SplitMix64(seed: 0x1CA0 + UInt64(seed))
+        let strings: [JSON] = ["a", "A", "\u{e1}", "\u{c1}", "aa", "Ab", "b", "B", "e\u{301}", "\u{e9}", "E", "\u{df}",
+                               "ss", "SS", "", " ", "-a", "a-", "1", "10", "9", "\u{3c9}", "\u{3a9}"]
+        func scalar() -> JSON {
+            switch r.below(10) {
+            case 0: return .null
+            case 1: return .int(Int64(r.below(3)))
+            case 2: return .double(1.0)
+            default: return strings[r.below(strings.count)]
+            }
+        }
+        func key() -> JSON? {
+            switch r.below(12) {
+            case 0: return nil
+            case 1, 2, 3: return .array((0..<(1 + r.below(3))).map { _ in scalar() })
+            case 4: return .object([strings[r.below(strings.count)].stringValue ?? "k": scalar()])
+            default: return scalar()
+            }
+        }
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        defer { try? store.close() }
+        let db = try store.documents("r", indexes: [
+            DocumentIndex(name: "k", version: "1", map: { doc, emit in
+                if case .array(let keys)? = doc["keys"] { for k in keys { emit(k["k"], doc["v"]) } }
+            }, reduce: .count, collation: .unicode)
+        ])
+        struct Row { var key: JSON; var u: [UInt8]; var raw: [UInt8]; var id: String; var emit: Int }
+        var documents: [String: [JSON?]] = [:]
+        for step in 0..<300 {
+            let id = "d\(r.below(120))"
+            if r.below(10) == 0, documents[id] != nil {
+                try db.delete(id: id)
+                documents[id] = nil
+                continue
+            }
+            let keys = (0..<r.below(4)).map { _ in key() }
+            // Each emitted key is wrapped in an object so that nil (no "k") reaches the map as nil.
+            let wrapped: [JSON] = keys.map { k in k.map { ["k": $0] } ?? [:] }
+            try db.save(Document(id: id, fields: ["keys": .array(wrapped), "v": .int(Int64(step))]))
+            documents[id] = keys
+        }
+        var rows: [Row] = []
+        for (id, keys) in documents {
+            var n = 0
+            for case let k? in keys {
+                rows.append(Row(key: k, u: try k.unicodeCollationKey(), raw: k.collationKey, id: id, emit: n))
+                n += 1
+            }
+        }
+        func less(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }
+        rows.sort { a, b in
+            if a.u != b.u { return less(a.u, b.u) }
+            if a.raw != b.raw { return less(a.raw, b.raw) }
+            if a.id != b.id { return less(Array(a.id.utf8), Array(b.id.utf8)) }
+            return a.emit < b.emit
+        }
+        let all = try db.query("k", { var q = IndexQuery.all; q.reduce = false; return q }()).rows
+        #expect(all.map(\.documentID) == rows.map(\.id))
+        #expect(all.map(\.key) == rows.map(\.key))
+        for _ in 0..<300 {
+            let pick = { () -> JSON in rows.isEmpty || r.below(4) == 0 ? (key() ?? .null) : rows[r.below(rows.count)].key }
+            var q: IndexQuery
+            var selected: [Row]
+            let descending = r.below(3) == 0
+            switch r.below(3) {
+            case 0:
+                q = .all
+                selected = rows
+            case 1:
+                let keys = (0..<(1 + r.below(3))).map { _ in pick() }
+                q = .keys(keys)
+                selected = []
+                for k in keys {
+                    let u = try k.unicodeCollationKey()
+                    let matching = rows.filter { $0.u == u }
+                    selected += descending ? matching.reversed() : matching
+                }
+            default:
+                let start: JSON? = r.below(5) == 0 ? nil : pick()
+                let end: JSON? = r.below(5) == 0 ? nil : pick()
+                let inclusive = r.below(3) != 0
+                q = .range(start: start, end: end, inclusiveEnd: inclusive)
+                let su = try start.map { try $0.unicodeCollationKey() }, eu = try end.map { try $0.unicodeCollationKey() }
+                selected = rows.filter { row in
+                    if !descending {
+                        return (su.map { !less(row.u, $0) } ?? true)
+                            && (eu.map { inclusive ? !less($0, row.u) : less(row.u, $0) } ?? true)
+                    }
+                    return (su.map { !less($0, row.u) } ?? true)
+                        && (eu.map { inclusive ? !less(row.u, $0) : less($0, row.u) } ?? true)
+                }
+            }
+            if descending, case .keys = q.selection {} else if descending { selected.reverse() }
+            q.descending = descending
+            q.skip = r.below(4) == 0 ? r.below(5) : 0
+            q.limit = r.below(4) == 0 ? r.below(8) : nil
+            var expected: [QueryRow]
+            if r.below(2) == 0 {
+                q.reduce = false
+                expected = selected.map { QueryRow(key: $0.key, value: .int(0), documentID: $0.id) }
+            } else {
+                let level = [nil, 0, 1, 2, Int.max][r.below(5)]
+                q.groupLevel = level
+                var groups: [(key: JSON, u: [UInt8], count: Int64)] = []
+                for row in selected {
+                    var g = JSON.null
+                    if let level, level > 0 {
+                        if case .array(let e) = row.key, e.count > level { g = .array(Array(e.prefix(level))) } else { g = row.key }
+                    }
+                    let gu = try g.unicodeCollationKey()
+                    if let last = groups.last, last.u == gu { groups[groups.count - 1].count += 1 } else { groups.append((g, gu, 1)) }
+                }
+                expected = groups.map { QueryRow(key: $0.key, value: .int($0.count), documentID: nil) }
+            }
+            expected = Array(expected.dropFirst(q.skip).prefix(q.limit ?? .max))
+            let got = try db.query("k", q).rows
+            if q.reduce == false {
+                #expect(got.map(\.key) == expected.map(\.key) && got.map(\.documentID) == expected.map(\.documentID), "\(q)")
+            } else {
+                #expect(got == expected, "\(q)")
+            }
+        }
+    }
 }
