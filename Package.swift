@@ -23,7 +23,10 @@ let package = Package(
         .target(
             name: "Strata",
             dependencies: ["CLZ4", "CStrataSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            // Unicode collation of index keys uses the ICU the Swift toolchain ships for
+            // Foundation on Linux (module `_FoundationICU`); nothing to install.
+            linkerSettings: [.linkedLibrary("_FoundationICU", .when(platforms: [.linux]))]
         ),
         .executableTarget(
             name: "strata-dump",

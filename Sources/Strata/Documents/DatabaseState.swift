@@ -83,6 +83,7 @@ final class DatabaseState: CollectionState {
         var seen = Set<String>()
         for d in definitions {
             guard !d.name.isEmpty else { throw StrataError.invalidArgument("database \(name.debugDescription): an index name must not be empty") }
+            if d.collation == .unicode, !UnicodeCollation.isAvailable { throw UnicodeCollation.unavailable }
             guard seen.insert(d.name).inserted else {
                 throw StrataError.invalidArgument("database \(name.debugDescription): two indexes are named \(d.name.debugDescription)")
             }
@@ -101,7 +102,8 @@ final class DatabaseState: CollectionState {
             // Drop what is no longer listed, or stale.
             for (indexName, s) in stored {
                 let definition = definitions.first { $0.name == indexName }
-                if let definition, s.payload.state == DocumentLayout.indexReady, s.payload.version == definition.version {
+                if let definition, s.payload.state == DocumentLayout.indexReady, s.payload.version == definition.version,
+                   DocumentLayout.rowsAreCurrent(s.payload, definition.collation) {
                     active[indexName] = ActiveIndex(definition: definition, id: s.entry.id)
                     continue
                 }
@@ -117,13 +119,14 @@ final class DatabaseState: CollectionState {
                 let catalogName = DocumentLayout.indexCatalogName(database: name, index: definition.name)
                 let (entry, _) = try catalog.openOrCreate(kind: .documentIndex, name: catalogName) {
                     DocumentLayout.indexPayload(version: definition.version, state: DocumentLayout.indexBuilding,
-                                                reduction: definition.reduce)
+                                                reduction: definition.reduce, collation: definition.collation)
                 }
                 let index = ActiveIndex(definition: definition, id: entry.id)
                 try build(index)
                 var batch = WriteBatch()
                 let ready = CatalogEntry(id: entry.id, payload: DocumentLayout.indexPayload(
-                    version: definition.version, state: DocumentLayout.indexReady, reduction: definition.reduce))
+                    version: definition.version, state: DocumentLayout.indexReady, reduction: definition.reduce,
+                    collation: definition.collation))
                 Catalog.put(ready, kind: .documentIndex, name: catalogName, into: &batch)
                 try engine.write(batch)
                 active[definition.name] = index
@@ -231,7 +234,7 @@ final class DatabaseState: CollectionState {
     func query(_ indexName: String, _ query: IndexQuery) throws -> IndexQueryResult {
         let index = try activeIndex(indexName)
         return try IndexReader.run(query, index: indexName, prefix: index.prefix, reduction: index.definition.reduce,
-                                   snapshot: try engine.snapshot())
+                                   collation: index.definition.collation, snapshot: try engine.snapshot())
     }
 
     /// The persistent change feed after `since`.

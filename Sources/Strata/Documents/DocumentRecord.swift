@@ -245,12 +245,28 @@ enum DocumentLayout {
     /// Catalog payload of a database: `u8 layout version`.
     static func databasePayload() -> [UInt8] { [layoutVersion] }
 
-    /// Catalog payload of an index: `u8 layout version ‖ u8 state ‖ varint length, UTF-8 version
-    /// ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom)`.
-    static func indexPayload(version: String, state: UInt8, reduction: Reduction?) -> [UInt8] {
-        var out: [UInt8] = [layoutVersion, state]
+    /// Layout version of an index's catalog payload (FORMAT.md §16.1). Version 1 (no collation
+    /// fields) was written by builds that skipped `null` keys: such an index may lack rows, and
+    /// is rebuilt on open.
+    static let indexLayoutVersion: UInt8 = 2
+
+    /// Catalog payload of an index: `u8 layout version (2) ‖ u8 state ‖ varint length, UTF-8
+    /// version ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom) ‖ u8 collation (0 raw,
+    /// 1 unicode)`, and for `.unicode` the 4-byte ICU collator version its rows were built with
+    /// (the running ICU's unless `collatorVersion` is given).
+    static func indexPayload(version: String, state: UInt8, reduction: Reduction?,
+                             collation: DocumentIndex.Collation = .raw, collatorVersion: [UInt8]? = nil) -> [UInt8] {
+        var out: [UInt8] = [indexLayoutVersion, state]
         appendString(version, to: &out)
         out.append(reductionCode(reduction))
+        switch collation {
+        case .raw:
+            out.append(0)
+        case .unicode:
+            out.append(1)
+            let v = collatorVersion ?? UnicodeCollation.version ?? []
+            out.append(contentsOf: (v + [0, 0, 0, 0]).prefix(4))
+        }
         return out
     }
 
@@ -280,15 +296,20 @@ enum DocumentLayout {
         var state: UInt8
         var version: String
         var reduction: UInt8
+        /// The payload's layout version (1: written before `null` keys were rows).
+        var layout: UInt8 = indexLayoutVersion
+        var collation: DocumentIndex.Collation = .raw
+        /// The ICU collator version a `.unicode` index's rows were built with.
+        var collatorVersion: [UInt8]? = nil
     }
 
     static func decodeIndexPayload(_ payload: [UInt8], name: String) throws -> IndexPayload {
         let file = "catalog entry \(CollectionKind.documentIndex.name) \(name.debugDescription)"
-        guard let version = payload.first else {
+        guard let layout = payload.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
         }
-        guard version == layoutVersion else {
-            throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
+        guard layout == 1 || layout == indexLayoutVersion else {
+            throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(layout))
         }
         return try payload.withUnsafeBytes { buffer in
             var reader = Reader(buffer: buffer, kind: "", name: file)
@@ -297,9 +318,32 @@ enum DocumentLayout {
             guard state <= indexReady else { throw reader.corrupted(1, "unknown index state \(state)") }
             let v = try reader.string("version")
             let reduction = try reader.byte()
+            var result = IndexPayload(state: state, version: v, reduction: reduction, layout: layout)
+            if layout >= 2 {
+                let at = reader.offset
+                switch try reader.byte() {
+                case 0: result.collation = .raw
+                case 1:
+                    guard buffer.count - reader.offset >= 4 else {
+                        throw reader.corrupted(reader.offset, "value ends inside the collator version")
+                    }
+                    result.collation = .unicode
+                    result.collatorVersion = Array(buffer[reader.offset..<reader.offset + 4])
+                    reader.offset += 4
+                case let c: throw reader.corrupted(at, "unknown collation \(c)")
+                }
+            }
             guard reader.offset == buffer.count else { throw reader.corrupted(reader.offset, "bytes after the payload") }
-            return IndexPayload(state: state, version: v, reduction: reduction)
+            return result
         }
+    }
+
+    /// Whether the rows of an index stored with `payload` are what this build computes for an
+    /// index in `collation`: the current layout (one that stores `null` keys), the same
+    /// collation, and for `.unicode` the running ICU's collator version.
+    static func rowsAreCurrent(_ payload: IndexPayload, _ collation: DocumentIndex.Collation) -> Bool {
+        guard payload.layout == indexLayoutVersion, payload.collation == collation else { return false }
+        return collation == .raw || payload.collatorVersion == UnicodeCollation.version
     }
 
     static func checkDatabasePayload(_ payload: [UInt8], name: String) throws {

@@ -21,8 +21,10 @@ struct ActiveIndex: Sendable {
 /// Key: `(5, indexId) ‖ collationKey(key) ‖ string(documentId) ‖ uint(emitIndex)` — the
 /// collation key (FORMAT.md §13.3) is self-delimiting, and the document id and the position of
 /// the `emit` call among the document's rows for this index follow it as tuple elements, so rows
-/// order by key, then document, then emit order. Value: empty when `emit` gave no value, else the
-/// value's binary JSON form (never empty).
+/// order by key, then document, then emit order. A `.unicode` index puts the key's Unicode
+/// collation key (§13.4) first, which orders the rows, and keeps the collation key after it as
+/// the readable original: `(5, indexId) ‖ unicodeCollationKey(key) ‖ collationKey(key) ‖ …`.
+/// Value: empty when `emit` gave no value, else the value's binary JSON form (never empty).
 struct IndexRow: Sendable, Hashable {
     var key: [UInt8]
     var value: [UInt8]
@@ -38,7 +40,8 @@ enum IndexMaintenance {
     static func rows(of document: Document, index: ActiveIndex) throws -> [IndexRow] {
         var emitted: [(JSON, JSON?)] = []
         do {
-            try index.definition.map(document) { key, value in emitted.append((key, value)) }
+            // A nil key (a missing field) emits nothing; `.null` is a row.
+            try index.definition.map(document) { key, value in if let key { emitted.append((key, value)) } }
         } catch {
             throw StrataError.invalidArgument(
                 "index \(index.name.debugDescription): map failed for document \(document.metadata.id.debugDescription): \(error)")
@@ -48,7 +51,6 @@ enum IndexMaintenance {
         rows.reserveCapacity(emitted.count)
         var emitIndex: UInt64 = 0
         for (key, value) in emitted {
-            if case .null = key { continue }  // Couchbase Lite skips nil keys
             if let bad = nonFiniteNumber(in: key) {
                 throw StrataError.invalidArgument(
                     "index \(index.name.debugDescription): document \(document.metadata.id.debugDescription) emitted the key \(key), "
@@ -56,6 +58,14 @@ enum IndexMaintenance {
             }
             var k = TupleKeyEncoder(reservingCapacity: index.prefix.count + 24 + document.metadata.id.utf8.count)
             k.bytes.append(contentsOf: index.prefix)
+            if index.definition.collation == .unicode {
+                do {
+                    try key.appendUnicodeCollationKey(to: &k.bytes)
+                } catch {
+                    throw StrataError.invalidArgument(
+                        "index \(index.name.debugDescription): document \(document.metadata.id.debugDescription): \(error)")
+                }
+            }
             key.appendCollationKey(to: &k.bytes)
             k.append(document.metadata.id)
             k.append(emitIndex)

@@ -1,9 +1,12 @@
 /// What an index query selects and how: keys or a key range, order, paging, reduction, grouping.
 ///
 /// Couchbase Lite 1.x / CouchDB view semantics:
-/// - Rows are ordered by key in collation order (null < false < true < numbers < strings <
-///   arrays < objects; arrays element by element), then by document id, then by the order of
-///   the `emit` calls.
+/// - Rows are ordered by key in the index's collation order (null < false < true < numbers <
+///   strings < arrays < objects; arrays element by element; strings by code point, or by the
+///   Unicode Collation Algorithm in a ``DocumentIndex/Collation/unicode`` index), then by
+///   document id, then by the order of the `emit` calls. In a `.unicode` index, keys the
+///   algorithm ranks equal (a precomposed and a decomposed `é`) are one key for `.keys`, ranges
+///   and groups; between them rows order by code point.
 /// - `.range(start:end:inclusiveEnd:)`: `start` is where the scan begins and `end` where it
 ///   stops — so with ``descending`` `start` is the **upper** key, as in CouchDB and Couchbase
 ///   Lite (`.range(start: 100, end: 10)` with `descending` gives the keys from 100 down to 10).

@@ -40,22 +40,23 @@ enum IndexReader {
         return reducing
     }
 
-    /// The spans a query scans, in scan order.
-    static func spans(of query: IndexQuery) -> [Span] {
+    /// The spans a query scans, in scan order, over rows keyed in `collation`.
+    static func spans(of query: IndexQuery, collation: DocumentIndex.Collation = .raw) throws -> [Span] {
+        let key = collation.key, after = collation.keyAfterEqual
         switch query.selection {
         case .all:
             return [Span(lower: [], upper: nil)]
         case .keys(let keys):
-            return keys.map { Span(lower: $0.collationKey, upper: $0.collationKeyAfterEqual) }
+            return try keys.map { Span(lower: try key($0), upper: try after($0)) }
         case .range(let start, let end, let inclusiveEnd):
             var span: Span
             if !query.descending {
-                span = Span(lower: start?.collationKey ?? [],
-                            upper: end.map { inclusiveEnd ? $0.collationKeyAfterEqual : $0.collationKey })
+                span = Span(lower: try start.map(key) ?? [],
+                            upper: try end.map { inclusiveEnd ? try after($0) : try key($0) })
             } else {
                 // CouchDB: descending scans from `start` (the upper key) down to `end`.
-                span = Span(lower: end.map { inclusiveEnd ? $0.collationKey : $0.collationKeyAfterEqual } ?? [],
-                            upper: start?.collationKeyAfterEqual)
+                span = Span(lower: try end.map { inclusiveEnd ? try key($0) : try after($0) } ?? [],
+                            upper: try start.map(after))
             }
             if let upper = span.upper, !span.lower.lexicographicallyPrecedes(upper) {
                 span = Span(lower: [], upper: [])  // start beyond end: nothing
@@ -69,7 +70,7 @@ enum IndexReader {
     /// `reduction` is the index's reduction (nil for none); `storedReduction` stands in for it in
     /// tools that only know the catalog's reduction code (custom reductions cannot run there).
     static func run(_ query: IndexQuery, index: String, prefix: [UInt8], reduction: Reduction?,
-                    snapshot: Snapshot) throws -> IndexQueryResult {
+                    collation: DocumentIndex.Collation = .raw, snapshot: Snapshot) throws -> IndexQueryResult {
         let reducing = try validate(query, index: index, hasReduction: reduction != nil)
         let prefixEnd = TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF]
         if query.limit == 0 { return IndexQueryResult(rows: []) }
@@ -78,12 +79,14 @@ enum IndexReader {
             var toSkip = query.skip
             let limit = query.limit ?? .max
             if let l = query.limit { rows.reserveCapacity(Swift.min(l, 4096)) }
-            scan: for span in spans(of: query) {
+            scan: for span in try spans(of: query, collation: collation) {
                 let cursor = snapshot.cursor(lower: prefix + span.lower, upper: span.upper.map { prefix + $0 } ?? prefixEnd,
                                              reverse: query.descending)
                 while try cursor.next() {
                     if toSkip > 0 { toSkip -= 1; continue }
-                    rows.append(try cursor.withKey { key in try decodeRow(key: key, value: cursor.value, prefixLength: prefix.count) })
+                    rows.append(try cursor.withKey { key in
+                        try decodeRow(key: key, value: cursor.value, prefixLength: prefix.count, collation: collation)
+                    })
                     if rows.count >= limit { break scan }
                 }
             }
@@ -91,11 +94,13 @@ enum IndexReader {
         }
         guard let reduction else { return IndexQueryResult(rows: []) }
         var reducer = GroupReducer(reduction: reduction, index: index, groupLevel: query.groupLevel)
-        for span in spans(of: query) {
+        for span in try spans(of: query, collation: collation) {
             let cursor = snapshot.cursor(lower: prefix + span.lower, upper: span.upper.map { prefix + $0 } ?? prefixEnd,
                                          reverse: query.descending)
             while try cursor.next() {
-                try cursor.withKey { key in try reducer.add(key: key, value: cursor.value, prefixLength: prefix.count) }
+                try cursor.withKey { key in
+                    try reducer.add(key: key, value: cursor.value, prefixLength: prefix.count, collation: collation)
+                }
             }
         }
         let rows = try reducer.finish()
@@ -103,9 +108,19 @@ enum IndexReader {
         return IndexQueryResult(rows: Array(skipped.prefix(query.limit ?? .max)))
     }
 
-    /// Decodes a row: the key's collation key and document id, and the value.
-    static func decodeRow(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int) throws -> QueryRow {
+    /// The offset of a row key's readable collation key (§13.3): right after the prefix, or after
+    /// the Unicode collation key (§13.4) that leads a `.unicode` row.
+    static func originalKeyOffset(key: UnsafeRawBufferPointer, prefixLength: Int,
+                                  collation: DocumentIndex.Collation) throws -> Int {
         var offset = prefixLength
+        if collation == .unicode { try JSON.skipCollationKey(key, at: &offset) }
+        return offset
+    }
+
+    /// Decodes a row: the key's collation key and document id, and the value.
+    static func decodeRow(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int,
+                          collation: DocumentIndex.Collation = .raw) throws -> QueryRow {
+        var offset = try originalKeyOffset(key: key, prefixLength: prefixLength, collation: collation)
         let json = try JSON.decodeCollationKey(key, at: &offset)
         let id = try documentID(key: key, at: offset)
         // Not a ternary: `nil` there would become `JSON.null` (JSON is ExpressibleByNilLiteral).
@@ -127,12 +142,20 @@ enum IndexReader {
 }
 
 /// Folds the rows of a scan into reduced rows, one per group.
+///
+/// A group is told by bytes: the part of the row's ordering key (the collation key, or a
+/// `.unicode` row's Unicode collation key) that encodes the group key — all of it, or for an
+/// array key with more than `groupLevel` elements, the array's first `groupLevel` elements
+/// (without the array's end byte, so that `[a, b]` and `[a, b, c]` share the group `[a, b]`
+/// at level 2). Keys that collate equal have equal bytes, and a group's rows are adjacent in the
+/// scan. The reduced row's key is the group key of the group's first row, as emitted.
 struct GroupReducer {
     let reduction: Reduction
     let index: String
     let groupLevel: Int?
     private var rows: [QueryRow] = []
     private var group: JSON?
+    private var groupBytes: [UInt8] = []
     private var started = false
     private var accumulator: ReductionAccumulator
 
@@ -149,22 +172,45 @@ struct GroupReducer {
         return key
     }
 
-    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int) throws {
-        if let level = groupLevel {
-            var offset = prefixLength
-            let json = try JSON.decodeCollationKey(key, at: &offset)
-            let g = level == 0 ? JSON.null : Self.groupKey(json, level: level)
-            if started, let current = group, JSON.collate(current, g) != 0 {
-                rows.append(QueryRow(key: current, value: try accumulator.result(), documentID: nil))
-                accumulator = ReductionAccumulator(reduction: reduction, index: index)
+    /// The bytes of `key` from `start` that tell its group at `level` (see the type's comment).
+    static func groupSpan(_ key: UnsafeRawBufferPointer, from start: Int, level: Int) throws -> UnsafeRawBufferPointer {
+        var end = start
+        if level > 0, start < key.count, key[start] == JSONCollationType.array {
+            end += 1
+            var elements = 0
+            while elements < level, end < key.count, key[end] != JSONCollationType.end {
+                try JSON.skipCollationKey(key, at: &end)
+                elements += 1
             }
-            group = g
+            // Fewer elements than `level`: the whole array, less its end byte.
+        } else {
+            try JSON.skipCollationKey(key, at: &end)
+        }
+        return UnsafeRawBufferPointer(rebasing: key[start..<end])
+    }
+
+    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int,
+                      collation: DocumentIndex.Collation = .raw) throws {
+        let originalOffset = try IndexReader.originalKeyOffset(key: key, prefixLength: prefixLength, collation: collation)
+        if let level = groupLevel {
+            let span = level == 0 ? UnsafeRawBufferPointer(rebasing: key[prefixLength..<prefixLength])
+                : try Self.groupSpan(key, from: prefixLength, level: level)
+            let same = started && span.elementsEqual(groupBytes)
+            if !same {
+                if started, let current = group {
+                    rows.append(QueryRow(key: current, value: try accumulator.result(), documentID: nil))
+                    accumulator = ReductionAccumulator(reduction: reduction, index: index)
+                }
+                var offset = originalOffset
+                let json = try JSON.decodeCollationKey(key, at: &offset)
+                group = level == 0 ? JSON.null : Self.groupKey(json, level: level)
+                groupBytes = Array(span)
+            }
             started = true
-            try accumulator.add(keyBytes: key, prefixLength: prefixLength, value: value)
         } else {
             started = true
-            try accumulator.add(keyBytes: key, prefixLength: prefixLength, value: value)
         }
+        try accumulator.add(keyBytes: key, prefixLength: originalOffset, value: value)
     }
 
     mutating func finish() throws -> [QueryRow] {

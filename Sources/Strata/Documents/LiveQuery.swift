@@ -35,12 +35,13 @@ extension DatabaseState {
     func observe(_ indexName: String, _ query: IndexQuery) throws -> AsyncStream<IndexQueryResult> {
         let index = try activeIndex(indexName)
         _ = try IndexReader.validate(query, index: indexName, hasReduction: index.definition.reduce != nil)
+        let spans = try IndexReader.spans(of: query, collation: index.definition.collation)
         let (stream, continuation) = AsyncStream<IndexQueryResult>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let token = try live.withLock { state -> UInt64 in
             guard !state.closed else { throw StrataError.closed }
             state.nextToken += 1
             state.observers[state.nextToken] = LiveState.Observer(index: indexName, query: query,
-                                                                  spans: IndexReader.spans(of: query), continuation: continuation,
+                                                                  spans: spans, continuation: continuation,
                                                                   last: nil, dirty: true)
             return state.nextToken
         }
@@ -136,7 +137,8 @@ extension DatabaseState {
                 do {
                     let index = try activeIndex(indexName)
                     result = try IndexReader.run(query, index: indexName, prefix: index.prefix,
-                                                 reduction: index.definition.reduce, snapshot: snapshot)
+                                                 reduction: index.definition.reduce,
+                                                 collation: index.definition.collation, snapshot: snapshot)
                 } catch {
                     // The index was dropped, or its rows cannot be read: the live query ends.
                     live.withLock { $0.observers.removeValue(forKey: token) }?.continuation.finish()

@@ -53,8 +53,9 @@ extension JSON: Comparable {
     ///   are equal; `Int64.max` is less than the double 2^63). `-0.0` equals `0`. `-infinity` sorts
     ///   before every finite number, `+infinity` after them, and NaN after `+infinity` (all NaNs
     ///   collate equal).
-    /// - Strings compare by Unicode code point — our choice; CouchDB uses ICU collation, which
-    ///   orders case and accents differently.
+    /// - Strings compare by Unicode code point — CouchDB's `raw` collation. (An index can order
+    ///   its strings by the Unicode Collation Algorithm instead, CouchDB's default:
+    ///   ``DocumentIndex/Collation/unicode``.)
     /// - A `date` collates as its ISO 8601 string (``iso8601String(_:)``), so a date and that
     ///   string collate equal.
     /// - Arrays compare element by element; a proper prefix sorts first.
@@ -202,6 +203,17 @@ extension JSON: Comparable {
         let value = try reader.value(depth: 0)
         offset = reader.position
         return value
+    }
+
+    /// Moves `offset` past one collation key (§13.3) or Unicode collation key (§13.4) without
+    /// decoding it.
+    static func skipCollationKey(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) throws {
+        guard offset >= 0 && offset <= bytes.count else {
+            throw StrataError.invalidArgument("collation key offset \(offset) outside 0...\(bytes.count)")
+        }
+        var reader = JSONCollationReader(buffer: bytes, position: offset)
+        try reader.skipValue(depth: 0)
+        offset = reader.position
     }
 
     /// Decodes one collation key from an array slice, advancing `offset` (an index of `bytes`).
@@ -359,6 +371,52 @@ struct JSONCollationReader {
                 }
                 members[key] = try value(depth: depth + 1)
                 previous = key
+            }
+        default:
+            throw corrupted(start, "unknown collation type byte 0x\(String(type, radix: 16))")
+        }
+    }
+
+    /// Moves past one value of a collation key (FORMAT.md §13.3) or of a Unicode collation key
+    /// (§13.4) without decoding it: the structure only, each string scanned to its terminator
+    /// (a Unicode key's strings are sort keys, not UTF-8).
+    mutating func skipValue(depth: Int) throws {
+        let start = position
+        let type = try byte()
+        switch type {
+        case JSONCollationType.null, JSONCollationType.false, JSONCollationType.true,
+             JSONCollationType.negativeInfinity, JSONCollationType.zero, JSONCollationType.positiveInfinity,
+             JSONCollationType.nan:
+            return
+        case JSONCollationType.negative, JSONCollationType.positive:
+            let flip: UInt8 = type == JSONCollationType.negative ? 0xFF : 0x00
+            _ = try byte()
+            _ = try byte()
+            // At most ten fraction bytes (63 bits in 7-bit groups, or the lone zero byte).
+            for _ in 0..<10 {
+                let b = try byte() ^ flip
+                if b & 1 == 0 { return }
+            }
+            throw corrupted(start, "number fraction longer than 63 bits")
+        case JSONCollationType.string:
+            while true {
+                guard position < buffer.count else { throw corrupted(start, "unterminated string") }
+                if buffer[position] == 0 {
+                    if position + 1 < buffer.count && buffer[position + 1] == 0xFF { position += 2; continue }
+                    position += 1
+                    return
+                }
+                position += 1
+            }
+        case JSONCollationType.array, JSONCollationType.object:
+            guard depth < JSON.maximumNestingDepth else { throw corrupted(start, "nesting deeper than \(JSON.maximumNestingDepth)") }
+            while true {
+                guard position < buffer.count else { throw corrupted(position, "unterminated container") }
+                if buffer[position] == JSONCollationType.end {
+                    position += 1
+                    return
+                }
+                try skipValue(depth: depth + 1)
             }
         default:
             throw corrupted(start, "unknown collation type byte 0x\(String(type, radix: 16))")

@@ -24,13 +24,25 @@ import Foundation
 /// event from the end. Counts are of the view's events: originals for ``values``, events of any
 /// kind for edit views. A span may run backwards from its anchor (``previous(_:)-(Int)``,
 /// ``toStart()``, or a ``to(sequence:)`` below the anchor); events always come in sequence order.
+/// A span whose end (``to(_:)-(Date)``, ``untilLast(_:)-(Duration)``, or any other) reaches the
+/// anchor's first event or beyond runs forward, to the end's last event; otherwise it runs
+/// backwards, from the end's first event to the anchor's last. So a span that ends on a
+/// timestamp the anchor's event shares runs forward over the rest of the events with that
+/// timestamp: with three events at time `T`, `fromLast(2).untilLast(.zero)` and
+/// `from(sequence: 1).to(T)` both select events 1 and 2.
 ///
 /// Durations run from the anchor's time (the timestamp it falls on; for a point between events,
 /// the next event's), or, for ``fromLast(_:)-(Duration)`` and ``untilLast(_:)-(Duration)``, back
 /// from the latest event's timestamp. In the ``values`` view an event's time is its original's.
 ///
-/// Counts and durations must not be negative: ``TimeSeries/query(_:)`` throws
-/// ``StrataError/invalidArgument(_:)`` for them.
+/// Counts and durations must not be negative, and a date must be a number (not NaN):
+/// ``TimeSeries/query(_:)`` throws ``StrataError/invalidArgument(_:)`` naming the argument for
+/// them. Every other value is accepted, however large: a count or duration beyond the retained
+/// events reaches the end (or the start) of the series — `next(Int.max)` and
+/// `next(.seconds(Int64.max))` run to the end, `untilLast(Int.max)` and
+/// `fromLast(.seconds(Int64.max))` reach before the first event — and a date before or after
+/// every event (`Date.distantPast`, `Date(timeIntervalSince1970: 1e300)`, `±infinity`) is a point
+/// before the first or after the last one.
 public struct RangeQuery: Sendable, Hashable {
     /// Which events of an edit view appear.
     public enum EditSelection: Sendable, Hashable {
@@ -109,7 +121,8 @@ public struct RangeQuery: Sendable, Hashable {
     public func untilLast(_ duration: Duration) -> RangeQuery { with { $0.span = .untilLastDuration(duration) } }
     /// Ends the range on the event with sequence number `sequence` (before the anchor: backwards).
     public func to(sequence: UInt64) -> RangeQuery { with { $0.span = .toSequence(sequence) } }
-    /// Ends the range at a time (before the anchor's: backwards).
+    /// Ends the range at a time: forward to the last event with that timestamp when the time is
+    /// the anchor's or later, else backwards to the first event at or after it.
     public func to(_ date: Date) -> RangeQuery { with { $0.span = .toDate(date) } }
     /// Ends the range at the start: from the anchor back to the first event.
     public func toStart() -> RangeQuery { with { $0.span = .toStart } }
@@ -128,19 +141,41 @@ public struct RangeQuery: Sendable, Hashable {
     /// (highest sequence numbers). ``QueryResult/selectedCount`` still counts all.
     public func limit(_ count: Int) -> RangeQuery { with { $0.limitCount = count } }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    /// Milliseconds beyond every stored timestamp (they lie within ±``SeriesTime/limit``): what a
+    /// larger duration or a date further out is clamped to, so that the evaluation's sums of a
+    /// timestamp and a duration never overflow.
+    static let clampedMilliseconds: Int64 = 1 << 60
+
+    /// Whole milliseconds of a query's duration, clamped to ``clampedMilliseconds``; nil if negative.
+    static func milliseconds(_ duration: Duration) -> Int64? {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return nil }
+        if seconds >= clampedMilliseconds / 1000 { return clampedMilliseconds }
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Whole milliseconds since 1970 of a query's date, clamped to ±``clampedMilliseconds``; nil
+    /// for NaN.
+    static func milliseconds(_ date: Date) -> Int64? {
+        let t = date.timeIntervalSince1970
+        if t.isNaN { return nil }
+        if let ms = SeriesTime.milliseconds(date) { return ms }
+        return t < 0 ? -clampedMilliseconds : clampedMilliseconds
+    }
+
+    /// Throws ``StrataError/invalidArgument(_:)`` for negative counts or durations and NaN dates.
     func validate() throws {
         func count(_ n: Int, _ what: String) throws {
             if n < 0 { throw StrataError.invalidArgument("RangeQuery \(what) count \(n) is negative") }
         }
         func duration(_ d: Duration, _ what: String) throws {
-            if SeriesTime.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("RangeQuery \(what) duration \(d) is negative or too large")
+            if Self.milliseconds(d) == nil {
+                throw StrataError.invalidArgument("RangeQuery \(what) duration \(d) is negative")
             }
         }
         func date(_ d: Date, _ what: String) throws {
-            if SeriesTime.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("RangeQuery \(what) date \(d) is out of range")
+            if Self.milliseconds(d) == nil {
+                throw StrataError.invalidArgument("RangeQuery \(what) date is not a number (NaN)")
             }
         }
         switch anchor {

@@ -134,15 +134,17 @@ struct SeriesReader {
 
     /// The `n`-th (1-based) element of the view at or after `start` (forward) or at or before it
     /// (backward); nil if there are fewer.
+    ///
+    /// `n` may be as large as `Int.max` (a caller's count): it is compared with the number of
+    /// elements there are, never added to a sequence.
     func nth(_ view: RangeQuery.View, _ n: Int, from start: Int64, forward: Bool) throws -> Int64? {
-        precondition(n >= 1)
+        guard n >= 1 else { return nil }
         if !head.hasRetainedEdits {
-            if forward {
-                let s = max(start, cutoff) + Int64(n) - 1
-                return s < next ? s : nil
-            }
-            let s = min(start, next - 1) - Int64(n) + 1
-            return s >= cutoff ? s : nil
+            // `available` elements lie in the walk's direction: `first` and those beyond it.
+            let first = forward ? max(start, cutoff) : min(start, next - 1)
+            let available = forward ? next - first : first - cutoff + 1
+            guard available > 0, Int64(n) <= available else { return nil }
+            return forward ? first + Int64(n) - 1 : first - Int64(n) + 1
         }
         var seen = 0
         var found: Int64?
@@ -184,6 +186,11 @@ struct SeriesReader {
         var lowKey: (Int64, Int) {
             switch self { case .gap(let x): return (x, 0); case .on(let a, _): return (a, 1) }
         }
+
+        /// Order of the point's end (its last element; a gap is its own end).
+        var highKey: (Int64, Int) {
+            switch self { case .gap(let x): return (x, 0); case .on(_, let b): return (b, 1) }
+        }
     }
 
     func sequencePoint(_ view: RangeQuery.View, _ s: UInt64) throws -> Point {
@@ -204,7 +211,7 @@ struct SeriesReader {
 
     /// The point on the `n`-th element from the end (0: the end; more than there are: the start).
     func fromEndPoint(_ view: RangeQuery.View, _ n: Int) throws -> Point {
-        if n == 0 { return .gap(next) }
+        if n <= 0 { return .gap(next) }
         if let v = try nth(view, n, from: next - 1, forward: false) { return .on(v, v) }
         return .gap(cutoff)
     }
@@ -231,17 +238,22 @@ struct SeriesReader {
         case .start: anchor = .gap(cutoff)
         case .sequence(let s): anchor = try sequencePoint(view, s)
         case .date(let d):
-            let t = SeriesTime.milliseconds(d) ?? 0
+            let t = RangeQuery.milliseconds(d) ?? 0
             anchor = try datePoint(view, t)
             anchorTime = t
         case .last(let n): anchor = try fromEndPoint(view, n)
         case .lastDuration(let d):
-            let t = latest - (SeriesTime.milliseconds(d) ?? 0)
+            let t = latest - (RangeQuery.milliseconds(d) ?? 0)
             anchor = try datePoint(view, t)
             anchorTime = t
         }
+        // The span runs forward when its end reaches the anchor's start or beyond. An end on a
+        // date falls on that date's whole run of events: when the run also holds the anchor's
+        // first element (the date is the anchor's time), the span runs forward from the anchor
+        // to the run's last event, so `fromLast(2).untilLast(.zero)` equals `fromLast(2)` when
+        // all events share one timestamp.
         func to(_ end: Point) -> (Int64, Int64) {
-            if end.lowKey >= anchor.lowKey { return (anchor.forwardStart, end.backwardEnd) }
+            if end.highKey >= anchor.lowKey { return (anchor.forwardStart, end.backwardEnd) }
             return (end.forwardStart, anchor.backwardEnd)
         }
         func timeOfAnchor() throws -> Int64? {
@@ -251,11 +263,13 @@ struct SeriesReader {
         switch query.span {
         case .untilLast(let n):
             if n == 0 { return to(.gap(next)) }
-            return to(try fromEndPoint(view, n + 1))
+            // All but the last n: to the (n + 1)-th element from the end; Int.max means before all.
+            let (k, overflow) = n.addingReportingOverflow(1)
+            return to(overflow ? .gap(cutoff) : try fromEndPoint(view, k))
         case .untilLastDuration(let d):
-            return to(try datePoint(view, latest - (SeriesTime.milliseconds(d) ?? 0)))
+            return to(try datePoint(view, latest - (RangeQuery.milliseconds(d) ?? 0)))
         case .toSequence(let s): return to(try sequencePoint(view, s))
-        case .toDate(let d): return to(try datePoint(view, SeriesTime.milliseconds(d) ?? 0))
+        case .toDate(let d): return to(try datePoint(view, RangeQuery.milliseconds(d) ?? 0))
         case .toStart: return to(.gap(cutoff))
         case .next(let n):
             let a = anchor.forwardStart
@@ -271,12 +285,12 @@ struct SeriesReader {
             return (try nth(view, n, from: before, forward: false) ?? cutoff, b)
         case .nextDuration(let d):
             guard let t = try timeOfAnchor() else { return nil }
-            let (end, overflow) = t.addingReportingOverflow(SeriesTime.milliseconds(d) ?? 0)
+            let (end, overflow) = t.addingReportingOverflow(RangeQuery.milliseconds(d) ?? 0)
             let last = overflow || end == Int64.max ? next - 1 : try firstSequence(atLeast: end + 1) - 1
             return (anchor.forwardStart, last)
         case .previousDuration(let d):
             guard let t = try timeOfAnchor() else { return nil }
-            return (try firstSequence(atLeast: t - (SeriesTime.milliseconds(d) ?? 0)), anchor.backwardEnd)
+            return (try firstSequence(atLeast: t - (RangeQuery.milliseconds(d) ?? 0)), anchor.backwardEnd)
         }
     }
 

@@ -12,6 +12,9 @@ public struct DocumentIndexSummary: Codable, Sendable, Equatable {
     public let state: String
     /// The reduction the application declared (`none`, `count`, `sum`, `stats`, `custom`).
     public let reduction: String
+    /// How strings in its keys sort: `raw`, or `unicode` (then the rows lead with Unicode sort
+    /// keys and the inspector shows the keys as emitted).
+    public let collation: String
     /// Stored rows.
     public let rows: UInt64
 }
@@ -97,7 +100,10 @@ public enum DocumentInspector {
             let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
             var rows: [IndexRowDump] = []
             while rows.count < limit, try cursor.next() {
-                let row = try cursor.withKey { try IndexReader.decodeRow(key: $0, value: cursor.value, prefixLength: prefix.count) }
+                let collation: DocumentIndex.Collation = i.collation == "unicode" ? .unicode : .raw
+                let row = try cursor.withKey {
+                    try IndexReader.decodeRow(key: $0, value: cursor.value, prefixLength: prefix.count, collation: collation)
+                }
                 rows.append(IndexRowDump(key: row.key, documentID: row.documentID ?? "", value: row.value))
             }
             return DocumentDatabaseDump(summary: summary, documents: [], index: index, rows: rows)
@@ -162,6 +168,7 @@ public enum DocumentInspector {
                 name: String(catalogName.dropFirst(namePrefix.count)), id: indexEntry.id, version: payload.version,
                 state: payload.state == DocumentLayout.indexReady ? "ready" : "building",
                 reduction: DocumentLayout.reductionName(payload.reduction),
+                collation: payload.collation == .unicode ? "unicode" : "raw",
                 rows: try count(snapshot, prefix: DocumentLayout.indexPrefix(indexEntry.id))))
         }
         return DocumentDatabaseSummary(name: name, id: entry.id, documents: live, tombstones: tombstones,

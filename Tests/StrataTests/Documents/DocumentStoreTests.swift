@@ -289,7 +289,7 @@ extension MergedCursor {
         let s = try #require(all.first)
         #expect(s.name == "inv" && s.documents == 2 && s.tombstones == 1 && s.attachments == 1 && s.attachmentBytes == 3)
         #expect(s.changes == 3 && s.lastSequence == 4)
-        #expect(s.indexes == [DocumentIndexSummary(name: "cost", id: s.indexes[0].id, version: "7", state: "ready", reduction: "sum", rows: 2)])
+        #expect(s.indexes == [DocumentIndexSummary(name: "cost", id: s.indexes[0].id, version: "7", state: "ready", reduction: "sum", collation: "raw", rows: 2)])
         let docs = try DocumentInspector.dump(database: "inv", ofStoreAt: tmp.path)
         #expect(docs.documents.map(\.id) == ["a", "b", "c"])
         #expect(docs.documents[0].fields == ["c": 5, "n": "A"] && docs.documents[0].attachments.count == 1)

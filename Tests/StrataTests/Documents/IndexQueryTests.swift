@@ -20,10 +20,11 @@ struct ReferenceIndex {
 
     init(documents: [String: Document], map: DocumentIndex.Map) throws {
         for (id, doc) in documents {
-            var emitted: [(JSON, JSON?)] = []
+            var emitted: [(JSON?, JSON?)] = []
             try map(doc) { k, v in emitted.append((k, v)) }
             var n = 0
-            for (k, v) in emitted where !k.isNull {
+            // API.md: a nil key emits nothing; `.null` is a row.
+            for case let (k?, v) in emitted {
                 rows.append(Row(key: k, value: v, id: id, emit: n))
                 n += 1
             }

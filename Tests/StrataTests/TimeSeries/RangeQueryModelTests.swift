@@ -58,20 +58,30 @@ struct SeriesModel {
             let i = v.firstIndex(where: { UInt64($0.seq) > s }) ?? n
             return (2 * i - 1, 2 * i - 1)
         }
+        // A count beyond the view's size reaches past its ends just as n + 1 does (and keeps the
+        // position arithmetic below from overflowing on Int.max).
+        func clamp(_ k: Int) -> Int { min(k, n + 1) }
         func datePoint(_ d: Int64) -> (Int, Int) {
             let same = v.indices.filter { v[$0].time == d }
             if let a = same.first, let b = same.last { return (2 * a, 2 * b) }
             let i = v.firstIndex(where: { $0.time > d }) ?? n
             return (2 * i - 1, 2 * i - 1)
         }
-        func ms(_ d: Duration) -> Int64 { SeriesTime.milliseconds(d)! }
+        // Durations and dates beyond ±2^53 ms (the range of stored timestamps) reach past every
+        // event: 2^60 stands for them.
+        func ms(_ d: Duration) -> Int64 { SeriesTime.milliseconds(d) ?? (1 << 60) }
+        func ms(_ d: Date) -> Int64 {
+            SeriesTime.milliseconds(d) ?? (d.timeIntervalSince1970 < 0 ? -(1 << 60) : 1 << 60)
+        }
         var anchorTime: Int64?
         let anchor: (lo: Int, hi: Int)
         switch q.anchor {
         case .start: anchor = (-1, -1)
         case .sequence(let s): anchor = seqPoint(s)
-        case .date(let d): anchorTime = SeriesTime.milliseconds(d)!; anchor = datePoint(anchorTime!)
-        case .last(let k): anchor = k == 0 ? (2 * n - 1, 2 * n - 1) : k > n ? (-1, -1) : (2 * (n - k), 2 * (n - k))
+        case .date(let d): anchorTime = ms(d); anchor = datePoint(anchorTime!)
+        case .last(let k0):
+            let k = clamp(k0)
+            anchor = k == 0 ? (2 * n - 1, 2 * n - 1) : k > n ? (-1, -1) : (2 * (n - k), 2 * (n - k))
         case .lastDuration(let d): anchorTime = L - ms(d); anchor = datePoint(anchorTime!)
         }
         let time: Int64 = {
@@ -81,8 +91,11 @@ struct SeriesModel {
             return i < n ? v[i].time : L
         }()
         var chosen: [Int] = []   // view indexes
+        // Forward when the end reaches the anchor's start: an end on a date's run of events that
+        // also holds the anchor's first event runs forward (API.md: `untilLast(.zero)` ends at the
+        // latest event, so `fromLast(2).untilLast(.zero)` is `fromLast(2)`).
         func to(_ e: (Int, Int)) {
-            if e.0 >= anchor.lo {
+            if e.1 >= anchor.lo {
                 chosen = v.indices.filter { anchor.lo <= 2 * $0 && 2 * $0 <= e.1 }
             } else {
                 chosen = v.indices.filter { e.0 <= 2 * $0 && 2 * $0 <= anchor.hi }
@@ -90,17 +103,20 @@ struct SeriesModel {
         }
         func floorDiv2(_ x: Int) -> Int { x >= 0 ? x / 2 : -((-x + 1) / 2) }
         switch q.span {
-        case .untilLast(let k):
+        case .untilLast(let k0):
+            let k = clamp(k0)
             to(k == 0 ? (2 * n - 1, 2 * n - 1) : k >= n ? (-1, -1) : (2 * (n - 1 - k), 2 * (n - 1 - k)))
         case .untilLastDuration(let d): to(datePoint(L - ms(d)))
         case .toSequence(let s): to(seqPoint(s))
-        case .toDate(let d): to(datePoint(SeriesTime.milliseconds(d)!))
+        case .toDate(let d): to(datePoint(ms(d)))
         case .toStart: to((-1, -1))
-        case .next(let k):
+        case .next(let k0):
+            let k = clamp(k0)
             let j0 = floorDiv2(anchor.hi) + 1
             let end = 2 * (j0 + k - 1)
             chosen = v.indices.filter { anchor.lo <= 2 * $0 && 2 * $0 <= end }
-        case .previous(let k):
+        case .previous(let k0):
+            let k = clamp(k0)
             let j0 = -floorDiv2(-anchor.lo) - 1   // ceil(lo / 2) - 1
             let start = 2 * (j0 - k + 1)
             chosen = v.indices.filter { start <= 2 * $0 && 2 * $0 <= anchor.hi }
@@ -123,9 +139,20 @@ struct RangeQueryModelTests {
         let n = model.events.count
         let t0 = model.events.first?.time ?? Self.base
         let span = (model.latestTime ?? Self.base) - t0
-        func date() -> Date { SeriesTime.date(t0 - 3 + Int64(r.below(Int(span) + 7))) }
+        // Half the dates are an event's own timestamp, so that spans and anchors often fall on a
+        // run of events sharing it.
+        func date() -> Date {
+            if n > 0, r.chance(500) { return SeriesTime.date(model.events[r.below(n)].time) }
+            return SeriesTime.date(t0 - 3 + Int64(r.below(Int(span) + 7)))
+        }
         func count() -> Int { r.below(n + 4) }
-        func duration() -> Duration { .milliseconds(r.below(Int(span) + 5)) }
+        func duration() -> Duration {
+            // Often the distance back from the latest event to an event's timestamp.
+            if n > 0, r.chance(500), let latest = model.latestTime {
+                return .milliseconds(latest - model.events[r.below(n)].time)
+            }
+            return .milliseconds(r.below(Int(span) + 5))
+        }
         func seq() -> UInt64 { UInt64(r.below(n + 4)) }
         var q: RangeQuery
         switch r.below(3) {
@@ -157,8 +184,10 @@ struct RangeQueryModelTests {
     }
 
     @Test("every anchor × span × view against the model, random series with edits and retention",
-          arguments: 0..<12)
+          arguments: 0..<16)
     func randomized(seed: Int) throws {
+        // Seeds 12 and up: timestamps move rarely, so long runs of events share one.
+        let duplicates = seed >= 12
         var r = SplitMix64(seed: 0x5EED_0000 + UInt64(seed))
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -197,7 +226,7 @@ struct RangeQueryModelTests {
             let k = 1 + r.below(4)
             var batch: [(value: Int64, timestamp: Date)] = []
             for _ in 0..<k {
-                t += Int64(r.below(4) == 0 ? 0 : r.below(3))
+                t += Int64(duplicates ? (r.below(6) == 0 ? 1 + r.below(2) : 0) : (r.below(4) == 0 ? 0 : r.below(3)))
                 let seq = model.events.count
                 batch.append((Int64(seq), SeriesTime.date(t)))
                 model.events.append(.init(sequence: seq, time: t, original: nil, value: Int64(seq)))
@@ -260,5 +289,118 @@ struct RangeQueryModelTests {
         let r = try empty.query(.values.fromLast(5))
         #expect(r.events.isEmpty && r.selectedCount == 0 && r.isComplete)
         #expect(try empty.latest == nil)
+    }
+
+    @Test("a span ending on a timestamp shared by the anchor's event runs forward over the rest of its run")
+    func spanOnSharedTimestamp() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try openStore(dir)
+        defer { try? store.close() }
+        let s = try store.timeSeries("dup", of: Int64.self)
+        let t = SeriesTime.date(Self.base)
+        for v: Int64 in [10, 11, 12] { try s.append(v, timestamp: t) }
+        func seqs(_ q: RangeQuery) throws -> [UInt64] { try s.query(q).events.map(\.sequence) }
+        #expect(try seqs(.values.fromLast(2).untilLast(.milliseconds(0))) == [1, 2])
+        #expect(try seqs(.values.fromLast(2).untilLast(.zero)) == seqs(.values.fromLast(2)))
+        #expect(try seqs(.values.from(sequence: 1).to(t)) == [1, 2])
+        #expect(try seqs(.values.from(sequence: 2).to(t)) == [2])
+        #expect(try seqs(.values.from(sequence: 0).to(t)) == [0, 1, 2])
+        #expect(try seqs(.values.from(t).to(t)) == [0, 1, 2])
+        // A date before the run's time still runs backwards, over the whole run down to it.
+        #expect(try seqs(.values.from(sequence: 1).to(SeriesTime.date(Self.base - 1))) == [0, 1])
+        // The same with an edit retained (the general, walking path).
+        try s.edit(originalSequence: 0, value: 13)
+        #expect(try seqs(.edits(.all).fromLast(2).untilLast(.zero)) == [2, 3])
+        #expect(try seqs(.edits(.all).from(sequence: 1).to(t)) == [1, 2])  // the edit came later
+        #expect(try seqs(.values.from(sequence: 1).to(t)) == [1, 2])
+    }
+
+    @Test("extreme counts, durations and dates: clamped where the meaning is clear, else invalidArgument")
+    func extremeArguments() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        let store = try openStore(dir, clock: clock)
+        defer { try? store.close() }
+        let plain = try store.timeSeries("plain", of: Int64.self)
+        let edited = try store.timeSeries("edited", of: Int64.self)
+        var model = SeriesModel()
+        for i in 0..<12 {
+            let t = Self.base + Int64(i / 3)  // runs of three events per timestamp
+            try plain.append(Int64(i), timestamp: SeriesTime.date(t))
+            try edited.append(Int64(i), timestamp: SeriesTime.date(t))
+            model.events.append(.init(sequence: i, time: t, original: nil, value: Int64(i)))
+        }
+        var editedModel = model
+        clock.set(Self.base + 3)
+        try edited.edit(originalSequence: 4, value: 99)
+        editedModel.events.append(.init(sequence: 12, time: Self.base + 3, original: 4, value: 99))
+        #expect(try plain.query(.values.from(sequence: 5).next(Int.max)).events.map(\.sequence) == Array(5...11))
+        #expect(try plain.query(.values.untilLast(Int.max)).events.isEmpty)
+        #expect(try plain.query(.values.from(.distantFuture).toStart()).events.count == 12)
+        #expect(try plain.query(.values.next(.seconds(Int64.max))).events.count == 12)
+
+        let counts = [0, 1, 2, Int.max - 1, Int.max, -1, Int.min]
+        let durations: [Duration] = [.zero, .milliseconds(1), .seconds(Int64.max), .seconds(Int64.max / 1000),
+                                     Duration(secondsComponent: Int64.max, attosecondsComponent: 999_999_999_999_999_999),
+                                     .seconds(-1), .seconds(Int64.min), .nanoseconds(-1)]
+        let dates: [Date] = [.distantPast, .distantFuture, Date(timeIntervalSince1970: 1e300),
+                             Date(timeIntervalSince1970: -1e300), Date(timeIntervalSince1970: .infinity),
+                             Date(timeIntervalSince1970: -.infinity), Date(timeIntervalSince1970: .nan),
+                             SeriesTime.date(Self.base + 1)]
+        let sequences: [UInt64] = [0, 1, 5, UInt64(Int64.max), .max - 1, .max]
+        var anchors: [RangeQuery] = [.values.fromStart(), .edits(.all), .edits(.latest)]
+        for n in counts { anchors.append(.values.fromLast(n)); anchors.append(.edits(.all).fromLast(n)) }
+        for d in durations { anchors.append(.values.fromLast(d)) }
+        for d in dates { anchors.append(.values.from(d)); anchors.append(.edits(.latest).from(d)) }
+        for s in sequences { anchors.append(.values.from(sequence: s)) }
+        var checked = 0, refused = 0
+        for anchor in anchors {
+            var queries: [RangeQuery] = [anchor, anchor.toStart()]
+            for n in counts {
+                queries += [anchor.next(n), anchor.previous(n), anchor.untilLast(n), anchor.limit(n)]
+            }
+            for d in durations { queries += [anchor.next(d), anchor.previous(d), anchor.untilLast(d)] }
+            for d in dates { queries.append(anchor.to(d)) }
+            for s in sequences { queries.append(anchor.to(sequence: s)) }
+            for q in queries {
+                for (series, m) in [(plain, model), (edited, editedModel)] {
+                    if invalid(q) {
+                        #expect(throws: StrataError.self, "\(q)") { try series.query(q) }
+                        do { _ = try series.query(q) } catch let StrataError.invalidArgument(message) {
+                            #expect(message.contains("RangeQuery"), "\(message)")
+                        } catch { Issue.record("\(q): \(error)") }
+                        refused += 1
+                        continue
+                    }
+                    let expected = m.run(q)
+                    let result = try series.query(q)
+                    #expect(result.events.map { Int($0.sequence) } == expected.0, "\(q)")
+                    #expect(result.selectedCount == expected.1, "\(q)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 1000 && refused > 100)
+    }
+
+    /// Whether `q` holds a negative count or duration or a NaN date.
+    func invalid(_ q: RangeQuery) -> Bool {
+        func bad(_ d: Duration) -> Bool { d < .zero }
+        switch q.anchor {
+        case .last(let n) where n < 0: return true
+        case .lastDuration(let d) where bad(d): return true
+        case .date(let d) where d.timeIntervalSince1970.isNaN: return true
+        default: break
+        }
+        switch q.span {
+        case .untilLast(let n), .next(let n), .previous(let n): if n < 0 { return true }
+        case .untilLastDuration(let d), .nextDuration(let d), .previousDuration(let d): if bad(d) { return true }
+        case .toDate(let d): if d.timeIntervalSince1970.isNaN { return true }
+        default: break
+        }
+        if let l = q.limitCount, l < 0 { return true }
+        return false
     }
 }
