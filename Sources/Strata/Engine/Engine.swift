@@ -757,7 +757,11 @@ final class Engine: @unchecked Sendable {
         syncTimer?.cancel()
         syncQueue.sync {}
         syncTimer = nil
-        let (log, failed) = lock.withLock { (self.log, writeError) }
+        let (log, failed) = lock.withLock {
+            // Segment files stay open only while a snapshot or iterator of the caller uses them.
+            version = Version(runs: [])
+            return (self.log, writeError)
+        }
         defer {
             log.close()
             fileLock.release()
