@@ -31,10 +31,15 @@ final class Engine: @unchecked Sendable {
     private var lastSequence: UInt64
     private let visibleSequence: Atomic<UInt64>
     private var writers: [PendingWrite] = []
-    /// A failed log write or sync: every later write fails with it (never retry an fsync).
+    /// The failed state (FORMAT.md 9.1, 9.2): a failed log write or sync, a failed rotation or
+    /// directory sync, or a manifest replacement whose outcome is unknown. Every later write
+    /// fails with it (never retry an fsync), no flush or compaction runs, and close throws it.
     private var writeError: StrataError?
     /// A failed flush or compaction; retried on the next trigger, reported by `compact()`.
     private var backgroundError: StrataError?
+    /// Failed background work, for ``statistics``.
+    private var backgroundFailures: UInt64 = 0
+    private var lastBackgroundError: StrataError?
     private var flushing = false
     private var compacting = false
     private var closed = false
@@ -44,6 +49,8 @@ final class Engine: @unchecked Sendable {
     private let fileLock: FileLock
     private let flushQueue = DispatchQueue(label: "strata.flush")
     private let compactionQueue = DispatchQueue(label: "strata.compaction")
+    /// Runs the buffered-durability sync timer; `close` drains it before its final sync.
+    private let syncQueue = DispatchQueue(label: "strata.sync")
     private var syncTimer: DispatchSourceTimer?
     // Counters for ``statistics``.
     private var userBytesWritten: UInt64 = 0
@@ -100,7 +107,7 @@ final class Engine: @unchecked Sendable {
 
 
     private func startSyncTimer() {
-        let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.sync"))
+        let t = DispatchSource.makeTimerSource(queue: syncQueue)
         let ms = Int(options.syncInterval * 1000)
         t.schedule(deadline: .now() + .milliseconds(ms), repeating: .milliseconds(ms))
         t.setEventHandler { [weak self] in self?.syncIfDirty() }
@@ -115,9 +122,28 @@ final class Engine: @unchecked Sendable {
             return log
         }
         guard let target else { return }
-        do { try target.sync() } catch let e as StrataError {
-            lock.withLock { if writeError == nil { writeError = e } }
-        } catch {}
+        do { try target.sync() } catch {
+            let e = Self.strataError(error, path: target.path, operation: "fsync")
+            lock.withLock { fail(e) }
+        }
+    }
+
+    /// `error` as a ``StrataError``: any other error becomes an I/O error of `operation` on `path`.
+    private static func strataError(_ error: Error, path: String, operation: String) -> StrataError {
+        error as? StrataError ?? .io(path: path, errno: EIO, operation: operation)
+    }
+
+    /// Enters the failed state (see `writeError`). Called with the lock held.
+    private func fail(_ e: StrataError) {
+        if writeError == nil { writeError = e }
+        lock.broadcast()
+    }
+
+    /// Counts a failure of background work for ``statistics``. Called with the lock held.
+    private func noteBackgroundFailure(_ e: StrataError) {
+        if e == .closed { return }  // a compaction stopped by close
+        backgroundFailures += 1
+        lastBackgroundError = e
     }
 
     // MARK: Writes
@@ -256,15 +282,25 @@ final class Engine: @unchecked Sendable {
             }
             let number = manifest.nextFileNumber
             manifest.nextFileNumber += 1
-            // The old log is complete: make it durable before writes move on to the new one.
-            try log.sync()
-            let newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
-            // A synchronous write acknowledged from the new log must not lose the log's name.
-            try newLog.sync()
-            try FileSystem.syncDirectory(directory)
+            let newLog: LogWriter
+            do {
+                // The old log is complete: make it durable before writes move on to the new one.
+                try log.sync()
+                newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
+                // A synchronous write acknowledged from the new log must not lose the log's name.
+                try newLog.sync()
+                try FileSystem.syncDirectory(directory)
+            } catch {
+                // The old log's tail or the new log's name may not be durable, and a sync is never
+                // retried (FORMAT.md 9.1): no later write may be acknowledged.
+                let e = Self.strataError(error, path: directory + "/" + FileNames.log(number), operation: "fsync")
+                fail(e)
+                throw e
+            }
             let full = active
             active = Memtable(logNumber: number)
             immutables.insert(full, at: 0)
+            // The old log's descriptor closes when its last user (a sync under way) lets go.
             log = newLog
             logDirty = false
             scheduleFlush()
@@ -292,13 +328,13 @@ final class Engine: @unchecked Sendable {
     /// Starts the flush thread on the oldest immutable memtable unless it is running already.
     /// Flushes happen only there, one at a time.
     private func scheduleFlush() {
-        guard !flushing, !immutables.isEmpty, !closed else { return }
+        guard !flushing, !immutables.isEmpty, !closed, writeError == nil else { return }
         flushing = true
         flushQueue.async { [self] in
             flushOne()
             lock.withLock {
                 flushing = false
-                if !immutables.isEmpty && backgroundError == nil && !closed { scheduleFlush() }
+                if backgroundError == nil { scheduleFlush() }
                 lock.broadcast()
             }
         }
@@ -313,7 +349,8 @@ final class Engine: @unchecked Sendable {
 
     /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
     static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
-                                 allocate: @escaping () -> UInt64) throws -> [SegmentMetadata] {
+                         allocate: @escaping () -> UInt64,
+                         cleanupFailed: (StrataError) -> Void = { _ in }) throws -> [SegmentMetadata] {
         let writer = RunWriter(directory: directory, options: options.segment,
                                targetFileSize: options.targetSegmentSize, allocateNumber: allocate)
         do {
@@ -325,20 +362,19 @@ final class Engine: @unchecked Sendable {
             }
             return try writer.finish()
         } catch {
-            writer.abandon()
+            if let e = writer.abandon() { cleanupFailed(e) }
             throw error
         }
     }
 
-    /// Flushes the oldest immutable memtable to a new sorted run and publishes it.
+    /// Flushes the oldest immutable memtable to a new sorted run and publishes it (FORMAT.md 9.2).
     private func flushOne() {
-        guard let memtable = lock.withLock({ immutables.last }) else { return }
+        guard let memtable = lock.withLock({ writeError == nil ? immutables.last : nil }) else { return }
         do {
-            let written = try Self.writeRun(from: memtable, directory: directory, options: options) { [self] in
-                allocateFileNumber()
-            }
-            try FileSystem.syncDirectory(directory)
-            let readers = try Self.openSegments(written, directory: directory, cache: cache)
+            let written = try Self.writeRun(from: memtable, directory: directory, options: options,
+                                            allocate: { [self] in allocateFileNumber() },
+                                            cleanupFailed: { [self] e in lock.withLock { noteBackgroundFailure(e) } })
+            let readers = try installable(written)
             try lock.withLock {
                 var m = manifest
                 if !written.isEmpty { m.runs.insert(written, at: 0) }
@@ -355,11 +391,50 @@ final class Engine: @unchecked Sendable {
                 backgroundError = nil
                 maybeScheduleCompaction()
             }
-            // The flushed memtable's log is no longer needed.
-            try? FileSystem.remove(directory + "/" + FileNames.log(memtable.logNumber))
-        } catch let e as StrataError {
-            lock.withLock { backgroundError = e }
-        } catch {}
+        } catch {
+            let e = Self.strataError(error, path: directory, operation: "flush")
+            lock.withLock {
+                backgroundError = e
+                noteBackgroundFailure(e)
+            }
+            return
+        }
+        // The flushed memtable's log is no longer needed; if it cannot be deleted, the next open
+        // deletes it unread (it is below the manifest's log number).
+        let path = directory + "/" + FileNames.log(memtable.logNumber)
+        do { try FileSystem.remove(path) } catch {
+            let e = Self.strataError(error, path: path, operation: "unlink")
+            lock.withLock { noteBackgroundFailure(e) }
+        }
+    }
+
+    /// Opens readers for segments just written and syncs the directory, so that they may be
+    /// published. On failure the segments are deleted; a failed directory sync also fails the
+    /// engine (a sync is never retried).
+    private func installable(_ written: [SegmentMetadata]) throws -> [SegmentReader] {
+        let readers: [SegmentReader]
+        do {
+            readers = try Self.openSegments(written, directory: directory, cache: cache)
+        } catch {
+            for s in written {
+                let path = directory + "/" + FileNames.segment(s.number)
+                do { try FileSystem.remove(path) } catch {
+                    let e = Self.strataError(error, path: path, operation: "unlink")
+                    lock.withLock { noteBackgroundFailure(e) }
+                }
+            }
+            throw error
+        }
+        if readers.isEmpty { return readers }
+        do {
+            try FileSystem.syncDirectory(directory)
+        } catch {
+            for r in readers { r.markObsolete() }
+            let e = Self.strataError(error, path: directory, operation: "fsync")
+            lock.withLock { fail(e) }
+            throw e
+        }
+        return readers
     }
 
     /// Readers for segments just written.
@@ -369,14 +444,28 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Replaces the manifest with `m`, which lists the segments of `added`; if that fails, the
-    /// new segments are unpublished and deleted once released. Called with the lock held.
+    /// Replaces the manifest with `m`, which lists the segments of `added` (FORMAT.md 9.2, 9.3).
+    /// A failure before the rename leaves the old manifest: the new segments are unpublished and
+    /// deleted once released, and the caller's job may be retried. A failure at or after the
+    /// rename leaves either manifest on disk: the new segments are kept, and so is every file the
+    /// old manifest needs (the caller changes nothing), and the engine fails. Called with the
+    /// lock held.
     private func publish(_ m: Manifest, adding added: [SegmentReader]) throws {
-        do {
-            try m.write(directory: directory)
-        } catch {
+        if let e = writeError {
             for r in added { r.markObsolete() }
-            throw error
+            throw e
+        }
+        var mayHaveReplaced = false
+        do {
+            try m.write(directory: directory, mayHaveReplaced: &mayHaveReplaced)
+        } catch {
+            let e = Self.strataError(error, path: directory + "/" + FileNames.manifest, operation: "rename")
+            if mayHaveReplaced {
+                fail(e)
+            } else {
+                for r in added { r.markObsolete() }
+            }
+            throw e
         }
         manifest = m
     }
@@ -406,7 +495,7 @@ final class Engine: @unchecked Sendable {
     }
 
     private func maybeScheduleCompaction() {
-        guard !compacting, !closed else { return }
+        guard !compacting, !closed, writeError == nil else { return }
         guard let range = Self.pickCompaction(runSizes: version.runs.map(\.fileSize),
                                               trigger: options.compactionTrigger, ratio: options.compactionSizeRatio,
                                               maxWidth: options.maxMergeWidth)
@@ -421,9 +510,13 @@ final class Engine: @unchecked Sendable {
                 let runs = inputs.take()
                 do {
                     try compact(runs, bottommost: bottommost)
-                } catch let e as StrataError {
-                    lock.withLock { backgroundError = e }
-                } catch {}
+                } catch {
+                    let e = Self.strataError(error, path: directory, operation: "compaction")
+                    lock.withLock {
+                        backgroundError = e
+                        noteBackgroundFailure(e)
+                    }
+                }
             }
             run()
             lock.withLock {
@@ -476,12 +569,11 @@ final class Engine: @unchecked Sendable {
                 }
             }
             written = try writer.finish()
-            try FileSystem.syncDirectory(directory)
         } catch {
-            writer.abandon()
+            if let e = writer.abandon() { lock.withLock { noteBackgroundFailure(e) } }
             throw error
         }
-        let readers = try Self.openSegments(written, directory: directory, cache: cache)
+        let readers = try installable(written)
         try lock.withLock {
             let inputNumbers = Set(inputs.flatMap(\.numbers))
             guard let start = version.runs.firstIndex(where: { $0 === inputs[0] }) else {
@@ -512,6 +604,7 @@ final class Engine: @unchecked Sendable {
         while true {
             // Checked first: a close may have finished while this thread waited for the lock.
             if closed { lock.unlock(); throw StrataError.closed }
+            if let e = writeError { lock.unlock(); throw e }
             if immutables.isEmpty && !compacting { break }
             if let e = backgroundError, !flushing, !compacting {
                 backgroundError = nil
@@ -549,23 +642,43 @@ final class Engine: @unchecked Sendable {
             logDirty = false
             return self.log
         }
-        try log.sync()
+        do { try log.sync() } catch {
+            let e = Self.strataError(error, path: log.path, operation: "fsync")
+            lock.withLock { fail(e) }
+            throw e
+        }
     }
 
-    /// Waits for background work, syncs the log and releases the lock file. Idempotent.
+    /// Waits for background work, syncs and closes the log and releases the lock file.
+    /// Idempotent. Throws the failure of the final sync, or the one that failed the engine
+    /// earlier (writes acknowledged under `.buffered` may then be lost); either way everything
+    /// is released.
     func close() throws {
         lock.lock()
         if closed { lock.unlock(); return }
         closed = true
         shuttingDown.store(true, ordering: .relaxed)
         while !writers.isEmpty || flushing || compacting { lock.wait() }
-        let log = self.log
-        let failed = writeError
         lock.unlock()
+        // No timer sync runs after this: the one under way, if any, finishes first.
         syncTimer?.cancel()
+        syncQueue.sync {}
         syncTimer = nil
-        defer { fileLock.release() }
-        if failed == nil { try log.sync() }
+        let (log, failed) = lock.withLock {
+            // Segment files stay open only while a snapshot or iterator of the caller uses them.
+            version = Version(runs: [])
+            return (self.log, writeError)
+        }
+        defer {
+            log.close()
+            fileLock.release()
+        }
+        if let failed { throw failed }
+        do { try log.sync() } catch {
+            let e = Self.strataError(error, path: log.path, operation: "fsync")
+            lock.withLock { fail(e) }
+            throw e
+        }
     }
 
     // MARK: Introspection
@@ -587,7 +700,10 @@ final class Engine: @unchecked Sendable {
                 compactionBytesRead: compactionBytesRead,
                 compactionBytesWritten: compactionBytesWritten,
                 mostSortedRuns: mostRuns,
-                blockCacheBytes: cache?.size ?? 0)
+                blockCacheBytes: cache?.size ?? 0,
+                backgroundFailures: backgroundFailures,
+                lastBackgroundError: lastBackgroundError,
+                writeError: writeError)
         }
     }
 }

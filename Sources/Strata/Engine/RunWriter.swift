@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Writes one sorted run: records in key order into as many segment files as the target size
 /// asks for, plus the run's range tombstones. Used by flushes and compactions alike.
 final class RunWriter {
@@ -54,11 +58,19 @@ final class RunWriter {
         return finished
     }
 
-    /// Deletes everything written so far.
-    func abandon() {
-        current?.abandon()
+    /// Deletes everything written so far; returns the first deletion that failed (recovery
+    /// deletes such unpublished files at the next open).
+    @discardableResult
+    func abandon() -> StrataError? {
+        var failure = current?.abandon()
         current = nil
-        for m in finished { try? FileSystem.remove(directory + "/" + FileNames.segment(m.number)) }
+        for m in finished {
+            let path = directory + "/" + FileNames.segment(m.number)
+            do { try FileSystem.remove(path) } catch {
+                if failure == nil { failure = error as? StrataError ?? .io(path: path, errno: EIO, operation: "unlink") }
+            }
+        }
         finished = []
+        return failure
     }
 }

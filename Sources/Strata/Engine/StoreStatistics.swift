@@ -29,6 +29,23 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
     public var mostSortedRuns: Int
     /// Bytes of decoded blocks in the block cache.
     public var blockCacheBytes: Int
+    /// Background work that failed: flushes and compactions (each is retried later; while
+    /// flushes fail, writes stall and then fail once ``StoreOptions`` allows no more memtables
+    /// waiting) and deletions of files no longer needed (retried at the next open).
+    public var backgroundFailures: UInt64 = 0
+    /// The error of the latest failure counted in ``backgroundFailures``. Not encoded.
+    public var lastBackgroundError: StrataError? = nil
+    /// Why the store accepts no more writes, or nil while it does: a failed write or sync of the
+    /// write-ahead log, a failed directory sync, or a manifest replacement whose outcome is
+    /// unknown (FORMAT.md 9). Every write and ``Store/sync()`` then throws it, and so does
+    /// ``Store/close()``; reopening the store recovers every acknowledged write. Not encoded.
+    public var writeError: StrataError? = nil
+
+    private enum CodingKeys: String, CodingKey {
+        case sortedRuns, segments, segmentBytes, records, memtableBytes, immutableMemtables, lastSequence,
+             bytesWritten, flushes, flushBytesWritten, compactions, compactionBytesRead, compactionBytesWritten,
+             mostSortedRuns, blockCacheBytes, backgroundFailures
+    }
 
     /// Segment bytes written by flushes and compactions per byte flushed: 1 means every byte
     /// was written once; each compaction that rewrites it adds to it.

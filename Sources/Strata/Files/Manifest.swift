@@ -144,4 +144,12 @@ struct Manifest: Equatable, Sendable {
     func write(directory: String) throws {
         try FileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory)
     }
+
+    /// Replaces the manifest (FORMAT.md 6.3). When it throws with `mayHaveReplaced` false, the old
+    /// manifest is surely still in place; when true, the rename may have happened, and `MANIFEST`
+    /// may be the old or the new one, after a crash too: the files of both must be kept.
+    func write(directory: String, mayHaveReplaced: inout Bool) throws {
+        try FileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory,
+                                       mayHaveReplaced: &mayHaveReplaced)
+    }
 }

@@ -193,9 +193,12 @@ final class SegmentWriter {
                                largestKey: largest, records: properties.records)
     }
 
-    /// Closes and deletes the unfinished file.
-    func abandon() {
+    /// Closes and deletes the unfinished file; returns the error of a failed deletion (recovery
+    /// deletes the file at the next open).
+    @discardableResult
+    func abandon() -> StrataError? {
         file.close()
-        try? FileSystem.remove(tempPath)
+        do { try FileSystem.remove(tempPath) } catch { return error as? StrataError ?? .io(path: tempPath, errno: EIO, operation: "unlink") }
+        return nil
     }
 }

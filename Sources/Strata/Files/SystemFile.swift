@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -30,11 +31,35 @@ enum IOFaultInjection {
     }
 }
 
-/// An open file descriptor with the path it was opened from. Every call retries `EINTR`, and
-/// every failure is a ``StrataError/io(path:errno:operation:)`` naming the path and the call.
-struct SystemFile: Sendable {
-    let descriptor: Int32
+/// The one owner of an open file descriptor, with the path it was opened from. Every call retries
+/// `EINTR`, and every failure is a ``StrataError/io(path:errno:operation:)`` naming the path and
+/// the call.
+///
+/// The descriptor is closed exactly once: by ``close()`` or, failing that, when the last reference
+/// goes away. A call that is under way when another thread closes the file keeps the descriptor
+/// open until it returns, so a number is never used after it may belong to another file; calls
+/// that start after ``close()`` fail with `EBADF`.
+final class SystemFile: Sendable {
     let path: String
+    private let state: Mutex<State>
+
+    private struct State {
+        var descriptor: Int32
+        /// Calls under way on `descriptor`.
+        var users = 0
+        var closeRequested = false
+    }
+
+    private init(descriptor: Int32, path: String) {
+        self.path = path
+        self.state = Mutex(State(descriptor: descriptor))
+    }
+
+    deinit { close() }
+
+    /// The raw descriptor, or -1 once closed: only for calls this type does not wrap (`mmap`,
+    /// `flock`), made while the caller keeps the file open.
+    var descriptor: Int32 { state.withLock { $0.closeRequested ? -1 : $0.descriptor } }
 
     static func open(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> SystemFile {
         try IOFaultInjection.check(.open, path)
@@ -45,17 +70,47 @@ struct SystemFile: Sendable {
         }
     }
 
+    /// Runs `body` with the descriptor, which stays open until `body` returns.
+    private func using<R>(_ op: String, _ body: (Int32) throws -> R) throws -> R {
+        let fd: Int32? = state.withLock { s in
+            guard !s.closeRequested else { return nil }
+            s.users += 1
+            return s.descriptor
+        }
+        guard let fd else { throw StrataError.io(path: path, errno: EBADF, operation: op) }
+        defer { release() }
+        return try body(fd)
+    }
+
+    /// Ends a call or a close; whichever comes last closes the descriptor.
+    private func release(closing: Bool = false) {
+        let fd: Int32? = state.withLock { s in
+            if closing {
+                guard !s.closeRequested else { return nil }
+                s.closeRequested = true
+            } else {
+                s.users -= 1
+            }
+            guard s.closeRequested, s.users == 0, s.descriptor >= 0 else { return nil }
+            defer { s.descriptor = -1 }
+            return s.descriptor
+        }
+        if let fd { _ = Glibc.close(fd) }  // not retried on EINTR on Linux: the fd is gone either way
+    }
+
     /// Writes all of `bytes` at the current offset.
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         try IOFaultInjection.check(.write, path)
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw StrataError.io(path: path, errno: errno, operation: "write")
+        try using("write") { descriptor in
+            var done = 0
+            while done < bytes.count {
+                let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw StrataError.io(path: path, errno: errno, operation: "write")
+                }
+                done += n
             }
-            done += n
         }
     }
 
@@ -66,53 +121,76 @@ struct SystemFile: Sendable {
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
     func read(at offset: Int, count: Int) throws -> [UInt8] {
         try IOFaultInjection.check(.read, path)
-        var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        let err: Int32? = out.withUnsafeMutableBytes { buf in
-            while done < count {
-                let n = pread(descriptor, buf.baseAddress! + done, count - done, off_t(offset + done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
+        return try using("read") { descriptor in
+            var out = [UInt8](repeating: 0, count: count)
+            var done = 0
+            let err: Int32? = out.withUnsafeMutableBytes { buf in
+                while done < count {
+                    let n = pread(descriptor, buf.baseAddress! + done, count - done, off_t(offset + done))
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        return errno
+                    }
+                    if n == 0 { break }
+                    done += n
                 }
-                if n == 0 { break }
-                done += n
+                return nil
             }
-            return nil
+            if let err { throw StrataError.io(path: path, errno: err, operation: "read") }
+            out.removeLast(count - done)
+            return out
         }
-        if let err { throw StrataError.io(path: path, errno: err, operation: "read") }
-        out.removeLast(count - done)
-        return out
     }
 
     /// `fdatasync`: the file's data (and the size) on stable storage.
     func sync() throws {
         try IOFaultInjection.check(.fsync, path)
-        while fdatasync(descriptor) != 0 {
-            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
+        try using("fsync") { descriptor in
+            while fdatasync(descriptor) != 0 {
+                if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
+            }
+        }
+    }
+
+    /// `fsync`: the file and its metadata; for a directory, the entries created, renamed or
+    /// removed in it.
+    func syncAll() throws {
+        try IOFaultInjection.check(.fsync, path)
+        try using("fsync") { descriptor in
+            while fsync(descriptor) != 0 {
+                if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
+            }
         }
     }
 
     func truncate(to size: Int) throws {
         try IOFaultInjection.check(.ftruncate, path)
-        while ftruncate(descriptor, off_t(size)) != 0 {
-            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "ftruncate") }
+        try using("ftruncate") { descriptor in
+            while ftruncate(descriptor, off_t(size)) != 0 {
+                if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "ftruncate") }
+            }
         }
     }
 
     func size() throws -> Int {
         try IOFaultInjection.check(.fstat, path)
-        var st = stat()
-        guard fstat(descriptor, &st) == 0 else { throw StrataError.io(path: path, errno: errno, operation: "fstat") }
-        return Int(st.st_size)
+        return try using("fstat") { descriptor in
+            var st = stat()
+            guard fstat(descriptor, &st) == 0 else { throw StrataError.io(path: path, errno: errno, operation: "fstat") }
+            return Int(st.st_size)
+        }
     }
 
     func seekToEnd() throws {
-        if lseek(descriptor, 0, SEEK_END) < 0 { throw StrataError.io(path: path, errno: errno, operation: "lseek") }
+        try using("lseek") { descriptor in
+            if lseek(descriptor, 0, SEEK_END) < 0 { throw StrataError.io(path: path, errno: errno, operation: "lseek") }
+        }
     }
 
+    /// Closes the descriptor, at once or when the calls under way return. Later calls, a second
+    /// `close()` included, do nothing to it.
     func close() {
-        _ = Glibc.close(descriptor)  // close is not retried on EINTR on Linux: the fd is gone either way
+        release(closing: true)
     }
 
     /// Runs `body` with the file, closing it afterwards whatever happens.
@@ -131,10 +209,7 @@ enum FileSystem {
     static func syncDirectory(_ path: String) throws {
         let dir = try SystemFile.open(path, flags: O_RDONLY | O_DIRECTORY)
         defer { dir.close() }
-        try IOFaultInjection.check(.fsync, path)
-        while fsync(dir.descriptor) != 0 {
-            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
-        }
+        try dir.syncAll()
     }
 
     static func rename(_ from: String, _ to: String) throws {
@@ -188,11 +263,22 @@ enum FileSystem {
     /// Writes `bytes` to `path` atomically: a temporary file, synced, renamed over `path`,
     /// then the directory synced.
     static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+        var mayHaveReplaced = false
+        try writeAtomically(bytes, to: path, directory: directory, mayHaveReplaced: &mayHaveReplaced)
+    }
+
+    /// ``writeAtomically(_:to:directory:)``, telling a failure before the rename (`path` is
+    /// surely unchanged) from one at or after it (`mayHaveReplaced` is true: `path` may hold the
+    /// old bytes or the new ones, durably or not).
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String,
+                                mayHaveReplaced: inout Bool) throws {
         let temp = path + ".tmp"
         try SystemFile.withFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC) { (f) in
             try f.write(bytes)
             try f.sync()
         }
+        // A failed rename may still have happened (EIO): from here on the outcome is unknown.
+        mayHaveReplaced = true
         try rename(temp, path)
         try syncDirectory(directory)
     }

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+@testable import Strata
+
+// `SystemFile` is the one owner of its descriptor: it closes it exactly once, so a second close
+// (or a close after an error path closed it already) never closes a number that another file of
+// the process has been given since.
+
+private func scratch(_ label: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.standardizedFileURL.resolvingSymlinksInPath().path
+        + "/strata-systemfile-\(label)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// How many of the process's descriptors refer to `path`.
+private func descriptors(of path: String) -> Int {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == path }.count
+}
+
+@Suite("SystemFile")
+struct SystemFileTests {
+    @Test("a second close does not close the file that took the descriptor's number")
+    func closeIsOnce() throws {
+        let dir = try scratch("close")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try SystemFile.open(dir + "/a", flags: O_WRONLY | O_CREAT)
+        a.close()
+        // Opened right after, `b` usually gets `a`'s old number (lowest free descriptor).
+        let b = try SystemFile.open(dir + "/b", flags: O_WRONLY | O_CREAT)
+        defer { b.close() }
+        a.close()
+        try b.write([1, 2, 3])
+        try b.sync()
+        #expect(try b.size() == 3)
+        // Calls after close fail with EBADF instead of reaching whatever holds the number now.
+        #expect(throws: StrataError.io(path: dir + "/a", errno: EBADF, operation: "write")) { try a.write([1]) }
+    }
+
+    @Test("a file no one references any more is closed")
+    func releaseCloses() throws {
+        let dir = try scratch("release")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/f"
+        do {
+            let f = try SystemFile.open(path, flags: O_WRONLY | O_CREAT)
+            try f.write([1])
+            #expect(descriptors(of: path) == 1)
+        }
+        #expect(descriptors(of: path) == 0)
+    }
+
+    @Test("a failed rename in SegmentWriter.finish, then abandon, closes the writer's descriptor once")
+    func segmentWriterRenameFailure() throws {
+        let dir = try scratch("segment")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try SegmentWriter(directory: dir, number: 7, options: SegmentWriterOptions())
+        try writer.add(key: Keyspace.keyValue.prefix + Array("k".utf8), kind: .value, value: Array("v".utf8))
+        let target = dir + "/" + FileNames.segment(7)
+        CrashHelperIOHook.with({ op, path in op == .rename && path == target ? EIO : nil }) {
+            _ = #expect(throws: StrataError.io(path: target, errno: EIO, operation: "rename")) { _ = try writer.finish() }
+        }
+        // The writer's descriptor is closed: a new file may take its number.
+        let other = try SystemFile.open(dir + "/other", flags: O_WRONLY | O_CREAT)
+        defer { other.close() }
+        writer.abandon()
+        try other.write([1, 2, 3])
+        try other.sync()
+        #expect(try other.size() == 3)
+        #expect(try FileSystem.listDirectory(dir).sorted() == ["other"])
+    }
+}
