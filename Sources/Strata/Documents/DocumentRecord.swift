@@ -133,12 +133,21 @@ struct DocumentRecord: Sendable, Equatable {
 
 /// Keys and small encodings of the document keyspaces.
 enum DocumentLayout {
-    /// Layout version of a database's and an index's catalog payload (FORMAT.md §12, §16).
+    /// Layout version of a database's catalog payload (FORMAT.md §12, §16.1).
     static let layoutVersion: UInt8 = 1
+    /// Layout version of an index's catalog payload written now (FORMAT.md §16.1); version 1
+    /// payloads, without the reflected sequence, are still read.
+    static let indexLayoutVersion: UInt8 = 2
 
-    /// Index entry states in the catalog payload.
+    /// Index entry states in the catalog payload (FORMAT.md §16.1). Written to disk: never change.
+    /// Building: rows may be incomplete; the index is built again when next named.
     static let indexBuilding: UInt8 = 0
+    /// Current: the rows follow every commit of the database while it is open, so at the next
+    /// open they reflect every change in the feed.
     static let indexReady: UInt8 = 1
+    /// Behind: the rows reflect the changes up to the payload's reflected sequence; later changes
+    /// are applied from the feed when the index is next named.
+    static let indexBehind: UInt8 = 2
 
     @inline(__always)
     static func appendString(_ s: String, to out: inout [UInt8]) {
@@ -245,12 +254,18 @@ enum DocumentLayout {
     /// Catalog payload of a database: `u8 layout version`.
     static func databasePayload() -> [UInt8] { [layoutVersion] }
 
-    /// Catalog payload of an index: `u8 layout version ‖ u8 state ‖ varint length, UTF-8 version
-    /// ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom)`.
-    static func indexPayload(version: String, state: UInt8, reduction: Reduction?) -> [UInt8] {
-        var out: [UInt8] = [layoutVersion, state]
-        appendString(version, to: &out)
-        out.append(reductionCode(reduction))
+    /// Catalog payload of an index (layout version 2): `u8 layout version ‖ u8 state ‖ varint
+    /// length, UTF-8 version ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom) ‖ varint
+    /// reflected sequence`.
+    static func indexPayload(version: String, state: UInt8, reduction: Reduction?, reflected: UInt64) -> [UInt8] {
+        indexPayload(IndexPayload(state: state, version: version, reduction: reductionCode(reduction), reflected: reflected))
+    }
+
+    static func indexPayload(_ p: IndexPayload) -> [UInt8] {
+        var out: [UInt8] = [indexLayoutVersion, p.state]
+        appendString(p.version, to: &out)
+        out.append(p.reduction)
+        Varint.append(p.reflected, to: &out)
         return out
     }
 
@@ -280,25 +295,33 @@ enum DocumentLayout {
         var state: UInt8
         var version: String
         var reduction: UInt8
+        /// The last change sequence the rows reflect (meaningful in state behind; 0 in a
+        /// layout-1 payload).
+        var reflected: UInt64 = 0
     }
 
+    /// Decodes an index payload of layout 1 (states building and current, no reflected
+    /// sequence) or 2.
     static func decodeIndexPayload(_ payload: [UInt8], name: String) throws -> IndexPayload {
         let file = "catalog entry \(CollectionKind.documentIndex.name) \(name.debugDescription)"
         guard let version = payload.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
         }
-        guard version == layoutVersion else {
+        guard version == 1 || version == indexLayoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
         }
         return try payload.withUnsafeBytes { buffer in
             var reader = Reader(buffer: buffer, kind: "", name: file)
             reader.offset = 1
             let state = try reader.byte()
-            guard state <= indexReady else { throw reader.corrupted(1, "unknown index state \(state)") }
+            guard state <= (version == 1 ? indexReady : indexBehind) else {
+                throw reader.corrupted(1, "unknown index state \(state)")
+            }
             let v = try reader.string("version")
             let reduction = try reader.byte()
+            let reflected = version == 1 ? 0 : try reader.varint("reflected sequence")
             guard reader.offset == buffer.count else { throw reader.corrupted(reader.offset, "bytes after the payload") }
-            return IndexPayload(state: state, version: v, reduction: reduction)
+            return IndexPayload(state: state, version: v, reduction: reduction, reflected: reflected)
         }
     }
 
