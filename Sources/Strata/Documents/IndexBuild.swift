@@ -87,7 +87,7 @@ extension DatabaseState {
         let storedBefore = try catalog.entry(kind: .documentIndex, name: catalogName)
             .map { try DocumentLayout.decodeIndexPayload($0.payload, name: catalogName) }
         var early: (ids: [String], last: UInt64)?
-        if let p = storedBefore, p.version == definition.version, p.state != DocumentLayout.indexBuilding {
+        if let p = storedBefore, p.version == definition.version, p.state == DocumentLayout.indexBehind {
             early = try changedDocuments(after: p.reflected, in: try engine.snapshot())
         }
         let plan = try writer.withLock { w -> AttachPlan in
@@ -107,7 +107,7 @@ extension DatabaseState {
                 if payload.state != DocumentLayout.indexBuilding {
                     var changed: [String]
                     var after = payload.reflected
-                    if let early, storedBefore?.reflected == payload.reflected {
+                    if let early, storedBefore == payload {
                         changed = early.ids
                         after = max(after, early.last)
                     } else {

@@ -139,6 +139,33 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
         await #expect(throws: StrataError.self) { _ = try await iterator.next() }
     }
 
+    @Test("concurrent saves and deletes of the same documents keep the rows exact")
+    func concurrentSavesKeepRowsExact() throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        defer { try? store.close() }
+        let db = try store.documents("c", indexes: [byV()])
+        let ids = (0..<20).map { "d\($0)" }
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            var random = SplitMix64(seed: UInt64(thread + 1))
+            for i in 0..<300 {
+                let id = ids[Int(random.next() % UInt64(ids.count))]
+                do {
+                    if random.next() % 4 == 0 {
+                        try? db.delete(id: id)
+                    } else {
+                        try db.save(contentsOf: [Document(id: id, fields: ["v": .int(Int64(thread * 1000 + i))]),
+                                                 Document(id: ids[(i + thread) % ids.count], fields: ["v": .int(Int64(i))])])
+                    }
+                } catch {
+                    Issue.record(error)
+                }
+            }
+        }
+        #expect(try rows(db, "v") == expectedRows(db, ids: ids))
+    }
+
     @Test("a build lets writes go on, and catches up with them")
     func buildDoesNotHoldTheWriterLock() throws {
         let tmp = try TemporaryDirectory()
@@ -198,6 +225,47 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
         all.append("during")
         #expect(try rows(db, "v") == expectedRows(db, ids: all))
         #expect(try Catalog.entry(store, database: "b", index: "v")?.state == DocumentLayout.indexReady)
+    }
+
+    @Test("a catch-up from the feed lets writes go on, and ends with exact rows")
+    func catchUpWithConcurrentWrites() throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        let ids = (0..<3000).map { "d\($0)" }
+        do {
+            let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+            let db = try store.documents("u", indexes: [byV()])
+            try db.save(contentsOf: ids.map { Document(id: $0, fields: ["v": .int(Int64($0.count))]) })
+            try store.close()
+        }
+        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        defer { try? store.close() }
+        let db = try store.documents("u")
+        // 2,400 documents change while the index is not named.
+        for (i, id) in ids.enumerated() where i % 5 != 0 {
+            if i % 7 == 0 { try db.delete(id: id) } else { try db.save(Document(id: id, fields: ["v": .int(Int64(i))])) }
+        }
+        let stop = Atomic<Bool>(false)
+        let writer = Signal()
+        Thread {
+            var i = 0
+            while !stop.load(ordering: .relaxed) {
+                let id = ids[(i * 7919) % ids.count]
+                do {
+                    if i % 5 == 4 { try? db.delete(id: id) } else { try db.save(Document(id: id, fields: ["v": .int(Int64(-i))])) }
+                } catch {
+                    Issue.record(error)
+                }
+                i += 1
+            }
+            writer.fire()
+        }.start()
+        let caughtUp = runBounded { try store.documents("u", indexes: [byV()]) }
+        stop.store(true, ordering: .relaxed)
+        #expect(writer.wait(seconds: 60))
+        _ = try #require(caughtUp, "the catch-up deadlocked").get()
+        #expect(try rows(db, "v") == expectedRows(db, ids: ids))
+        #expect(try Catalog.entry(store, database: "u", index: "v")?.state == DocumentLayout.indexReady)
     }
 
     @Test("an index not named at open is kept, refuses queries, and catches up from the feed when named")
