@@ -124,12 +124,17 @@ public final class Store: Sendable {
         }
     }
 
-    /// The store this process has open in `directory`, if any.
+    /// The store this process has open in `directory`, if any. While this process is opening
+    /// or closing it, waits for that to finish.
     public static func opened(at directory: URL) -> Store? {
         let path = canonicalPath(directory)
-        return registry.withLock { open in
-            if case .open(let store)? = open[path] { return store }
-            return nil
+        while true {
+            let entry = registry.withLock { $0[path] }
+            switch entry {
+            case .open(let store)?: return store
+            case .busy(let gate)?: gate.wait()
+            case nil: return nil
+            }
         }
     }
 
