@@ -310,13 +310,15 @@ final class DatabaseState: CollectionState {
             }
         }
         while true {
-            // Phase 1, no lock: the versions replaced and every attached index's rows.
+            // Phase 1, no lock: the versions replaced and every attached index's rows (nothing
+            // to do without indexes).
             let active = indexes.withLock { $0 }
-            let (prepared, revisions) = try steps(documents, attachments: attachments, mode: mode, now: now,
-                                                  snapshot: try engine.snapshot(), firstSequence: 0,
-                                                  withOldDocuments: !active.isEmpty)
+            var revisions: [String: UInt64]?
             var rows: [RowChanges] = []
             if !active.isEmpty {
+                let (prepared, stored) = try steps(documents, attachments: attachments, mode: mode, now: now,
+                                                   snapshot: try engine.snapshot(), firstSequence: 0, withOldDocuments: true)
+                revisions = stored
                 rows.reserveCapacity(prepared.count)
                 for step in prepared {
                     var mapped = step.document
@@ -337,7 +339,7 @@ final class DatabaseState: CollectionState {
                 let (checked, stored) = try steps(documents, attachments: attachments, mode: mode, now: now,
                                                   snapshot: try engine.snapshot(), firstSequence: w.nextSequence,
                                                   withOldDocuments: false)
-                guard stored == revisions else { return nil }
+                if let revisions, stored != revisions { return nil }
                 return try commit(checked, rows: rows, indexes: current, writer: &w)
             }
             if let committed { return committed }
@@ -424,26 +426,34 @@ final class DatabaseState: CollectionState {
         func notFound() -> StrataError {
             .notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
         }
-        while true {
-            let active = indexes.withLock { $0 }
-            guard let value = try engine.snapshot().get(key) else { throw notFound() }
-            let (record, oldDocument) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
+        func load(_ snapshot: Snapshot, withDocument: Bool) throws -> (DocumentRecord, Document?) {
+            guard let value = try snapshot.get(key) else { throw notFound() }
+            let (record, document) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
                 let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-                if record.isDeleted || active.isEmpty { return (record, nil) }
+                if record.isDeleted || !withDocument { return (record, nil) }
                 return (record, try Self.document(id: documentID, record: record, value: buffer))
             }
             guard !record.isDeleted else { throw notFound() }
+            return (record, document)
+        }
+        while true {
+            // Phase 1, no lock: the rows of the stored version (nothing to do without indexes).
+            let active = indexes.withLock { $0 }
+            var mappedRevision: UInt64?
             var rows: [String: [IndexRow]] = [:]
-            if let oldDocument {
-                for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: oldDocument, index: index) }
+            if !active.isEmpty {
+                let (record, oldDocument) = try load(try engine.snapshot(), withDocument: true)
+                mappedRevision = record.revision
+                if let oldDocument {
+                    for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: oldDocument, index: index) }
+                }
             }
             let done = try writer.withLock { w -> Bool in
                 guard !w.closed else { throw StrataError.closed }
                 let current = indexes.withLock { $0 }
                 guard current.mapValues(\.id) == active.mapValues(\.id) else { return false }
-                guard let stored = try engine.snapshot().get(key) else { throw notFound() }
-                let storedRevision = try stored.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID).revision }
-                guard storedRevision == record.revision else { return false }
+                let (record, _) = try load(try engine.snapshot(), withDocument: false)
+                if let mappedRevision, record.revision != mappedRevision { return false }
                 let observing = hasObservers
                 let sequence = w.nextSequence
                 var batch = WriteBatch()
