@@ -18,7 +18,9 @@ import Foundation
 /// - **Atomic writes**: a save or delete — the document, its attachments, its index rows and its
 ///   change-feed entry — is one engine batch: all of it survives a crash, or none.
 /// - **Read your writes**: once a write returns, every query, fetch and change read sees it.
-/// - **Serialized writes**: writes to one database run one at a time.
+/// - **Serialized writes**: writes to one database commit one at a time. Index maps run before
+///   a write takes the database's lock (a write whose documents changed meanwhile maps them
+///   again), so a map or reduce may read, and write to, its own database.
 ///
 /// Every method is thread-safe. After the store closes, every call throws ``StrataError/closed``
 /// and every stream ends.

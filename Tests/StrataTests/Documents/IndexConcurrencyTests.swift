@@ -90,6 +90,33 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
         #expect(audits == ["audit-order-1", "audit-order-2"])
     }
 
+    @Test("a map that names the index it is building is refused, not deadlocked; the index is built next time")
+    func mapThatReconfigures() throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        defer { try? store.close() }
+        let reopen = Atomic<Bool>(true)
+        let box = Mutex<DocumentIndex?>(nil)
+        let index = DocumentIndex(name: "self", version: "1", map: { doc, emit in
+            if reopen.load(ordering: .relaxed), let me = box.withLock({ $0 }) { _ = try store.documents("m", indexes: [me]) }
+            emit(doc["v"] ?? nil, nil)
+        })
+        box.withLock { $0 = index }
+        let db = try store.documents("m")
+        try db.save(Document(id: "a", fields: ["v": 1]))
+        let outcome = runBounded { try store.documents("m", indexes: [index]) }
+        let result = try #require(outcome, "a map that names its index deadlocked")
+        #expect { try result.get() } throws: { e in
+            if case StrataError.invalidArgument = e { return true }
+            return false
+        }
+        #expect { try db.query("self", .all) } throws: { isNotFound($0, containing: "stored but not open") }
+        reopen.store(false, ordering: .relaxed)
+        _ = try store.documents("m", indexes: [index])
+        #expect(try rows(db, "self") == ["1|a"])
+    }
+
     @Test("a custom reduce that reads its database works in queries and live queries")
     func reduceThatReads() async throws {
         let tmp = try TemporaryDirectory()
