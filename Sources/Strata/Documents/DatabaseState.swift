@@ -1,16 +1,21 @@
 import Foundation
 import Synchronization
 
-/// The shared state of one open document database: its catalog id, active indexes, the next
+/// The shared state of one open document database: its catalog id, attached indexes, the next
 /// change sequence, and its live queries and change subscribers. Every ``DocumentDatabase``
 /// handle of the database uses this one object.
 ///
 /// Invariants:
-/// - Writes to the database are serialized by ``writer``: a write reads the stored versions,
-///   computes the new records, attachment and index-row changes and the change-feed entries, and
-///   commits them as ONE engine batch before the lock is released. So index rows always match the
-///   committed documents (also after a crash), and a read after a write sees it.
-/// - ``indexes`` changes only while ``writer`` is held (in ``configure(_:)``).
+/// - Writes to the database are ordered by ``writer``: a commit checks the stored versions,
+///   assigns change sequences and commits the document records, attachment and index-row changes
+///   and the change-feed entries as ONE engine batch before the lock is released. So index rows
+///   always match the committed documents (also after a crash), and a read after a write sees it.
+/// - No application code runs under ``writer``: maps (and the id factory and clock) run before
+///   it is taken, on the versions a snapshot holds; the commit then checks under the lock that
+///   every document it writes still has the revision the rows were computed from and that the
+///   attached indexes are the same, and starts over otherwise. Revisions grow with every write
+///   of an id, so an equal revision means the same stored version.
+/// - ``indexes`` changes only while ``writer`` is held.
 final class DatabaseState: CollectionState {
     let name: String
     let id: UInt64
@@ -23,11 +28,16 @@ final class DatabaseState: CollectionState {
         /// The sequence the next change takes (the feed's keys start at 1).
         var nextSequence: UInt64
         var closed = false
+        /// Stored indexes in state current that are not attached yet in this open: the first
+        /// commit that does not maintain them rewrites them as behind at the sequence before it.
+        var unconverted: [String: (id: UInt64, payload: DocumentLayout.IndexPayload)]
     }
 
     let writer: Mutex<WriterState>
-    /// The active indexes by name, in the order given to `configure`.
+    /// The attached indexes by name: those named since the database was opened.
     let indexes = Mutex<[String: ActiveIndex]>([:])
+    /// Serializes index builds, catch-ups and drops of this database (IndexBuild.swift).
+    let configuration = ConditionLock()
     /// Live queries and change subscribers (LiveQuery.swift).
     let live = Mutex<LiveState>(LiveState())
     /// Runs live-query refreshes, one at a time, after commits.
@@ -44,6 +54,7 @@ final class DatabaseState: CollectionState {
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
         self.id = entry.id
         self.liveQueue = DispatchQueue(label: "strata.documents.\(entry.id).live")
+        liveQueue.setSpecific(key: liveQueueKey, value: entry.id)
         // The feed's last key is the highest sequence ever used (a document's newest entry is
         // never removed), so the next one follows it.
         let snapshot = try store.engine.snapshot()
@@ -59,7 +70,24 @@ final class DatabaseState: CollectionState {
             }
             next = last + 1
         }
-        self.writer = Mutex(WriterState(nextSequence: next))
+        var unconverted: [String: (id: UInt64, payload: DocumentLayout.IndexPayload)] = [:]
+        for (indexName, entry, payload) in try Self.storedIndexes(database: name, in: snapshot)
+        where payload.state == DocumentLayout.indexReady {
+            unconverted[indexName] = (entry.id, payload)
+        }
+        self.writer = Mutex(WriterState(nextSequence: next, unconverted: unconverted))
+    }
+
+    /// The stored indexes of database `database`: name, catalog entry, decoded payload.
+    static func storedIndexes(database: String, in snapshot: Snapshot) throws
+        -> [(name: String, entry: CatalogEntry, payload: DocumentLayout.IndexPayload)] {
+        let namePrefix = database + "\u{0}"
+        var out: [(name: String, entry: CatalogEntry, payload: DocumentLayout.IndexPayload)] = []
+        for (catalogName, entry) in try Catalog.entries(kind: .documentIndex, in: snapshot) where catalogName.hasPrefix(namePrefix) {
+            out.append((String(catalogName.dropFirst(namePrefix.count)), entry,
+                        try DocumentLayout.decodeIndexPayload(entry.payload, name: catalogName)))
+        }
+        return out
     }
 
     static func validateName(_ name: String) throws {
@@ -76,97 +104,24 @@ final class DatabaseState: CollectionState {
 
     // MARK: Indexes
 
-    /// Makes `definitions` the database's indexes: keeps those whose stored version matches,
-    /// builds new ones and rebuilds those whose version changed (under a new catalog id), drops
-    /// those not listed.
-    func configure(_ definitions: [DocumentIndex]) throws {
-        var seen = Set<String>()
-        for d in definitions {
-            guard !d.name.isEmpty else { throw StrataError.invalidArgument("database \(name.debugDescription): an index name must not be empty") }
-            if d.collation == .unicode, !UnicodeCollation.isAvailable { throw UnicodeCollation.unavailable }
-            guard seen.insert(d.name).inserted else {
-                throw StrataError.invalidArgument("database \(name.debugDescription): two indexes are named \(d.name.debugDescription)")
-            }
-        }
-        var changedNames: [String] = []
-        try writer.withLock { w in
-            guard !w.closed else { throw StrataError.closed }
-            let snapshot = try engine.snapshot()
-            let namePrefix = name + "\u{0}"
-            var stored: [String: (entry: CatalogEntry, payload: DocumentLayout.IndexPayload)] = [:]
-            for (catalogName, entry) in try Catalog.entries(kind: .documentIndex, in: snapshot) where catalogName.hasPrefix(namePrefix) {
-                let indexName = String(catalogName.dropFirst(namePrefix.count))
-                stored[indexName] = (entry, try DocumentLayout.decodeIndexPayload(entry.payload, name: catalogName))
-            }
-            var active: [String: ActiveIndex] = [:]
-            // Drop what is no longer listed, or stale.
-            for (indexName, s) in stored {
-                let definition = definitions.first { $0.name == indexName }
-                if let definition, s.payload.state == DocumentLayout.indexReady, s.payload.version == definition.version,
-                   DocumentLayout.rowsAreCurrent(s.payload, definition.collation) {
-                    active[indexName] = ActiveIndex(definition: definition, id: s.entry.id)
-                    continue
-                }
-                var batch = WriteBatch()
-                let prefix = DocumentLayout.indexPrefix(s.entry.id)
-                batch.deleteRangeRaw(prefix, TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF])
-                Catalog.remove(kind: .documentIndex, name: DocumentLayout.indexCatalogName(database: name, index: indexName), into: &batch)
-                try engine.write(batch)
-                changedNames.append(indexName)
-            }
-            // Build what is missing.
-            for definition in definitions where active[definition.name] == nil {
-                let catalogName = DocumentLayout.indexCatalogName(database: name, index: definition.name)
-                let (entry, _) = try catalog.openOrCreate(kind: .documentIndex, name: catalogName) {
-                    DocumentLayout.indexPayload(version: definition.version, state: DocumentLayout.indexBuilding,
-                                                reduction: definition.reduce, collation: definition.collation)
-                }
-                let index = ActiveIndex(definition: definition, id: entry.id)
-                try build(index)
-                var batch = WriteBatch()
-                let ready = CatalogEntry(id: entry.id, payload: DocumentLayout.indexPayload(
-                    version: definition.version, state: DocumentLayout.indexReady, reduction: definition.reduce,
-                    collation: definition.collation))
-                Catalog.put(ready, kind: .documentIndex, name: catalogName, into: &batch)
-                try engine.write(batch)
-                active[definition.name] = index
-                changedNames.append(definition.name)
-            }
-            indexes.withLock { $0 = active }
-        }
-        if !changedNames.isEmpty { indexesDidChange(changedNames) }
-    }
-
-    /// Writes the rows of every live document for `index` (whose id has no rows yet).
-    private func build(_ index: ActiveIndex) throws {
-        let snapshot = try engine.snapshot()
-        let prefix = DocumentLayout.documentPrefix(id)
-        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-        var batch = WriteBatch()
-        var documentsInBatch = 0
-        while try cursor.next() {
-            let key = cursor.withKey { Array($0) }
-            let documentID = try Self.documentID(fromKey: key, prefixLength: prefix.count)
-            let record = try DocumentRecord(decoding: cursor.value, documentID: documentID)
-            if record.isDeleted { continue }
-            let document = try Self.document(id: documentID, record: record, value: cursor.value)
-            for row in try IndexMaintenance.rows(of: document, index: index) { batch.putRaw(row.key, row.value) }
-            documentsInBatch += 1
-            if documentsInBatch >= 1000 || batch.byteSize > 4 << 20 {
-                try engine.write(batch)
-                batch = WriteBatch()
-                documentsInBatch = 0
-            }
-        }
-        if !batch.isEmpty { try engine.write(batch) }
-    }
-
-    /// The active index named `name`.
+    /// The attached, complete index named `indexName`.
+    ///
+    /// - Throws: ``StrataError/notFound(_:)`` saying whether the index does not exist, is stored
+    ///   but not named in this open, or is still being built.
     func activeIndex(_ indexName: String) throws -> ActiveIndex {
-        guard let index = indexes.withLock({ $0[indexName] }) else {
-            throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
+        if let index = indexes.withLock({ $0[indexName] }) {
+            guard index.pending == nil else {
+                throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+                                           + "is being built; query it once the Store.documents(_:indexes:) call naming it returns")
+            }
+            return index
         }
-        return index
+        let catalogName = DocumentLayout.indexCatalogName(database: name, index: indexName)
+        if try catalog.entry(kind: .documentIndex, name: catalogName) != nil {
+            throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+                                       + "is stored but not open: name it in Store.documents(_:indexes:) to bring it up to date")
+        }
+        throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
     }
 
     // MARK: Reading
@@ -265,166 +220,275 @@ final class DatabaseState: CollectionState {
         case save, add, update
     }
 
-    /// A version of a document as stored (or as written earlier in the same batch).
-    private struct StoredVersion {
+    /// The index rows a write removes and adds for one document, by index name.
+    typealias RowChanges = [String: (old: [IndexRow], new: [IndexRow])]
+
+    /// One document of a write: the version it replaces and the record it writes.
+    private struct Step {
+        /// The document with its id and new metadata.
+        var document: Document
+        var key: [UInt8]
+        /// The version replaced (stored, or written earlier in the batch), if any.
+        var old: DocumentRecord?
+        /// The live version replaced, without attachments (only when asked for, to map it).
+        var oldDocument: Document?
         var record: DocumentRecord
-        /// The fields, when the version is live.
-        var fields: [String: JSON]?
+    }
+
+    /// Resolves a batch against `snapshot`: for each document the version it replaces and the
+    /// record it writes, with change sequences from `firstSequence`; checks `mode`. Also returns
+    /// the revision of each id's stored record (0: none), which identifies the stored version.
+    private func steps(_ documents: [Document], attachments: [[DocumentRecord.AttachmentInfo]], mode: WriteMode, now: Date,
+                       snapshot: Snapshot, firstSequence: UInt64, withOldDocuments: Bool) throws
+        -> (steps: [Step], revisions: [String: UInt64]) {
+        var latest: [String: (record: DocumentRecord, document: Document?)] = [:]
+        var revisions: [String: UInt64] = [:]
+        var out: [Step] = []
+        out.reserveCapacity(documents.count)
+        var sequence = firstSequence
+        for (i, var document) in documents.enumerated() {
+            let documentID = document.metadata.id
+            let key = DocumentLayout.documentKey(id, documentID)
+            var old = latest[documentID]
+            if old == nil {
+                if let value = try snapshot.get(key) {
+                    old = try value.withUnsafeBytes { buffer in
+                        let record = try DocumentRecord(decoding: buffer, documentID: documentID)
+                        let live = record.isDeleted || !withOldDocuments
+                            ? nil : try Self.document(id: documentID, record: record, value: buffer)
+                        return (record, live)
+                    }
+                }
+                revisions[documentID] = old?.record.revision ?? 0
+            }
+            let exists = old.map { !$0.record.isDeleted } ?? false
+            switch mode {
+            case .save: break
+            case .add:
+                if exists {
+                    throw StrataError.conflict("document \(documentID.debugDescription) exists in database \(name.debugDescription)")
+                }
+            case .update:
+                if !exists {
+                    throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+                }
+            }
+            let record = DocumentRecord(
+                isDeleted: false, revision: (old?.record.revision ?? 0) + 1, changeSequence: sequence,
+                createDate: exists ? (old?.record.createDate ?? now) : now, lastChange: now,
+                type: document.metadata.type, channels: document.metadata.channels, attachments: attachments[i])
+            document.metadata = record.metadata(id: documentID)
+            var mapped = document
+            mapped.attachments = [:]
+            out.append(Step(document: document, key: key, old: old?.record, oldDocument: exists ? old?.document : nil, record: record))
+            latest[documentID] = (record, withOldDocuments ? mapped : nil)
+            sequence += 1
+        }
+        return (out, revisions)
     }
 
     /// Saves `documents` in one atomic batch.
+    ///
+    /// Two phases: the rows are computed from a snapshot without any lock (the maps may read or
+    /// write this database), then the commit takes ``writer``, checks that the stored versions and
+    /// the attached indexes are those the rows were computed from, and writes; if not, it starts
+    /// over. So concurrent saves of other documents never make it start over.
     func write(_ documents: [Document], mode: WriteMode) throws -> [Document] {
         if documents.isEmpty { return [] }
         let now = clock()
-        return try writer.withLock { w -> [Document] in
-            guard !w.closed else { throw StrataError.closed }
-            let active = Array(indexes.withLock { $0.values })
-            let observing = hasObservers
-            let snapshot = try engine.snapshot()
-            var batch = WriteBatch()
-            var pending: [String: StoredVersion] = [:]
-            var sequence = w.nextSequence
-            var results: [Document] = []
-            results.reserveCapacity(documents.count)
-            var changes: [DocumentChange] = []
-            changes.reserveCapacity(documents.count)
-            var touched: [String: [[UInt8]]] = [:]
-            for var document in documents {
-                if document.metadata.id.isEmpty {
-                    document.metadata.id = idFactory()
-                    guard !document.metadata.id.isEmpty else {
-                        throw StrataError.invalidArgument("StoreOptions.documentIDFactory returned an empty id")
-                    }
-                }
-                let documentID = document.metadata.id
-                let key = DocumentLayout.documentKey(id, documentID)
-                var old: StoredVersion? = pending[documentID]
-                if old == nil, let value = try snapshot.get(key) {
-                    old = try value.withUnsafeBytes { buffer in
-                        let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-                        let fields = record.isDeleted || active.isEmpty
-                            ? nil : try Self.document(id: documentID, record: record, value: buffer).fields
-                        return StoredVersion(record: record, fields: fields)
-                    }
-                }
-                let exists = old.map { !$0.record.isDeleted } ?? false
-                switch mode {
-                case .save: break
-                case .add:
-                    if exists {
-                        throw StrataError.conflict("document \(documentID.debugDescription) exists in database \(name.debugDescription)")
-                    }
-                case .update:
-                    if !exists {
-                        throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
-                    }
-                }
-                // Attachments: write the new or changed ones, delete those no longer there.
-                var infos: [DocumentRecord.AttachmentInfo] = []
-                if !document.attachments.isEmpty {
-                    for (attachmentName, attachment) in document.attachments.sorted(by: { $0.key < $1.key }) {
-                        let crc = attachment.data.withUnsafeBytes { CRC32C.checksum($0) }
-                        let info = DocumentRecord.AttachmentInfo(name: attachmentName, contentType: attachment.contentType,
-                                                                 length: attachment.data.count, crc: crc)
-                        infos.append(info)
-                        let unchanged = exists && old!.record.attachments.contains { $0 == info }
-                        if !unchanged {
-                            batch.putRaw(DocumentLayout.attachmentKey(id, documentID, attachmentName), Array(attachment.data))
-                        }
-                    }
-                }
-                if let old {
-                    for info in old.record.attachments where document.attachments[info.name] == nil {
-                        batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name))
-                    }
-                    if old.record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, old.record.changeSequence)) }
-                }
-                let record = DocumentRecord(
-                    isDeleted: false, revision: (old?.record.revision ?? 0) + 1, changeSequence: sequence,
-                    createDate: exists ? old!.record.createDate : now, lastChange: now,
-                    type: document.metadata.type, channels: document.metadata.channels, attachments: infos)
-                document.metadata = record.metadata(id: documentID)
-                var value: [UInt8] = []
-                value.reserveCapacity(64 + document.fields.count * 24)
-                record.appendHeader(to: &value)
-                JSON.object(document.fields).appendBinary(to: &value)
-                batch.putRaw(key, value)
-                batch.putRaw(DocumentLayout.changeKey(id, sequence),
-                             DocumentLayout.changeValue(id: documentID, isDeletion: false, revision: record.revision))
-                // Index rows.
-                if !active.isEmpty {
-                    var mapped = document
-                    mapped.attachments = [:]
-                    var oldDocument: Document?
-                    if exists, let fields = old?.fields {
-                        var d = Document(id: documentID, fields: fields)
-                        d.metadata = old!.record.metadata(id: documentID)
-                        oldDocument = d
-                    }
-                    for index in active {
-                        let oldRows = try oldDocument.map { try IndexMaintenance.rows(of: $0, index: index) } ?? []
-                        let newRows = try IndexMaintenance.rows(of: mapped, index: index)
-                        var keys: [[UInt8]]? = observing ? [] : nil
-                        IndexMaintenance.replace(oldRows, with: newRows, in: &batch, touched: &keys)
-                        if let keys, !keys.isEmpty { touched[index.name, default: []] += keys.map { Array($0[index.prefix.count...]) } }
-                    }
-                }
-                pending[documentID] = StoredVersion(record: record, fields: active.isEmpty ? nil : document.fields)
-                changes.append(DocumentChange(id: documentID, isDeletion: false, revision: record.revision, sequence: sequence))
-                sequence += 1
-                results.append(document)
+        var documents = documents
+        for i in documents.indices where documents[i].metadata.id.isEmpty {
+            documents[i].metadata.id = idFactory()
+            guard !documents[i].metadata.id.isEmpty else {
+                throw StrataError.invalidArgument("StoreOptions.documentIDFactory returned an empty id")
             }
-            try engine.write(batch)
-            w.nextSequence = sequence
-            didCommit(changes, touched: touched)
-            return results
+        }
+        let attachments = documents.map { document in
+            document.attachments.sorted { $0.key < $1.key }.map { attachmentName, attachment in
+                DocumentRecord.AttachmentInfo(name: attachmentName, contentType: attachment.contentType, length: attachment.data.count,
+                                              crc: attachment.data.withUnsafeBytes { CRC32C.checksum($0) })
+            }
+        }
+        while true {
+            // Phase 1, no lock: the versions replaced and every attached index's rows (nothing
+            // to do without indexes).
+            let active = indexes.withLock { $0 }
+            var revisions: [String: UInt64]?
+            var rows: [RowChanges] = []
+            if !active.isEmpty {
+                let (prepared, stored) = try steps(documents, attachments: attachments, mode: mode, now: now,
+                                                   snapshot: try engine.snapshot(), firstSequence: 0, withOldDocuments: true)
+                revisions = stored
+                rows.reserveCapacity(prepared.count)
+                for step in prepared {
+                    var mapped = step.document
+                    mapped.attachments = [:]
+                    var changes: RowChanges = [:]
+                    for index in active.values {
+                        let old = try step.oldDocument.map { try IndexMaintenance.rows(of: $0, index: index) } ?? []
+                        changes[index.name] = (old, try IndexMaintenance.rows(of: mapped, index: index))
+                    }
+                    rows.append(changes)
+                }
+            }
+            // Phase 2, under the writer lock: check, then commit.
+            let committed = try writer.withLock { w -> [Document]? in
+                guard !w.closed else { throw StrataError.closed }
+                let current = indexes.withLock { $0 }
+                guard current.mapValues(\.id) == active.mapValues(\.id) else { return nil }
+                let (checked, stored) = try steps(documents, attachments: attachments, mode: mode, now: now,
+                                                  snapshot: try engine.snapshot(), firstSequence: w.nextSequence,
+                                                  withOldDocuments: false)
+                if let revisions, stored != revisions { return nil }
+                return try commit(checked, rows: rows, indexes: current, writer: &w)
+            }
+            if let committed { return committed }
         }
     }
 
-    /// Deletes document `documentID`: leaves a tombstone (so its revision keeps counting and the
-    /// change feed reports the deletion), removes its attachments and index rows.
-    func delete(id documentID: String) throws {
-        let now = clock()
-        try writer.withLock { w in
-            guard !w.closed else { throw StrataError.closed }
-            let active = Array(indexes.withLock { $0.values })
-            let observing = hasObservers
-            let snapshot = try engine.snapshot()
-            let key = DocumentLayout.documentKey(id, documentID)
-            guard let value = try snapshot.get(key) else {
-                throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
-            }
-            let (record, oldDocument) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
-                let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-                if record.isDeleted || active.isEmpty { return (record, nil) }
-                return (record, try Self.document(id: documentID, record: record, value: buffer))
-            }
-            guard !record.isDeleted else {
-                throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
-            }
-            let sequence = w.nextSequence
-            var batch = WriteBatch()
-            for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
-            if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }
-            let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
-                                           createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [])
-            var tombstoneValue: [UInt8] = []
-            tombstone.appendHeader(to: &tombstoneValue)
-            batch.putRaw(key, tombstoneValue)
-            batch.putRaw(DocumentLayout.changeKey(id, sequence),
-                         DocumentLayout.changeValue(id: documentID, isDeletion: true, revision: tombstone.revision))
-            var touched: [String: [[UInt8]]] = [:]
-            if let oldDocument {
-                for index in active {
-                    var keys: [[UInt8]]? = observing ? [] : nil
-                    IndexMaintenance.replace(try IndexMaintenance.rows(of: oldDocument, index: index), with: [], in: &batch, touched: &keys)
-                    if let keys, !keys.isEmpty { touched[index.name] = keys.map { Array($0[index.prefix.count...]) } }
+    /// Writes the steps of a checked write, with their rows, as one batch. Called with the writer
+    /// lock held.
+    private func commit(_ steps: [Step], rows: [RowChanges], indexes active: [String: ActiveIndex],
+                        writer w: inout WriterState) throws -> [Document] {
+        let observing = hasObservers
+        var batch = WriteBatch()
+        let converted = convertUnattached(w, into: &batch)
+        var results: [Document] = []
+        results.reserveCapacity(steps.count)
+        var changes: [DocumentChange] = []
+        changes.reserveCapacity(steps.count)
+        var touched: [String: [[UInt8]]] = [:]
+        for (i, step) in steps.enumerated() {
+            let documentID = step.document.metadata.id
+            let exists = step.old.map { !$0.isDeleted } ?? false
+            // Attachments: write the new or changed ones, delete those no longer there.
+            for info in step.record.attachments {
+                let unchanged = exists && (step.old?.attachments.contains { $0 == info } ?? false)
+                if !unchanged, let attachment = step.document.attachments[info.name] {
+                    batch.putRaw(DocumentLayout.attachmentKey(id, documentID, info.name), Array(attachment.data))
                 }
             }
-            try engine.write(batch)
-            w.nextSequence = sequence + 1
-            didCommit([DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
-                      touched: touched)
+            if let old = step.old {
+                for info in old.attachments where step.document.attachments[info.name] == nil {
+                    batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name))
+                }
+                if old.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, old.changeSequence)) }
+            }
+            var value: [UInt8] = []
+            value.reserveCapacity(64 + step.document.fields.count * 24)
+            step.record.appendHeader(to: &value)
+            JSON.object(step.document.fields).appendBinary(to: &value)
+            batch.putRaw(step.key, value)
+            batch.putRaw(DocumentLayout.changeKey(id, step.record.changeSequence),
+                         DocumentLayout.changeValue(id: documentID, isDeletion: false, revision: step.record.revision))
+            if i < rows.count {
+                for (indexName, change) in rows[i] {
+                    guard let index = active[indexName] else { continue }
+                    // A document the index does not hold yet is left to its build.
+                    if let pending = index.pending, pending.contains(documentID, key: step.key) { continue }
+                    var keys: [[UInt8]]? = observing ? [] : nil
+                    IndexMaintenance.replace(change.old, with: change.new, in: &batch, touched: &keys)
+                    if let keys, !keys.isEmpty { touched[indexName, default: []] += keys.map { Array($0[index.prefix.count...]) } }
+                }
+            }
+            changes.append(DocumentChange(id: documentID, isDeletion: false, revision: step.record.revision,
+                                          sequence: step.record.changeSequence))
+            results.append(step.document)
+        }
+        try engine.write(batch)
+        if converted { w.unconverted = [:] }
+        w.nextSequence += UInt64(steps.count)
+        didCommit(changes, touched: touched)
+        return results
+    }
+
+    /// Adds to `batch` the rewrite, as behind at the last committed sequence, of every stored
+    /// index that was current when the database was opened and is not attached: the commit being
+    /// built does not maintain it. Returns whether there was any (clear them once committed).
+    private func convertUnattached(_ w: WriterState, into batch: inout WriteBatch) -> Bool {
+        guard !w.unconverted.isEmpty else { return false }
+        for (indexName, stored) in w.unconverted {
+            var payload = stored.payload
+            if payload.layout == 1 {
+                // Its rows may lack `null` keys (FORMAT.md §16.1): rebuilt when next named.
+                payload.state = DocumentLayout.indexBuilding
+                payload.reflected = 0
+            } else {
+                payload.state = DocumentLayout.indexBehind
+                payload.reflected = w.nextSequence - 1
+            }
+            Catalog.put(CatalogEntry(id: stored.id, payload: DocumentLayout.indexPayload(payload)), kind: .documentIndex,
+                        name: DocumentLayout.indexCatalogName(database: name, index: indexName), into: &batch)
+        }
+        return true
+    }
+
+    /// Deletes document `documentID`: leaves a tombstone (so its revision keeps counting and the
+    /// change feed reports the deletion), removes its attachments and index rows. Like ``write``,
+    /// the rows are computed before the writer lock is taken.
+    func delete(id documentID: String) throws {
+        let now = clock()
+        let key = DocumentLayout.documentKey(id, documentID)
+        func notFound() -> StrataError {
+            .notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+        }
+        func load(_ snapshot: Snapshot, withDocument: Bool) throws -> (DocumentRecord, Document?) {
+            guard let value = try snapshot.get(key) else { throw notFound() }
+            let (record, document) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
+                let record = try DocumentRecord(decoding: buffer, documentID: documentID)
+                if record.isDeleted || !withDocument { return (record, nil) }
+                return (record, try Self.document(id: documentID, record: record, value: buffer))
+            }
+            guard !record.isDeleted else { throw notFound() }
+            return (record, document)
+        }
+        while true {
+            // Phase 1, no lock: the rows of the stored version (nothing to do without indexes).
+            let active = indexes.withLock { $0 }
+            var mappedRevision: UInt64?
+            var rows: [String: [IndexRow]] = [:]
+            if !active.isEmpty {
+                let (record, oldDocument) = try load(try engine.snapshot(), withDocument: true)
+                mappedRevision = record.revision
+                if let oldDocument {
+                    for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: oldDocument, index: index) }
+                }
+            }
+            let done = try writer.withLock { w -> Bool in
+                guard !w.closed else { throw StrataError.closed }
+                let current = indexes.withLock { $0 }
+                guard current.mapValues(\.id) == active.mapValues(\.id) else { return false }
+                let (record, _) = try load(try engine.snapshot(), withDocument: false)
+                if let mappedRevision, record.revision != mappedRevision { return false }
+                let observing = hasObservers
+                let sequence = w.nextSequence
+                var batch = WriteBatch()
+                let converted = convertUnattached(w, into: &batch)
+                for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
+                if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }
+                let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
+                                               createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [])
+                var tombstoneValue: [UInt8] = []
+                tombstone.appendHeader(to: &tombstoneValue)
+                batch.putRaw(key, tombstoneValue)
+                batch.putRaw(DocumentLayout.changeKey(id, sequence),
+                             DocumentLayout.changeValue(id: documentID, isDeletion: true, revision: tombstone.revision))
+                var touched: [String: [[UInt8]]] = [:]
+                for (indexName, old) in rows {
+                    guard let index = current[indexName] else { continue }
+                    if let pending = index.pending, pending.contains(documentID, key: key) { continue }
+                    var keys: [[UInt8]]? = observing ? [] : nil
+                    IndexMaintenance.replace(old, with: [], in: &batch, touched: &keys)
+                    if let keys, !keys.isEmpty { touched[indexName] = keys.map { Array($0[index.prefix.count...]) } }
+                }
+                try engine.write(batch)
+                if converted { w.unconverted = [:] }
+                w.nextSequence = sequence + 1
+                didCommit([DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
+                          touched: touched)
+                return true
+            }
+            if done { return }
         }
     }
 }

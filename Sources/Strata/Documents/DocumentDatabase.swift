@@ -18,7 +18,9 @@ import Foundation
 /// - **Atomic writes**: a save or delete — the document, its attachments, its index rows and its
 ///   change-feed entry — is one engine batch: all of it survives a crash, or none.
 /// - **Read your writes**: once a write returns, every query, fetch and change read sees it.
-/// - **Serialized writes**: writes to one database run one at a time.
+/// - **Serialized writes**: writes to one database commit one at a time. Index maps run before
+///   a write takes the database's lock (a write whose documents changed meanwhile maps them
+///   again), so a map or reduce may read, and write to, its own database.
 ///
 /// Every method is thread-safe. After the store closes, every call throws ``StrataError/closed``
 /// and every stream ends.
@@ -32,8 +34,17 @@ public struct DocumentDatabase: Sendable {
     /// The database's name.
     public var name: String { state.name }
 
-    /// The names of the database's indexes, sorted.
+    /// The names of the indexes named since the database was opened (those that can be
+    /// queried), sorted. Stored indexes not named in this open are not listed.
     public var indexNames: [String] { state.indexes.withLock { $0.keys.sorted() } }
+
+    /// Removes the index `name` for good: its rows and its stored entry. Its live queries end.
+    /// (An index merely left out of ``Store/documents(_:indexes:)`` is kept.)
+    ///
+    /// - Throws: ``StrataError/notFound(_:)`` if the database has no index of that name.
+    public func dropIndex(_ name: String) throws {
+        try state.dropIndex(name)
+    }
 
     // MARK: Writing
 
@@ -104,7 +115,9 @@ public struct DocumentDatabase: Sendable {
     /// q.groupLevel = 1
     /// let totals = try db.query("ByCustomer", q)    // one row: key ["acme"], value the sum
     /// ```
-    /// - Throws: ``StrataError/notFound(_:)`` for an unknown index;
+    /// - Throws: ``StrataError/notFound(_:)`` for an unknown index, and for a stored index that
+    ///   this open of the database did not name (its message says so: name it in
+    ///   ``Store/documents(_:indexes:)`` to bring it up to date);
     ///   ``StrataError/invalidArgument(_:)`` for a negative `limit`, `skip` or `groupLevel`, a
     ///   reduce on an index without reduction, or a `groupLevel` without reduction.
     public func query(_ index: String, _ query: IndexQuery) throws -> IndexQueryResult {
@@ -117,24 +130,25 @@ public struct DocumentDatabase: Sendable {
     /// result, so a burst of commits reaches a slow consumer as its final result.
     ///
     /// The stream ends when the consumer cancels it (which frees the live query), when the
-    /// store closes, or when the index is dropped by a later
-    /// ``Store/documents(_:indexes:)`` that no longer lists it.
+    /// store closes, or when the index is dropped with ``dropIndex(_:)``. It ends by throwing
+    /// when a re-run fails (an I/O error, damaged rows, a custom reduce that throws).
     ///
     /// ```swift
-    /// for await result in try db.observe("InvoiceCostIndex", .range(start: 1000)) {
+    /// for try await result in try db.observe("InvoiceCostIndex", .range(start: 1000)) {
     ///     show(result.rows)
     /// }
     /// ```
-    public func observe(_ index: String, _ query: IndexQuery) throws -> AsyncStream<IndexQueryResult> {
+    public func observe(_ index: String, _ query: IndexQuery) throws -> AsyncThrowingStream<IndexQueryResult, any Error> {
         try state.observe(index, query)
     }
 
     /// A stream of the changes of each commit from now on, one array per committed write.
     ///
-    /// The stream ends when the consumer cancels it, when the store closes, or when the consumer
-    /// falls more than 1,024 commits behind (rather than grow memory without bound); the
-    /// persistent feed, ``changes(since:limit:)``, then gives what it missed.
-    public func changes() throws -> AsyncStream<[DocumentChange]> {
+    /// The stream ends when the consumer cancels it or when the store closes. It ends by
+    /// throwing ``StrataError/subscriberOverflow(_:)`` when the consumer falls more than 1,024
+    /// commits behind (rather than grow memory without bound); the persistent feed,
+    /// ``changes(since:limit:)``, then gives what it missed.
+    public func changes() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         try state.changeStream()
     }
 

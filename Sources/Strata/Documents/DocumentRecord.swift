@@ -133,12 +133,17 @@ struct DocumentRecord: Sendable, Equatable {
 
 /// Keys and small encodings of the document keyspaces.
 enum DocumentLayout {
-    /// Layout version of a database's and an index's catalog payload (FORMAT.md §12, §16).
+    /// Layout version of a database's catalog payload (FORMAT.md §12, §16.1).
     static let layoutVersion: UInt8 = 1
-
-    /// Index entry states in the catalog payload.
+    /// Index entry states in the catalog payload (FORMAT.md §16.1). Written to disk: never change.
+    /// Building: rows may be incomplete; the index is built again when next named.
     static let indexBuilding: UInt8 = 0
+    /// Current: the rows follow every commit of the database while it is open, so at the next
+    /// open they reflect every change in the feed.
     static let indexReady: UInt8 = 1
+    /// Behind: the rows reflect the changes up to the payload's reflected sequence; later changes
+    /// are applied from the feed when the index is next named.
+    static let indexBehind: UInt8 = 2
 
     @inline(__always)
     static func appendString(_ s: String, to out: inout [UInt8]) {
@@ -245,28 +250,37 @@ enum DocumentLayout {
     /// Catalog payload of a database: `u8 layout version`.
     static func databasePayload() -> [UInt8] { [layoutVersion] }
 
-    /// Layout version of an index's catalog payload (FORMAT.md §16.1). Version 1 (no collation
-    /// fields) was written by builds that skipped `null` keys: such an index may lack rows, and
-    /// is rebuilt on open.
+    /// Layout version of an index's catalog payload written now (FORMAT.md §16.1). Version 1 (no
+    /// collation, no reflected sequence) was written by builds that skipped `null` keys: it is
+    /// still read, but such an index may lack rows and is rebuilt when next named.
     static let indexLayoutVersion: UInt8 = 2
 
-    /// Catalog payload of an index: `u8 layout version (2) ‖ u8 state ‖ varint length, UTF-8
-    /// version ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom) ‖ u8 collation (0 raw,
-    /// 1 unicode)`, and for `.unicode` the 4-byte ICU collator version its rows were built with
-    /// (the running ICU's unless `collatorVersion` is given).
+    /// Catalog payload of an index (layout version 2): `u8 layout version ‖ u8 state ‖ varint
+    /// length, UTF-8 version ‖ u8 reduction (0 none, 1 count, 2 sum, 3 stats, 4 custom) ‖ u8
+    /// collation (0 raw, 1 unicode) ‖ [4 bytes ICU collator version, for unicode only] ‖ varint
+    /// reflected sequence`. A `.unicode` payload records the running ICU's collator version
+    /// unless `collatorVersion` is given.
     static func indexPayload(version: String, state: UInt8, reduction: Reduction?,
-                             collation: DocumentIndex.Collation = .raw, collatorVersion: [UInt8]? = nil) -> [UInt8] {
-        var out: [UInt8] = [indexLayoutVersion, state]
-        appendString(version, to: &out)
-        out.append(reductionCode(reduction))
-        switch collation {
+                             collation: DocumentIndex.Collation = .raw, collatorVersion: [UInt8]? = nil,
+                             reflected: UInt64 = 0) -> [UInt8] {
+        indexPayload(IndexPayload(state: state, version: version, reduction: reductionCode(reduction),
+                                  collation: collation,
+                                  collatorVersion: collation == .unicode ? (collatorVersion ?? UnicodeCollation.version ?? []) : nil,
+                                  reflected: reflected))
+    }
+
+    static func indexPayload(_ p: IndexPayload) -> [UInt8] {
+        var out: [UInt8] = [indexLayoutVersion, p.state]
+        appendString(p.version, to: &out)
+        out.append(p.reduction)
+        switch p.collation {
         case .raw:
             out.append(0)
         case .unicode:
             out.append(1)
-            let v = collatorVersion ?? UnicodeCollation.version ?? []
-            out.append(contentsOf: (v + [0, 0, 0, 0]).prefix(4))
+            out.append(contentsOf: ((p.collatorVersion ?? []) + [0, 0, 0, 0]).prefix(4))
         }
+        Varint.append(p.reflected, to: &out)
         return out
     }
 
@@ -301,8 +315,13 @@ enum DocumentLayout {
         var collation: DocumentIndex.Collation = .raw
         /// The ICU collator version a `.unicode` index's rows were built with.
         var collatorVersion: [UInt8]? = nil
+        /// The last change sequence the rows reflect (meaningful in state behind; 0 in a
+        /// layout-1 payload).
+        var reflected: UInt64 = 0
     }
 
+    /// Decodes an index payload of layout 1 (states building and current, no reflected
+    /// sequence) or 2.
     static func decodeIndexPayload(_ payload: [UInt8], name: String) throws -> IndexPayload {
         let file = "catalog entry \(CollectionKind.documentIndex.name) \(name.debugDescription)"
         guard let layout = payload.first else {
@@ -315,7 +334,9 @@ enum DocumentLayout {
             var reader = Reader(buffer: buffer, kind: "", name: file)
             reader.offset = 1
             let state = try reader.byte()
-            guard state <= indexReady else { throw reader.corrupted(1, "unknown index state \(state)") }
+            guard state <= (layout == 1 ? indexReady : indexBehind) else {
+                throw reader.corrupted(1, "unknown index state \(state)")
+            }
             let v = try reader.string("version")
             let reduction = try reader.byte()
             var result = IndexPayload(state: state, version: v, reduction: reduction, layout: layout)
@@ -332,6 +353,7 @@ enum DocumentLayout {
                     reader.offset += 4
                 case let c: throw reader.corrupted(at, "unknown collation \(c)")
                 }
+                result.reflected = try reader.varint("reflected sequence")
             }
             guard reader.offset == buffer.count else { throw reader.corrupted(reader.offset, "bytes after the payload") }
             return result

@@ -6,11 +6,15 @@ struct ActiveIndex: Sendable {
     let id: UInt64
     /// `(5, id)`: the prefix of every row key.
     let prefix: [UInt8]
+    /// The documents whose rows the index does not hold yet, while it is built or caught up
+    /// (IndexBuild.swift); nil when it is complete. Changes only under the database's writer lock.
+    var pending: PendingDocuments?
 
-    init(definition: DocumentIndex, id: UInt64) {
+    init(definition: DocumentIndex, id: UInt64, pending: PendingDocuments? = nil) {
         self.definition = definition
         self.id = id
         self.prefix = DocumentLayout.indexPrefix(id)
+        self.pending = pending
     }
 
     var name: String { definition.name }

@@ -9,18 +9,21 @@ struct LiveState {
         /// The row-key suffixes the query reads; a commit that touches none of them cannot
         /// change its result.
         let spans: [IndexReader.Span]
-        let continuation: AsyncStream<IndexQueryResult>.Continuation
+        let continuation: AsyncThrowingStream<IndexQueryResult, any Error>.Continuation
         var last: IndexQueryResult?
         var dirty = false
     }
 
     var observers: [UInt64: Observer] = [:]
-    var subscribers: [UInt64: AsyncStream<[DocumentChange]>.Continuation] = [:]
+    var subscribers: [UInt64: AsyncThrowingStream<[DocumentChange], any Error>.Continuation] = [:]
     var nextToken: UInt64 = 0
     /// A refresh is queued on the live queue.
     var refreshScheduled = false
     var closed = false
 }
+
+/// Marks each database's live queue with the database's id, to tell when code runs on it.
+let liveQueueKey = DispatchSpecificKey<UInt64>()
 
 /// How many commits' change batches a ``DocumentDatabase/changes()`` subscriber may have
 /// pending before its stream ends.
@@ -32,11 +35,11 @@ extension DatabaseState {
 
     /// Starts a live query: yields the current result at once, then a new result after each
     /// commit that changes it.
-    func observe(_ indexName: String, _ query: IndexQuery) throws -> AsyncStream<IndexQueryResult> {
+    func observe(_ indexName: String, _ query: IndexQuery) throws -> AsyncThrowingStream<IndexQueryResult, any Error> {
         let index = try activeIndex(indexName)
         _ = try IndexReader.validate(query, index: indexName, hasReduction: index.definition.reduce != nil)
         let spans = try IndexReader.spans(of: query, collation: index.definition.collation)
-        let (stream, continuation) = AsyncStream<IndexQueryResult>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncThrowingStream<IndexQueryResult, any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let token = try live.withLock { state -> UInt64 in
             guard !state.closed else { throw StrataError.closed }
             state.nextToken += 1
@@ -49,14 +52,19 @@ extension DatabaseState {
             _ = self?.live.withLock { $0.observers.removeValue(forKey: token) }
         }
         // The first result is computed at once by the refresh (the observer starts dirty); run
-        // it synchronously so that the current result is in the stream when observe returns.
-        liveQueue.sync { refresh() }
+        // it synchronously so that the current result is in the stream when observe returns
+        // (directly when called from a refresh, e.g. by a custom reduce).
+        if DispatchQueue.getSpecific(key: liveQueueKey) == id {
+            refresh()
+        } else {
+            liveQueue.sync { refresh() }
+        }
         return stream
     }
 
     /// A stream of the changes of each commit.
-    func changeStream() throws -> AsyncStream<[DocumentChange]> {
-        let (stream, continuation) = AsyncStream<[DocumentChange]>.makeStream(
+    func changeStream() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
+        let (stream, continuation) = AsyncThrowingStream<[DocumentChange], any Error>.makeStream(
             bufferingPolicy: .bufferingOldest(documentChangesBufferLimit))
         let token = try live.withLock { state -> UInt64 in
             guard !state.closed else { throw StrataError.closed }
@@ -73,7 +81,7 @@ extension DatabaseState {
     /// Called by a writer, with the writer lock held, right after a commit: delivers the change
     /// batch to subscribers (in commit order) and marks the live queries whose rows it touched.
     func didCommit(_ changes: [DocumentChange], touched: [String: [[UInt8]]]) {
-        var overflowed: [AsyncStream<[DocumentChange]>.Continuation] = []
+        var overflowed: [AsyncThrowingStream<[DocumentChange], any Error>.Continuation] = []
         let schedule = live.withLock { state -> Bool in
             for (token, continuation) in state.subscribers {
                 if case .dropped = continuation.yield(changes) {
@@ -97,7 +105,11 @@ extension DatabaseState {
             return true
         }
         // Outside the lock: finishing runs the stream's onTermination, which takes it.
-        for continuation in overflowed { continuation.finish() }
+        for continuation in overflowed {
+            continuation.finish(throwing: StrataError.subscriberOverflow(
+                "changes() of document database \(name.debugDescription): more than \(documentChangesBufferLimit) commits pending; "
+                + "resume with changes(since:)"))
+        }
         if schedule { liveQueue.async { [self] in refresh() } }
     }
 
@@ -118,42 +130,57 @@ extension DatabaseState {
 
     /// Re-runs every dirty live query on a fresh snapshot and yields the results that changed.
     /// Bursts of commits coalesce: one refresh serves every commit before it starts. Runs on
-    /// ``liveQueue`` only, so that results are yielded in commit order.
+    /// ``liveQueue`` only, so that results are yielded in commit order. A live query whose index
+    /// was dropped ends; one whose index is being rebuilt waits for the rebuild (which marks it
+    /// dirty again); one that cannot be read ends by throwing the error.
     func refresh() {
-        do {
-            let dirty = live.withLock { state -> [(UInt64, String, IndexQuery)] in
-                state.refreshScheduled = false
-                var out: [(UInt64, String, IndexQuery)] = []
-                for (token, observer) in state.observers where observer.dirty {
-                    state.observers[token]?.dirty = false
-                    out.append((token, observer.index, observer.query))
-                }
-                return out
+        let dirty = live.withLock { state -> [(UInt64, String, IndexQuery)] in
+            state.refreshScheduled = false
+            var out: [(UInt64, String, IndexQuery)] = []
+            for (token, observer) in state.observers where observer.dirty {
+                state.observers[token]?.dirty = false
+                out.append((token, observer.index, observer.query))
             }
-            if dirty.isEmpty { return }
-            guard let snapshot = try? engine.snapshot() else { return }
-            for (token, indexName, query) in dirty {
-                let result: IndexQueryResult
-                do {
-                    let index = try activeIndex(indexName)
-                    result = try IndexReader.run(query, index: indexName, prefix: index.prefix,
-                                                 reduction: index.definition.reduce,
-                                                 collation: index.definition.collation, snapshot: snapshot)
-                } catch {
-                    // The index was dropped, or its rows cannot be read: the live query ends.
-                    live.withLock { $0.observers.removeValue(forKey: token) }?.continuation.finish()
-                    continue
-                }
-                live.withLock { state in
-                    guard var observer = state.observers[token] else { return }
-                    if observer.last != result {
-                        observer.last = result
-                        observer.continuation.yield(result)
-                        state.observers[token] = observer
-                    }
+            return out
+        }
+        if dirty.isEmpty { return }
+        let snapshot: Snapshot
+        do {
+            snapshot = try engine.snapshot()
+        } catch {
+            for (token, _, _) in dirty { end(token, throwing: error) }
+            return
+        }
+        for (token, indexName, query) in dirty {
+            guard let index = indexes.withLock({ $0[indexName] }) else {
+                end(token, throwing: nil)  // dropped
+                continue
+            }
+            if index.pending != nil { continue }  // rebuilding: re-run when it is done
+            let result: IndexQueryResult
+            do {
+                result = try IndexReader.run(query, index: indexName, prefix: index.prefix,
+                                             reduction: index.definition.reduce,
+                                             collation: index.definition.collation, snapshot: snapshot)
+            } catch {
+                end(token, throwing: error)
+                continue
+            }
+            live.withLock { state in
+                guard var observer = state.observers[token] else { return }
+                if observer.last != result {
+                    observer.last = result
+                    observer.continuation.yield(result)
+                    state.observers[token] = observer
                 }
             }
         }
+    }
+
+    /// Ends a live query: normally (`error` nil) or by throwing `error`.
+    private func end(_ token: UInt64, throwing error: (any Error)?) {
+        guard let observer = live.withLock({ $0.observers.removeValue(forKey: token) }) else { return }
+        observer.continuation.finish(throwing: error)
     }
 
     /// Ends every stream (the store is closing).

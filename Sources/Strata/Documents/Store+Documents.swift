@@ -1,10 +1,17 @@
 extension Store {
     /// Opens (creating if needed) the document database `name`, with `indexes` as its indexes.
     ///
-    /// Indexes are stored in the store. An index listed with the version it was stored with is
-    /// used as it is; a new one, or one whose `version` changed, is built now from every
-    /// document; a stored index no longer listed is dropped. Every handle to the database shares
-    /// one state, so the latest call's index list holds for all of them.
+    /// Indexes are stored in the store. An index named with the version it was stored with is
+    /// used as it is, after applying from the change feed the changes made while it was not
+    /// named (as CouchDB views catch up); a new one, or one whose `version` changed, is built now
+    /// from every document. A stored index that is not named is kept as it is (remove one with
+    /// ``DocumentDatabase/dropIndex(_:)``), but cannot be queried until an open names it. Every
+    /// handle to the database shares one state: an index named once stays usable, and kept up to
+    /// date, through every handle until the store closes.
+    ///
+    /// Builds and catch-ups map a chunk of documents at a time without holding the database's
+    /// write lock, so writes go on meanwhile, and maps may read the database (or write other
+    /// documents to it).
     ///
     /// ```swift
     /// let db = try store.documents("main", indexes: [
@@ -14,8 +21,9 @@ extension Store {
     /// ])
     /// ```
     /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty name or one holding NUL, an
-    ///   empty or duplicate index name, or a map that fails while an index is built (the index
-    ///   is then built again on the next open).
+    ///   empty or duplicate index name, a map that fails while an index is built (the index is
+    ///   then completed by the next open that names it), or a map that names indexes of the
+    ///   database whose index it is building.
     public func documents(_ name: String = "default", indexes: [DocumentIndex] = []) throws -> DocumentDatabase {
         let state = try collections.state(kind: .documentDatabase, name: name, as: DatabaseState.self) {
             try DatabaseState(name: name, store: self)

@@ -78,10 +78,12 @@ final class Catalog: Sendable {
     }
 
     /// The entry of a collection, creating it with a new id and `payload()` if it has none.
-    /// Returns whether it was created.
+    /// Returns whether it was created. Opening an existing collection takes no lock; only the
+    /// allocation of a new id is serialized.
     func openOrCreate(kind: CollectionKind, name: String,
                       payload: () throws -> [UInt8]) throws -> (entry: CatalogEntry, created: Bool) {
-        try allocation.withLock { _ in
+        if let existing = try entry(kind: kind, name: name) { return (existing, false) }
+        return try allocation.withLock { _ in
             if let existing = try entry(kind: kind, name: name) { return (existing, false) }
             var next: UInt64 = 1
             if let bytes = try engine.get(Self.counterKey) {

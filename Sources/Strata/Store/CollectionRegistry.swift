@@ -10,43 +10,119 @@ protocol CollectionState: AnyObject, Sendable {
 }
 
 /// The open collections of a store, keyed by kind and name.
+///
+/// Each collection's state is made at most once, in a per-key cell: the registry's lock is held
+/// only to find or add a cell, never while a state is made (which recovers the collection and
+/// may write the catalog). So making one collection's state never delays opening another, and
+/// concurrent opens of one collection wait for the one state being made and share it.
 final class CollectionRegistry: Sendable {
     private struct Key: Hashable {
         let kind: CollectionKind
         let name: String
     }
 
-    private let states = Mutex<[Key: any CollectionState]>([:])
+    /// One collection's state, or the making of it.
+    private final class Cell: Sendable {
+        enum Value {
+            case making
+            case made(any CollectionState)
+            /// The maker failed: its waiters try again (and make it themselves).
+            case failed
+        }
 
-    /// The state of a collection, made by `create` (under the registry's lock, so at most once)
-    /// when it is not open yet. `create` runs with the lock held: it must not call back into the
-    /// registry.
+        private let lock = ConditionLock()
+        private let value = Mutex<Value>(.making)
+
+        /// The state once it is made, or nil if its maker failed.
+        func wait() -> (any CollectionState)? {
+            lock.withLock {
+                while true {
+                    switch value.withLock({ $0 }) {
+                    case .making: lock.wait()
+                    case .made(let state): return state
+                    case .failed: return nil
+                    }
+                }
+            }
+        }
+
+        /// The state if it is made, without waiting.
+        func peek() -> (any CollectionState)? {
+            if case .made(let state) = value.withLock({ $0 }) { return state }
+            return nil
+        }
+
+        func finish(_ result: Value) {
+            lock.withLock {
+                value.withLock { $0 = result }
+                lock.broadcast()
+            }
+        }
+    }
+
+    private let cells = Mutex<[Key: Cell]>([:])
+    private let closed = Mutex(false)
+
+    /// The keys whose states the current thread (task) is making, to refuse a re-entrant make of
+    /// the same key instead of waiting for itself.
+    @TaskLocal private static var making: Set<ObjectIdentifier> = []
+
+    /// The state of a collection, made by `create` when it is not open yet. `create` runs
+    /// without the registry's lock (it may open other collections); concurrent calls for the same
+    /// collection wait for it and return the state it made. If `create` throws, the error goes to
+    /// its caller and a waiter makes the state itself.
     func state<State: CollectionState>(kind: CollectionKind, name: String, as type: State.Type,
                                        create: () throws -> State) throws -> State {
-        try states.withLock { states in
-            if let existing = states[Key(kind: kind, name: name)] {
+        let key = Key(kind: kind, name: name)
+        while true {
+            let (cell, mine) = cells.withLock { cells -> (Cell, Bool) in
+                if let cell = cells[key] { return (cell, false) }
+                let cell = Cell()
+                cells[key] = cell
+                return (cell, true)
+            }
+            if !mine {
+                guard !Self.making.contains(ObjectIdentifier(cell)) else {
+                    throw StrataError.invalidArgument("\(kind.name) \"\(name)\" is opened again while it is being opened")
+                }
+                guard let existing = cell.wait() else { continue }
                 guard let typed = existing as? State else {
                     throw StrataError.typeMismatch("\(kind.name) \"\(name)\" is open as \(Swift.type(of: existing)), not \(State.self)")
                 }
                 return typed
             }
-            let created = try create()
-            states[Key(kind: kind, name: name)] = created
+            let created: State
+            do {
+                created = try Self.$making.withValue(Self.making.union([ObjectIdentifier(cell)])) { try create() }
+            } catch {
+                cells.withLock { cells in
+                    if cells[key] === cell { cells.removeValue(forKey: key) }
+                }
+                cell.finish(.failed)
+                throw error
+            }
+            cell.finish(.made(created))
+            // The store closed while this state was made: it missed closeAll, so close it here.
+            if closed.withLock({ $0 }) { created.storeDidClose() }
             return created
         }
     }
 
     /// Forgets a collection (after it was dropped); a later open makes a new state.
     func remove(kind: CollectionKind, name: String) {
-        _ = states.withLock { $0.removeValue(forKey: Key(kind: kind, name: name)) }
+        _ = cells.withLock { $0.removeValue(forKey: Key(kind: kind, name: name)) }
     }
 
-    /// Tells every open collection that the store closes, and forgets them all.
+    /// Tells every open collection that the store closes, and forgets them all. A state being
+    /// made meanwhile is told by its maker, which checks `closed` after publishing the state.
     func closeAll() {
-        let all = states.withLock { states -> [any CollectionState] in
-            defer { states.removeAll() }
-            return Array(states.values)
+        let all = cells.withLock { cells -> [Cell] in
+            closed.withLock { $0 = true }
+            defer { cells.removeAll() }
+            return Array(cells.values)
         }
-        for state in all { state.storeDidClose() }
+        for cell in all {
+            if let state = cell.peek() { state.storeDidClose() }
+        }
     }
 }

@@ -33,7 +33,34 @@ public final class Store: Sendable {
     /// The open collections' shared state.
     let collections = CollectionRegistry()
 
-    private static let registry = Mutex<[String: Store]>([:])
+    /// The stores this process has open, by canonical path. An entry that is opening or closing
+    /// holds the gate that waiters block on, so that the engine is opened and closed outside the
+    /// registry's lock (a recovery of one directory never delays an open of another) while two
+    /// opens of one directory still get one instance.
+    private static let registry = Mutex<[String: RegistryEntry]>([:])
+
+    private enum RegistryEntry {
+        case open(Store)
+        /// An open or a close of the directory is under way; waiters wait on the gate.
+        case busy(OpenGate)
+    }
+
+    /// A one-shot gate: `open()` wakes every waiter.
+    private final class OpenGate: Sendable {
+        private let lock = ConditionLock()
+        private let opened = Mutex(false)
+
+        func wait() {
+            lock.withLock { while !opened.withLock({ $0 }) { lock.wait() } }
+        }
+
+        func open() {
+            lock.withLock {
+                opened.withLock { $0 = true }
+                lock.broadcast()
+            }
+        }
+    }
 
     private init(directory: URL, options: StoreOptions, engine: Engine) {
         self.directory = directory
@@ -62,29 +89,68 @@ public final class Store: Sendable {
         // Create first so that the canonical path resolves the same before and after.
         try FileSystem.createDirectory(directory.standardizedFileURL.path)
         let path = canonicalPath(directory)
-        return try registry.withLock { open in
-            if let existing = open[path] { return existing }
-            let engine = try Engine(directory: path, options: engineOptions)
-            let store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
-            open[path] = store
-            return store
+        while true {
+            // Claim the path (or find it open, or wait for the open or close under way), then
+            // recover outside the registry's lock.
+            enum Claim { case existing(Store), wait(OpenGate), mine(OpenGate) }
+            let claim = registry.withLock { open -> Claim in
+                switch open[path] {
+                case .open(let store)?: return .existing(store)
+                case .busy(let gate)?: return .wait(gate)
+                case nil:
+                    let gate = OpenGate()
+                    open[path] = .busy(gate)
+                    return .mine(gate)
+                }
+            }
+            switch claim {
+            case .existing(let store):
+                return store
+            case .wait(let gate):
+                gate.wait()
+            case .mine(let gate):
+                defer { gate.open() }
+                let store: Store
+                do {
+                    let engine = try Engine(directory: path, options: engineOptions)
+                    store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
+                } catch {
+                    registry.withLock { _ = $0.removeValue(forKey: path) }
+                    throw error
+                }
+                registry.withLock { $0[path] = .open(store) }
+                return store
+            }
         }
     }
 
-    /// The store this process has open in `directory`, if any.
+    /// The store this process has open in `directory`, if any. While this process is opening
+    /// or closing it, waits for that to finish.
     public static func opened(at directory: URL) -> Store? {
         let path = canonicalPath(directory)
-        return registry.withLock { $0[path] }
+        while true {
+            let entry = registry.withLock { $0[path] }
+            switch entry {
+            case .open(let store)?: return store
+            case .busy(let gate)?: gate.wait()
+            case nil: return nil
+            }
+        }
     }
 
-    /// Closes every store this process has open (errors are ignored; each store is closed anyway).
+    /// Closes every store this process has open. A store whose close fails is closed anyway
+    /// (its engine refuses every later call); call ``close()`` on each store to see such errors.
     public static func prepareForShutdown() {
-        registry.withLock { open in
-            for store in open.values {
-                try? store.engine.close()
-                store.collections.closeAll()
+        let stores = registry.withLock { open -> [Store] in
+            open.values.compactMap { entry in
+                if case .open(let store) = entry { return store }
+                return nil
             }
-            open.removeAll()
+        }
+        for store in stores {
+            // Not swallowed silently: a failed close leaves the engine failed, and a later
+            // `close()` of the store reports nothing new, so there is no caller to give it to.
+            do { try store.close() } catch { continue }
         }
     }
 
@@ -107,13 +173,23 @@ public final class Store: Sendable {
     /// Idempotent; afterwards every call on the store throws ``StrataError/closed``.
     public func close() throws {
         let path = directory.path
-        // Under the registry lock, so that an `open` of the same directory in this process waits
-        // for the close (and the release of the LOCK file) instead of failing with `.locked`.
-        try Store.registry.withLock { open in
-            if open[path] === self { open[path] = nil }
-            defer { collections.closeAll() }
-            try engine.close()
+        // The entry stays busy until the engine is closed, so that an `open` of the same directory
+        // in this process waits for the close (and the release of the LOCK file) instead of
+        // failing with `.locked`; the registry's lock itself is not held meanwhile.
+        let gate = OpenGate()
+        let claimed = Store.registry.withLock { open -> Bool in
+            guard case .open(let store)? = open[path], store === self else { return false }
+            open[path] = .busy(gate)
+            return true
         }
+        defer {
+            if claimed {
+                Store.registry.withLock { _ = $0.removeValue(forKey: path) }
+                gate.open()
+            }
+        }
+        defer { collections.closeAll() }
+        try engine.close()
     }
 
     /// Makes every write acknowledged so far durable (useful with ``Durability/buffered``).

@@ -166,7 +166,8 @@ public enum DocumentInspector {
             let payload = try DocumentLayout.decodeIndexPayload(indexEntry.payload, name: catalogName)
             indexes.append(DocumentIndexSummary(
                 name: String(catalogName.dropFirst(namePrefix.count)), id: indexEntry.id, version: payload.version,
-                state: payload.state == DocumentLayout.indexReady ? "ready" : "building",
+                state: payload.state == DocumentLayout.indexReady ? "ready"
+                    : payload.state == DocumentLayout.indexBehind ? "behind at \(payload.reflected)" : "building",
                 reduction: DocumentLayout.reductionName(payload.reduction),
                 collation: payload.collation == .unicode ? "unicode" : "raw",
                 rows: try count(snapshot, prefix: DocumentLayout.indexPrefix(indexEntry.id))))

@@ -67,11 +67,17 @@ final class CallCounter: Sendable {
             let db = try store.documents("m", indexes: [Self.byCost("2")])
             let id = try db.state.activeIndex("cost").id
             #expect(try db.query("cost", IndexQuery.all.with { $0.reduce = false }).count == 18)
-            // Dropped when no longer listed.
+            // Kept when no longer listed; dropped on purpose.
             _ = try store.documents("m", indexes: [])
+            #expect(try storedRowCount(store, indexId: id) == 18)
+            try db.dropIndex("cost")
             #expect(try storedRowCount(store, indexId: id) == 0)
             #expect(throws: StrataError.self) { try db.query("cost", .all) }
             #expect(try Catalog.entries(kind: .documentIndex, in: store.engine.snapshot()).isEmpty)
+            #expect { try db.dropIndex("cost") } throws: { e in
+                if case StrataError.notFound = e { return true }
+                return false
+            }
             try store.close()
         }
     }
@@ -87,28 +93,28 @@ final class CallCounter: Sendable {
         q.reduce = false
         let stream = try db.observe("cost", q)
         var iterator = stream.makeAsyncIterator()
-        #expect(await iterator.next()?.rows.isEmpty == true)
+        #expect(try await iterator.next()?.rows.isEmpty == true)
         // Outside the range, and a save that changes no row: nothing.
         try db.save(Document(id: "b", fields: ["cost": 50, "n": 1]))
         try db.save(Document(id: "a", fields: ["cost": 5, "n": 1, "other": true]))
         // Inside: a new result.
         try db.save(Document(id: "c", fields: ["cost": 15, "n": 7]))
-        let next = await iterator.next()
+        let next = try await iterator.next()
         #expect(next?.rows == [QueryRow(key: 15, value: 7, documentID: "c")])
         try db.delete(id: "c")
-        #expect(await iterator.next()?.rows.isEmpty == true)
+        #expect(try await iterator.next()?.rows.isEmpty == true)
         // Changes stream: one array per commit.
         let changes = try db.changes()
         var changeIterator = changes.makeAsyncIterator()
         try db.save(contentsOf: [Document(id: "x", fields: [:]), Document(id: "y", fields: [:])])
         try db.delete(id: "x")
-        let first = await changeIterator.next()
+        let first = try await changeIterator.next()
         #expect(first?.map(\.id) == ["x", "y"])
-        #expect(await changeIterator.next()?.map(\.isDeletion) == [true])
+        #expect(try await changeIterator.next()?.map(\.isDeletion) == [true])
         // Closing the store ends both streams.
         try store.close()
-        #expect(await iterator.next() == nil)
-        #expect(await changeIterator.next() == nil)
+        #expect(try await iterator.next() == nil)
+        #expect(try await changeIterator.next() == nil)
     }
 
     @Test("a burst of commits coalesces; a cancelled live query is freed")
@@ -120,12 +126,12 @@ final class CallCounter: Sendable {
         let db = try store.documents("c", indexes: [Self.byCost("1")])
         let stream = try db.observe("cost", .all)
         var iterator = stream.makeAsyncIterator()
-        #expect(await iterator.next()?.rows.isEmpty == true)
+        #expect(try await iterator.next()?.rows.isEmpty == true)
         for i in 0..<200 { try db.save(Document(id: "d\(i)", fields: ["cost": .int(Int64(i)), "n": 1])) }
         // The consumer sees at most a few results, the last one final.
         var last: IndexQueryResult?
         var seen = 0
-        while let r = await iterator.next() {
+        while let r = try await iterator.next() {
             seen += 1
             last = r
             if r.rows.first?.value == 200 { break }
@@ -134,7 +140,7 @@ final class CallCounter: Sendable {
         #expect(seen <= 200)
         #expect(db.state.live.withLock { $0.observers.count } == 1)
         let task = Task {
-            for await _ in try db.observe("cost", .all) {}
+            for try await _ in try db.observe("cost", .all) {}
         }
         try await Task.sleep(for: .milliseconds(50))
         #expect(db.state.live.withLock { $0.observers.count } == 2)
@@ -153,11 +159,17 @@ final class CallCounter: Sendable {
         let stream = try db.changes()
         for i in 0..<(documentChangesBufferLimit + 10) { try db.save(Document(id: "d\(i)")) }
         var received = 0
-        for await batch in stream {
-            #expect(batch.count == 1 && batch[0].id == "d\(received)")
-            received += 1
+        var ending: (any Error)?
+        do {
+            for try await batch in stream {
+                #expect(batch.count == 1 && batch[0].id == "d\(received)")
+                received += 1
+            }
+        } catch {
+            ending = error
         }
         #expect(received == documentChangesBufferLimit)
+        if case StrataError.subscriberOverflow? = ending {} else { Issue.record("the stream ended with \(String(describing: ending))") }
         #expect(db.state.live.withLock { $0.subscribers.isEmpty })
         // The persistent feed has everything.
         #expect(try db.changes(since: UInt64(received)).changes.first?.id == "d\(received)")

@@ -1,0 +1,354 @@
+import Foundation
+
+/// The documents whose rows an attached index does not hold yet: every document whose key is at
+/// or after ``from`` (a build walks the documents in key order), and those in ``ids`` (changed
+/// since the rows were written, to be caught up).
+///
+/// Writers leave the rows of pending documents alone; the build writes them, and removes the
+/// documents from the set, under the writer lock after checking that their stored revision is
+/// the one it mapped. So every document is, at every commit, either pending (its rows are the
+/// build's business) or held by the index exactly as stored.
+struct PendingDocuments: Sendable, Equatable {
+    /// The key of the first document of the range still to build (nil: none).
+    var from: [UInt8]?
+    /// Further documents to map again.
+    var ids: Set<String>
+
+    var isEmpty: Bool { from == nil && ids.isEmpty }
+
+    func contains(_ documentID: String, key: [UInt8]) -> Bool {
+        if ids.contains(documentID) { return true }
+        guard let from else { return false }
+        return !key.lexicographicallyPrecedes(from)
+    }
+}
+
+/// How many documents a build maps between two commits.
+let indexBuildChunk = 1000
+
+extension DatabaseState {
+    /// The databases whose index configuration the current thread (task) is changing: a map that
+    /// re-enters `configure` or `dropIndex` of the same database is refused instead of waiting
+    /// for itself.
+    @TaskLocal static var configuring: Set<ObjectIdentifier> = []
+
+    /// Runs `body` as the database's one index builder (builds, catch-ups, drops are serialized).
+    /// The writer lock is not held: writes go on meanwhile.
+    func withConfiguration<R>(_ body: () throws -> R) throws -> R {
+        let me = ObjectIdentifier(self)
+        guard !Self.configuring.contains(me) else {
+            throw StrataError.invalidArgument("document database \(name.debugDescription): an index map or reduce must not "
+                                              + "name or drop indexes of the database whose index it is building")
+        }
+        configuration.lock()
+        defer { configuration.unlock() }
+        return try Self.$configuring.withValue(Self.configuring.union([me])) { try body() }
+    }
+
+    /// Attaches `definitions`: an index already attached at its version is kept; a stored one at
+    /// the same version is attached, caught up from the change feed if it is behind; a new one,
+    /// or one whose version changed, is built (under a new catalog id). Indexes not named are
+    /// left as they are.
+    func configure(_ definitions: [DocumentIndex]) throws {
+        var seen = Set<String>()
+        for d in definitions {
+            guard !d.name.isEmpty else { throw StrataError.invalidArgument("database \(name.debugDescription): an index name must not be empty") }
+            if d.collation == .unicode, !UnicodeCollation.isAvailable { throw UnicodeCollation.unavailable }
+            guard seen.insert(d.name).inserted else {
+                throw StrataError.invalidArgument("database \(name.debugDescription): two indexes are named \(d.name.debugDescription)")
+            }
+        }
+        func needed() -> [DocumentIndex] {
+            indexes.withLock { attached in
+                definitions.filter { d in
+                    guard let a = attached[d.name], a.definition.version == d.version,
+                          a.definition.collation == d.collation, a.pending == nil else { return true }
+                    return false
+                }
+            }
+        }
+        if needed().isEmpty {
+            if writer.withLock({ $0.closed }) { throw StrataError.closed }
+            return
+        }
+        try withConfiguration {
+            for definition in needed() { try attach(definition) }
+        }
+    }
+
+    private enum AttachPlan {
+        case done
+        case build(ActiveIndex)
+        case catchUp(ActiveIndex, [String])
+    }
+
+    /// Attaches one index and completes it (see ``configure(_:)``). Called as the builder.
+    private func attach(_ definition: DocumentIndex) throws {
+        let catalogName = DocumentLayout.indexCatalogName(database: name, index: definition.name)
+        // What changed since a behind index's sequence, read before the lock; the lock adds the rest.
+        let storedBefore = try catalog.entry(kind: .documentIndex, name: catalogName)
+            .map { try DocumentLayout.decodeIndexPayload($0.payload, name: catalogName) }
+        var early: (ids: [String], last: UInt64)?
+        if let p = storedBefore, p.version == definition.version, p.state == DocumentLayout.indexBehind,
+           DocumentLayout.rowsAreCurrent(p, definition.collation) {
+            early = try changedDocuments(after: p.reflected, in: try engine.snapshot())
+        }
+        let plan = try writer.withLock { w -> AttachPlan in
+            guard !w.closed else { throw StrataError.closed }
+            if let a = indexes.withLock({ $0[definition.name] }), a.definition.version == definition.version,
+               a.definition.collation == definition.collation, a.pending == nil {
+                return .done
+            }
+            let stored = try catalog.entry(kind: .documentIndex, name: catalogName)
+                .map { ($0, try DocumentLayout.decodeIndexPayload($0.payload, name: catalogName)) }
+            if let (entry, payload) = stored, payload.version == definition.version,
+               DocumentLayout.rowsAreCurrent(payload, definition.collation) {
+                if payload.state == DocumentLayout.indexReady, w.unconverted[definition.name] != nil {
+                    // Current: it followed every commit until this open, and none since.
+                    w.unconverted[definition.name] = nil
+                    indexes.withLock { $0[definition.name] = ActiveIndex(definition: definition, id: entry.id) }
+                    return .done
+                }
+                if payload.state != DocumentLayout.indexBuilding {
+                    var changed: [String]
+                    var after = payload.reflected
+                    if let early, storedBefore == payload {
+                        changed = early.ids
+                        after = max(after, early.last)
+                    } else {
+                        changed = []
+                    }
+                    changed += try changedDocuments(after: after, in: try engine.snapshot()).ids
+                    let index = ActiveIndex(definition: definition, id: entry.id,
+                                            pending: PendingDocuments(from: nil, ids: Set(changed)))
+                    w.unconverted[definition.name] = nil
+                    indexes.withLock { $0[definition.name] = index }
+                    return .catchUp(index, changed)
+                }
+            }
+            // New, another version, or a build that did not finish: build anew under a new id.
+            if let (entry, _) = stored {
+                var batch = WriteBatch()
+                let prefix = DocumentLayout.indexPrefix(entry.id)
+                batch.deleteRangeRaw(prefix, TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF])
+                Catalog.remove(kind: .documentIndex, name: catalogName, into: &batch)
+                try engine.write(batch)
+            }
+            w.unconverted[definition.name] = nil
+            let (entry, _) = try catalog.openOrCreate(kind: .documentIndex, name: catalogName) {
+                DocumentLayout.indexPayload(version: definition.version, state: DocumentLayout.indexBuilding,
+                                            reduction: definition.reduce, collation: definition.collation, reflected: 0)
+            }
+            let index = ActiveIndex(definition: definition, id: entry.id,
+                                    pending: PendingDocuments(from: DocumentLayout.documentPrefix(id), ids: []))
+            indexes.withLock { $0[definition.name] = index }
+            return .build(index)
+        }
+        switch plan {
+        case .done:
+            return
+        case .build(let index):
+            try completeOrDetach(index, queue: [])
+        case .catchUp(let index, let changed):
+            try completeOrDetach(index, queue: changed, removingStaleRows: true)
+        }
+        indexesDidChange([definition.name])
+    }
+
+    /// The ids of the documents whose latest change in `snapshot` is after sequence `after`, in
+    /// sequence order, and the last sequence read.
+    func changedDocuments(after: UInt64, in snapshot: Snapshot) throws -> (ids: [String], last: UInt64) {
+        let prefix = DocumentLayout.changePrefix(id)
+        guard after < .max else { return ([], after) }
+        let cursor = snapshot.cursor(lower: DocumentLayout.changeKey(id, after + 1), upper: TupleKey.prefixSuccessor(prefix))
+        var ids: [String] = []
+        var last = after
+        while try cursor.next() {
+            let key = cursor.withKey { Array($0) }
+            var decoder = TupleKeyDecoder(key[prefix.count...])
+            guard let sequence = try? decoder.nextUInt(), decoder.isAtEnd else {
+                throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
+                                            reason: "bad change key \(TupleKey.describe(key))")
+            }
+            ids.append(try DocumentLayout.decodeChange(cursor.value, sequence: sequence).id)
+            last = sequence
+        }
+        return (ids, last)
+    }
+
+    /// Completes `index`; if that fails, detaches it (its stored entry stays building or behind,
+    /// so the next open that names it finishes the work) and rethrows.
+    private func completeOrDetach(_ index: ActiveIndex, queue: [String], removingStaleRows: Bool = false) throws {
+        do {
+            if removingStaleRows, let ids = index.pending?.ids { try removeRows(of: ids, index: index) }
+            try complete(index, queue: queue)
+        } catch {
+            writer.withLock { _ in
+                indexes.withLock { attached in
+                    if attached[index.name]?.id == index.id { attached[index.name] = nil }
+                }
+            }
+            throw error
+        }
+    }
+
+    /// Deletes every row of `index` that belongs to one of `ids`. Writers leave these documents'
+    /// rows alone while they are pending, so no lock is needed; the index's rows are read once
+    /// (there is no per-document list of rows).
+    private func removeRows(of ids: Set<String>, index: ActiveIndex) throws {
+        if ids.isEmpty { return }
+        let snapshot = try engine.snapshot()
+        let cursor = snapshot.cursor(lower: index.prefix, upper: TupleKey.prefixSuccessor(index.prefix))
+        var batch = WriteBatch()
+        while try cursor.next() {
+            let stale = try cursor.withKey { key -> Bool in
+                var offset = index.prefix.count
+                _ = try JSON.decodeCollationKey(key, at: &offset)
+                return ids.contains(try IndexReader.documentID(key: key, at: offset))
+            }
+            if stale { batch.deleteRaw(cursor.withKey { Array($0) }) }
+            if batch.count >= indexBuildChunk || batch.byteSize > 4 << 20 {
+                try engine.write(batch)
+                batch = WriteBatch()
+            }
+        }
+        if !batch.isEmpty { try engine.write(batch) }
+    }
+
+    /// One document a build mapped: its key, the revision it mapped (0: absent) and its rows.
+    private struct Mapped {
+        var id: String
+        var key: [UInt8]
+        var revision: UInt64
+        var rows: [IndexRow]
+    }
+
+    /// Maps the version of a document a snapshot holds (no rows for a tombstone).
+    private func map(_ documentID: String, key: [UInt8], value: UnsafeRawBufferPointer, index: ActiveIndex) throws -> Mapped {
+        let record = try DocumentRecord(decoding: value, documentID: documentID)
+        if record.isDeleted { return Mapped(id: documentID, key: key, revision: record.revision, rows: []) }
+        var document = try Self.document(id: documentID, record: record, value: value)
+        document.attachments = [:]
+        return Mapped(id: documentID, key: key, revision: record.revision, rows: try IndexMaintenance.rows(of: document, index: index))
+    }
+
+    private static func revision(of key: [UInt8], id documentID: String, in snapshot: Snapshot) throws -> UInt64 {
+        guard let value = try snapshot.get(key) else { return 0 }
+        return try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID).revision }
+    }
+
+    /// Writes the rows of every pending document of `index`, a chunk at a time: the chunk is
+    /// mapped on a snapshot without any lock, then, under the writer lock, the rows of the
+    /// documents whose stored revision is still the mapped one are written and those documents
+    /// leave the pending set; the others (changed meanwhile, or new in the range) are mapped
+    /// again in a later chunk. The last chunk marks the index current in the catalog.
+    private func complete(_ start: ActiveIndex, queue initialQueue: [String]) throws {
+        guard var pending = start.pending else { return }
+        var queue = initialQueue[...]  // ids in the order they are mapped
+        let documentPrefix = DocumentLayout.documentPrefix(id)
+        let documentsEnd = TupleKey.prefixSuccessor(documentPrefix)
+        while true {
+            let snapshot = try engine.snapshot()
+            var mapped: [Mapped] = []
+            var rangeEnd: [UInt8]?
+            var fromRange = false
+            if queue.isEmpty && !pending.ids.isEmpty { queue = pending.ids.sorted()[...] }
+            while mapped.count < indexBuildChunk, let next = queue.first {
+                queue = queue.dropFirst()
+                guard pending.ids.contains(next) else { continue }
+                let key = DocumentLayout.documentKey(id, next)
+                if let value = try snapshot.get(key) {
+                    mapped.append(try value.withUnsafeBytes { try map(next, key: key, value: $0, index: start) })
+                } else {
+                    mapped.append(Mapped(id: next, key: key, revision: 0, rows: []))
+                }
+            }
+            if mapped.isEmpty, let from = pending.from {
+                fromRange = true
+                let cursor = snapshot.cursor(lower: from, upper: documentsEnd)
+                var last: [UInt8]?
+                while mapped.count < indexBuildChunk, try cursor.next() {
+                    let key = cursor.withKey { Array($0) }
+                    let documentID = try Self.documentID(fromKey: key, prefixLength: documentPrefix.count)
+                    mapped.append(try map(documentID, key: key, value: cursor.value, index: start))
+                    last = key
+                }
+                // The range this chunk covers ends after its last key (at the end when it is short).
+                if mapped.count >= indexBuildChunk, let last { rangeEnd = last + [0] }
+            }
+            let done = try writer.withLock { w -> Bool in
+                guard !w.closed else { throw StrataError.closed }
+                guard indexes.withLock({ $0[start.name]?.id }) == start.id else {
+                    throw StrataError.notFound("index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
+                }
+                let current = try engine.snapshot()
+                var batch = WriteBatch()
+                var retry: [String] = []
+                if fromRange {
+                    var byKey: [[UInt8]: Mapped] = [:]
+                    for m in mapped { byKey[m.key] = m }
+                    // Compare the range in the current state with what was mapped: documents
+                    // changed or added meanwhile are mapped again.
+                    let cursor = current.cursor(lower: pending.from ?? documentPrefix, upper: rangeEnd ?? documentsEnd)
+                    while try cursor.next() {
+                        let key = cursor.withKey { Array($0) }
+                        let documentID = try Self.documentID(fromKey: key, prefixLength: documentPrefix.count)
+                        let revision = try DocumentRecord(decoding: cursor.value, documentID: documentID).revision
+                        if let m = byKey[key], m.revision == revision {
+                            for row in m.rows { batch.putRaw(row.key, row.value) }
+                        } else {
+                            pending.ids.insert(documentID)
+                            retry.append(documentID)
+                        }
+                    }
+                    pending.from = rangeEnd
+                } else {
+                    for m in mapped {
+                        if try Self.revision(of: m.key, id: m.id, in: current) == m.revision {
+                            for row in m.rows { batch.putRaw(row.key, row.value) }
+                            pending.ids.remove(m.id)
+                        } else {
+                            retry.append(m.id)
+                        }
+                    }
+                }
+                let complete = pending.isEmpty
+                if complete {
+                    let entry = CatalogEntry(id: start.id, payload: DocumentLayout.indexPayload(
+                        version: start.definition.version, state: DocumentLayout.indexReady, reduction: start.definition.reduce,
+                        collation: start.definition.collation, reflected: w.nextSequence - 1))
+                    Catalog.put(entry, kind: .documentIndex,
+                                name: DocumentLayout.indexCatalogName(database: name, index: start.name), into: &batch)
+                }
+                try engine.write(batch)
+                indexes.withLock { $0[start.name]?.pending = complete ? nil : pending }
+                queue.append(contentsOf: retry)
+                return complete
+            }
+            if done { return }
+        }
+    }
+
+    /// Removes the index `indexName`: its rows and its catalog entry. Its live queries end.
+    ///
+    /// - Throws: ``StrataError/notFound(_:)`` if the database has no such index.
+    func dropIndex(_ indexName: String) throws {
+        let catalogName = DocumentLayout.indexCatalogName(database: name, index: indexName)
+        try withConfiguration {
+            try writer.withLock { w in
+                guard !w.closed else { throw StrataError.closed }
+                guard let entry = try catalog.entry(kind: .documentIndex, name: catalogName) else {
+                    throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
+                }
+                var batch = WriteBatch()
+                let prefix = DocumentLayout.indexPrefix(entry.id)
+                batch.deleteRangeRaw(prefix, TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF])
+                Catalog.remove(kind: .documentIndex, name: catalogName, into: &batch)
+                try engine.write(batch)
+                w.unconverted[indexName] = nil
+                indexes.withLock { _ = $0.removeValue(forKey: indexName) }
+            }
+        }
+        indexesDidChange([indexName])
+    }
+}
