@@ -131,9 +131,9 @@ private final class WorkloadState: Sendable {
                  seed: 0x9A3E_0004),
     ]
 
-    /// 3 trials per scenario by default; `STRATA_POWERLOSS_TRIALS` (a total) raises the count.
+    /// 4 trials per scenario by default; `STRATA_POWERLOSS_TRIALS` (a total) raises the count.
     static var trialsPerScenario: Int {
-        let total = ProcessInfo.processInfo.environment["STRATA_POWERLOSS_TRIALS"].flatMap { Int($0) } ?? 12
+        let total = ProcessInfo.processInfo.environment["STRATA_POWERLOSS_TRIALS"].flatMap { Int($0) } ?? 16
         return max(1, (max(total, 1) + scenarios.count - 1) / scenarios.count)
     }
 
@@ -207,7 +207,7 @@ private final class WorkloadState: Sendable {
         let start = histories.map(\.batches.count)
         let events = 120.0 * Double(scenario.batchesPerThread * threads) / 300
         let simulator = try PowerLossSimulator(directory: directory, cloneRoot: cloneRoot, seed: seed,
-                                               cutChance: 6 / max(events, 60) / 4, maxCuts: 10,
+                                               cutChance: 6 / max(events, 60) / 4, maxCuts: 12,
                                                progress: .init(start: start))
         PowerLoss.attach(simulator)
         defer { PowerLoss.detach(simulator) }

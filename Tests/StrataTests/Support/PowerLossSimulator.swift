@@ -19,9 +19,13 @@ import Glibc
 ///   data and size together, since `fdatasync` covers the size needed to read the data. Writes
 ///   and `ftruncate` after that sync are lost; a file never synced comes back empty.
 /// - A directory's durable entries are exactly the names (and the ids they pointed to) it held
-///   when its last `fsync` returned. Creates, renames and unlinks after that are undone: a renamed
-///   file reappears under its old name, a deleted one comes back with its synced content, a new
-///   one is absent. Each `rename` is atomic: a name points to the old file or to the new one.
+///   when its last `fsync` returned. Half the cuts undo every create, rename and unlink after
+///   that: a renamed file reappears under its old name, a deleted one comes back with its synced
+///   content, a new one is absent. Each `rename` is atomic: a name points to the old file or to
+///   the new one.
+/// - The other half keep a random subset of the creates, renames and unlinks made since the
+///   last directory sync (each one whole, in order, where its source name still holds its file):
+///   the OS may write any of them back before the power goes, in any order.
 /// - Nothing else is lost or reordered: bytes durable before a cut never change, and what a sync
 ///   captured is a prefix-closed state (a write racing a sync may be captured whole; the OS may
 ///   write pages back at any time, so that outcome is reachable too).
@@ -76,6 +80,9 @@ final class PowerLossSimulator: @unchecked Sendable {
     /// The directory's entries now, and as of its last fsync.
     private var current: [String: Int] = [:]
     private var durable: [String: Int] = [:]
+    /// The creates, renames and unlinks since the last directory sync, in order.
+    private enum Change { case create(String, Int), rename(String, String, Int), remove(String, Int) }
+    private var pending: [Change] = []
     private var nextID = 0
     private var progress: Progress
     private var cuts: [Cut] = []
@@ -83,7 +90,7 @@ final class PowerLossSimulator: @unchecked Sendable {
     private var frozen = false
 
     /// Starts tracking `directory` (which must exist; its files are taken as durable). Each event
-    /// is a cut with probability `cutChance` (eight times that after a create, rename, unlink or
+    /// is a cut with probability `cutChance` (16 times that after a create, rename, unlink or
     /// directory sync), at most `maxCuts` times; clones go to `cloneRoot`-N.
     init(directory: String, cloneRoot: String, seed: UInt64, cutChance: Double, maxCuts: Int, progress: Progress) throws {
         self.directory = directory
@@ -146,6 +153,7 @@ final class PowerLossSimulator: @unchecked Sendable {
             files[id] = File(inode: inode, synced: nil)
             idOfInode[inode] = id
             current[name] = id
+            pending.append(.create(name, id))
             namespace = true
         case .synced(_, let descriptor):
             if let id = idOfInode[Self.inode(descriptor)], files[id] != nil {
@@ -153,15 +161,19 @@ final class PowerLossSimulator: @unchecked Sendable {
             }
         case .renamed(let from, let to):
             guard let a = name(from), let b = name(to) else { return }
-            if let id = current.removeValue(forKey: a) { current[b] = id }
+            if let id = current.removeValue(forKey: a) {
+                current[b] = id
+                pending.append(.rename(a, b, id))
+            }
             namespace = true
         case .removed(let path):
             guard let name = name(path) else { return }
-            current[name] = nil
+            if let id = current.removeValue(forKey: name) { pending.append(.remove(name, id)) }
             namespace = true
         case .syncedDirectory(let path):
             guard path == directory else { return }
             durable = current
+            pending = []
             let live = Set(current.values).union(durable.values)
             for id in files.keys where !live.contains(id) { files[id] = nil }
             namespace = true
@@ -170,23 +182,45 @@ final class PowerLossSimulator: @unchecked Sendable {
         }
         guard !frozen, cuts.count < maxCuts else { return }
         let p = rng.next() >> 11
-        if Double(p) / Double(UInt64(1) << 53) < cutChance * (namespace ? 8 : 1) { cut(after: event) }
+        if Double(p) / Double(UInt64(1) << 53) < cutChance * (namespace ? 16 : 1) { cut(after: event) }
     }
 
     /// Writes what a power cut now would leave into a new directory. Called with the lock held.
+    /// Every other cut keeps a random subset of the directory changes since the last directory
+    /// sync (each in order, and only where its source name still holds its file): the OS may have
+    /// written any of them back, in any order.
     private func cut(after event: IOEvent) {
         let number = cuts.count
         let path = "\(cloneRoot)-\(number)"
+        var entries = durable
+        var kept = 0
+        if !pending.isEmpty && rng.chance(500) {
+            for change in pending where rng.chance(500) {
+                switch change {
+                case .create(let name, let id):
+                    entries[name] = id
+                case .rename(let a, let b, let id):
+                    guard entries[a] == id else { continue }
+                    entries[a] = nil
+                    entries[b] = id
+                case .remove(let name, let id):
+                    guard entries[name] == id else { continue }
+                    entries[name] = nil
+                }
+                kept += 1
+            }
+        }
+        var after = Self.describe(event, in: directory)
+        if kept > 0 { after += "; \(kept) of \(pending.count) unsynced directory changes kept" }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            for (name, id) in durable {
+            for (name, id) in entries {
                 try Data(files[id]?.synced ?? []).write(to: URL(fileURLWithPath: path + "/" + name))
             }
         } catch {
             return  // the test sees fewer cuts, never a wrong one
         }
-        cuts.append(Cut(number: number, event: events, after: Self.describe(event, in: directory),
-                        directory: path, progress: progress))
+        cuts.append(Cut(number: number, event: events, after: after, directory: path, progress: progress))
     }
 
     // MARK: Helpers
