@@ -29,7 +29,10 @@ import Glibc
 /// - Nothing else is lost or reordered: bytes durable before a cut never change, and what a sync
 ///   captured is a prefix-closed state (a write racing a sync may be captured whole; the OS may
 ///   write pages back at any time, so that outcome is reachable too).
-/// - The store directory itself, and the files in it when the simulator starts, are durable.
+/// - The files in the store directory when the simulator starts are durable, and so is the
+///   directory if it exists. If it does not, the store creates it, and its entry in its parent is
+///   durable only after a sync of the parent: a cut before that leaves no store directory (an
+///   empty clone).
 ///
 /// A cut happens after the system call that the random draw picked has returned, under the
 /// simulator's lock, and records the workload's ``Progress`` at that instant, so a test knows
@@ -88,6 +91,8 @@ final class PowerLossSimulator: @unchecked Sendable {
     private var cuts: [Cut] = []
     private(set) var events = 0
     private var frozen = false
+    /// Whether the store directory's own entry in its parent is durable.
+    private var directoryDurable = true
 
     /// Starts tracking `directory` (which must exist; its files are taken as durable). Each event
     /// is a cut with probability `cutChance` (16 times that after a create, rename, unlink or
@@ -99,6 +104,10 @@ final class PowerLossSimulator: @unchecked Sendable {
         self.cutChance = cutChance
         self.maxCuts = maxCuts
         self.progress = progress
+        guard FileManager.default.fileExists(atPath: directory) else {
+            directoryDurable = false
+            return
+        }
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
             var st = stat()
             let path = directory + "/" + name
@@ -170,8 +179,10 @@ final class PowerLossSimulator: @unchecked Sendable {
             guard let name = name(path) else { return }
             if let id = current.removeValue(forKey: name) { pending.append(.remove(name, id)) }
             namespace = true
-        case .syncedDirectory(let path):
-            guard path == directory else { return }
+        case .syncedDirectory(let path) where path != directory:
+            if path == Self.parent(directory) { directoryDurable = true }
+            namespace = true
+        case .syncedDirectory:
             durable = current
             pending = []
             let live = Set(current.values).union(durable.values)
@@ -192,9 +203,9 @@ final class PowerLossSimulator: @unchecked Sendable {
     private func cut(after event: IOEvent) {
         let number = cuts.count
         let path = "\(cloneRoot)-\(number)"
-        var entries = durable
+        var entries = directoryDurable ? durable : [:]
         var kept = 0
-        if !pending.isEmpty && rng.chance(500) {
+        if directoryDurable && !pending.isEmpty && rng.chance(500) {
             for change in pending where rng.chance(500) {
                 switch change {
                 case .create(let name, let id):
@@ -212,6 +223,7 @@ final class PowerLossSimulator: @unchecked Sendable {
         }
         var after = Self.describe(event, in: directory)
         if kept > 0 { after += "; \(kept) of \(pending.count) unsynced directory changes kept" }
+        if !directoryDurable { after += "; the store directory's own entry is not durable yet" }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             for (name, id) in entries {
@@ -223,7 +235,17 @@ final class PowerLossSimulator: @unchecked Sendable {
         cuts.append(Cut(number: number, event: events, after: after, directory: path, progress: progress))
     }
 
+    /// Takes a cut now, whatever the draw (a test of one exact moment).
+    func cutNow(label: String) {
+        lock.withLock { cut(after: .createdDirectory(path: label)) }
+    }
+
     // MARK: Helpers
+
+    static func parent(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[..<slash])
+    }
 
     static func describe(_ event: IOEvent, in directory: String) -> String {
         func short(_ p: String) -> String { p.hasPrefix(directory + "/") ? String(p.dropFirst(directory.count + 1)) : p }
@@ -235,7 +257,7 @@ final class PowerLossSimulator: @unchecked Sendable {
         case .renamed(let a, let b): return "rename \(short(a)) → \(short(b))"
         case .removed(let p): return "unlink \(short(p))"
         case .syncedDirectory: return "fsync of the directory"
-        case .createdDirectory(let p): return "mkdir \(p)"
+        case .createdDirectory(let p): return p.hasPrefix("/") ? "mkdir \(p)" : p
         }
     }
 
@@ -269,19 +291,19 @@ enum PowerLoss {
     }
 
     private static func route(_ event: IOEvent) {
-        func parent(_ p: String) -> String {
-            guard let slash = p.lastIndex(of: "/") else { return p }
-            return String(p[..<slash])
-        }
-        let directory: String
+        let parent = PowerLossSimulator.parent
+        let targets: [PowerLossSimulator]
         switch event {
-        case .opened(let p, _), .wrote(let p, _, _), .synced(let p, _), .truncated(let p, _, _), .removed(let p),
-             .createdDirectory(let p):
-            directory = parent(p)
-        case .renamed(_, let to): directory = parent(to)
-        case .syncedDirectory(let p): directory = p
+        case .opened(let p, _), .wrote(let p, _, _), .synced(let p, _), .truncated(let p, _, _), .removed(let p):
+            targets = simulators.withLock { $0[parent(p)].map { [$0] } ?? [] }
+        case .renamed(_, let to):
+            targets = simulators.withLock { $0[parent(to)].map { [$0] } ?? [] }
+        case .createdDirectory(let p):
+            targets = simulators.withLock { $0[p].map { [$0] } ?? [] }
+        case .syncedDirectory(let p):
+            // The store directory itself, or its parent (which makes a new store directory durable).
+            targets = simulators.withLock { all in all.values.filter { $0.directory == p || parent($0.directory) == p } }
         }
-        guard let s = simulators.withLock({ $0[directory] }) else { return }
-        s.handle(event)
+        for s in targets { s.handle(event) }
     }
 }
