@@ -171,6 +171,8 @@ enum FileSystem {
         try IOFaultInjection.check(.mkdir, path)
         if mkdir(path, 0o755) == 0 {
             IOObserver.report(.createdDirectory(path: path))
+            // A new directory's entry is durable only once its parent is synced (FORMAT.md §9.1).
+            try syncDirectory(parent.isEmpty ? "." : parent)
         } else if errno != EEXIST {
             throw StrataError.io(path: path, errno: errno, operation: "mkdir")
         }

@@ -199,6 +199,37 @@ private final class WorkloadState: Sendable {
         }
     }
 
+    /// `mkdir` makes the new directory's entry durable only once its parent is synced: a store
+    /// whose directory the engine created must sync the parent before it acknowledges a write.
+    @Test("a new store's directory entry is durable before the first acknowledged write")
+    func newStoreDirectoryIsDurable() throws {
+        let base = FileManager.default.temporaryDirectory
+            .appendingPathComponent("strata-powerloss-\(getpid())-\(UUID().uuidString)")
+            .standardizedFileURL.resolvingSymlinksInPath().path
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let directory = base + "/store"
+        let simulator = try PowerLossSimulator(directory: directory, cloneRoot: base + "/cut", seed: 1, cutChance: 0,
+                                               maxCuts: 1, progress: .init(start: [0]))
+        let history = ThreadHistory()
+        do {
+            PowerLoss.attach(simulator)
+            defer { PowerLoss.detach(simulator) }
+            let engine = try Engine(directory: directory, options: Self.options(buffered: false))
+            var batch = WriteBatch()
+            batch.put(Keys.key(0, 1), [1, 2, 3])
+            batch.put(Keys.marker(0), Array("1".utf8))
+            history.batches.append([.put(Keys.key(0, 1), [1, 2, 3])])
+            simulator.update { $0.begun[0] = 1 }
+            try engine.write(batch, durability: .synchronous)
+            simulator.update { $0.acknowledged[0] = 1; $0.durable[0] = 1 }
+            simulator.cutNow(label: "the first acknowledged write")
+            try engine.close()
+        }
+        let cut = try #require(simulator.allCuts.first)
+        #expect(check(cut, histories: [history], seed: 2, label: "power cut after \(cut.after)") != nil)
+    }
+
     /// Runs the scenario's writers on `directory` under a simulator; returns its cuts.
     private func runWorkload(_ scenario: Scenario, directory: String, cloneRoot: String, histories: [ThreadHistory],
                              seed: UInt64, label: String) throws -> [PowerLossSimulator.Cut] {
