@@ -17,7 +17,8 @@ import Glibc
 /// - A file's durable content is exactly what it held when its last `fdatasync` returned (read
 ///   back through `/proc/self/fd`, so the descriptor names the file whatever its name is now):
 ///   data and size together, since `fdatasync` covers the size needed to read the data. Writes
-///   and `ftruncate` after that sync are lost; a file never synced comes back empty.
+///   and `ftruncate` after that sync are lost (but see torn appends below); a file never synced
+///   comes back empty.
 /// - A directory's durable entries are exactly the names (and the ids they pointed to) it held
 ///   when its last `fsync` returned. Half the cuts undo every create, rename and unlink after
 ///   that: a renamed file reappears under its old name, a deleted one comes back with its synced
@@ -26,6 +27,8 @@ import Glibc
 /// - The other half keep a random subset of the creates, renames and unlinks made since the
 ///   last directory sync (each one whole, in order, where its source name still holds its file):
 ///   the OS may write any of them back before the power goes, in any order.
+/// - Half the cuts keep, of each file that only grew since its last sync, a random prefix of
+///   the bytes appended since (a torn log tail, cut anywhere, even inside a record header).
 /// - Nothing else is lost or reordered: bytes durable before a cut never change, and what a sync
 ///   captured is a prefix-closed state (a write racing a sync may be captured whole; the OS may
 ///   write pages back at any time, so that outcome is reachable too).
@@ -221,13 +224,31 @@ final class PowerLossSimulator: @unchecked Sendable {
                 kept += 1
             }
         }
+        // Half the cuts also keep a random prefix of what was appended to each file since its sync.
+        var torn = 0
+        var contents: [Int: [UInt8]] = [:]
+        if rng.chance(500) {
+            var nameOf: [Int: String] = [:]
+            for (name, id) in current { nameOf[id] = name }
+            for id in Set(entries.values) {
+                guard let name = nameOf[id], let now = try? Self.read(directory + "/" + name) else { continue }
+                let base = files[id]?.synced ?? []
+                guard now.count > base.count, now.starts(with: base) else { continue }
+                let keep = rng.below(now.count - base.count + 1)
+                if keep > 0 {
+                    contents[id] = Array(now.prefix(base.count + keep))
+                    torn += 1
+                }
+            }
+        }
         var after = Self.describe(event, in: directory)
+        if torn > 0 { after += "; unsynced appends partly kept in \(torn) file(s)" }
         if kept > 0 { after += "; \(kept) of \(pending.count) unsynced directory changes kept" }
         if !directoryDurable { after += "; the store directory's own entry is not durable yet" }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             for (name, id) in entries {
-                try Data(files[id]?.synced ?? []).write(to: URL(fileURLWithPath: path + "/" + name))
+                try Data(contents[id] ?? files[id]?.synced ?? []).write(to: URL(fileURLWithPath: path + "/" + name))
             }
         } catch {
             return  // the test sees fewer cuts, never a wrong one
