@@ -238,7 +238,7 @@ private final class WorkloadState: Sendable {
         let start = histories.map(\.batches.count)
         let events = 120.0 * Double(scenario.batchesPerThread * threads) / 300
         let simulator = try PowerLossSimulator(directory: directory, cloneRoot: cloneRoot, seed: seed,
-                                               cutChance: 6 / max(events, 60) / 4, maxCuts: 12,
+                                               cutChance: 6 / max(events, 60) / 4, maxCuts: 16,
                                                progress: .init(start: start))
         PowerLoss.attach(simulator)
         defer { PowerLoss.detach(simulator) }

@@ -24,9 +24,10 @@ import Glibc
 ///   that: a renamed file reappears under its old name, a deleted one comes back with its synced
 ///   content, a new one is absent. Each `rename` is atomic: a name points to the old file or to
 ///   the new one.
-/// - The other half keep a random subset of the creates, renames and unlinks made since the
-///   last directory sync (each one whole, in order, where its source name still holds its file):
-///   the OS may write any of them back before the power goes, in any order.
+/// - The other half keep some of the creates, renames and unlinks made since the last directory
+///   sync (each one whole, in order, where its source name still holds its file): a random subset,
+///   or only those of the file changed last (a manifest renamed into place while the segments it
+///   lists are not). The OS may write any of them back before the power goes, in any order.
 /// - Half the cuts keep, of each file that only grew since its last sync, a random prefix of
 ///   the bytes appended since (a torn log tail, cut anywhere, even inside a record header).
 /// - Nothing else is lost or reordered: bytes durable before a cut never change, and what a sync
@@ -98,8 +99,8 @@ final class PowerLossSimulator: @unchecked Sendable {
     private var directoryDurable = true
 
     /// Starts tracking `directory` (which must exist; its files are taken as durable). Each event
-    /// is a cut with probability `cutChance` (16 times that after a create, rename, unlink or
-    /// directory sync), at most `maxCuts` times; clones go to `cloneRoot`-N.
+    /// is a cut with probability `cutChance` (16 times that after a create, unlink or directory
+    /// sync, 40 times after a rename: publications), at most `maxCuts` times; clones go to `cloneRoot`-N.
     init(directory: String, cloneRoot: String, seed: UInt64, cutChance: Double, maxCuts: Int, progress: Progress) throws {
         self.directory = directory
         self.cloneRoot = cloneRoot
@@ -155,7 +156,7 @@ final class PowerLossSimulator: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         events += 1
-        var namespace = false
+        var namespace = false, publication = false
         switch event {
         case .opened(let path, let descriptor):
             guard let name = name(path) else { return }
@@ -178,6 +179,7 @@ final class PowerLossSimulator: @unchecked Sendable {
                 pending.append(.rename(a, b, id))
             }
             namespace = true
+            publication = true
         case .removed(let path):
             guard let name = name(path) else { return }
             if let id = current.removeValue(forKey: name) { pending.append(.remove(name, id)) }
@@ -196,20 +198,33 @@ final class PowerLossSimulator: @unchecked Sendable {
         }
         guard !frozen, cuts.count < maxCuts else { return }
         let p = rng.next() >> 11
-        if Double(p) / Double(UInt64(1) << 53) < cutChance * (namespace ? 16 : 1) { cut(after: event) }
+        if Double(p) / Double(UInt64(1) << 53) < cutChance * (publication ? 40 : namespace ? 16 : 1) { cut(after: event) }
     }
 
     /// Writes what a power cut now would leave into a new directory. Called with the lock held.
-    /// Every other cut keeps a random subset of the directory changes since the last directory
-    /// sync (each in order, and only where its source name still holds its file): the OS may have
-    /// written any of them back, in any order.
+    /// Every other cut keeps some of the directory changes since the last directory sync, and
+    /// every other one a prefix of unsynced appends (see the type's documentation).
     private func cut(after event: IOEvent) {
         let number = cuts.count
         let path = "\(cloneRoot)-\(number)"
         var entries = directoryDurable ? durable : [:]
         var kept = 0
         if directoryDurable && !pending.isEmpty && rng.chance(500) {
-            for change in pending where rng.chance(500) {
+            // A random subset, or (as adversarial as it gets) only the changes of the file changed last.
+            var lastID: Int?
+            if rng.chance(500), let last = pending.last {
+                switch last {
+                case .create(_, let id), .rename(_, _, let id), .remove(_, let id): lastID = id
+                }
+            }
+            for change in pending {
+                if let lastID {
+                    switch change {
+                    case .create(_, let id), .rename(_, _, let id), .remove(_, let id): if id != lastID { continue }
+                    }
+                } else if !rng.chance(500) {
+                    continue
+                }
                 switch change {
                 case .create(let name, let id):
                     entries[name] = id
