@@ -162,6 +162,8 @@ private final class WorkloadState: Sendable {
         var directory = base + "/store-0"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var cutsChecked = 0, recoveryCutsChecked = 0, promisedChecked = 0
+        // Where the cuts fell: writing a segment (flush or compaction), publishing a manifest.
+        var inSegments = 0, atManifests = 0
         for trial in 0..<Self.trialsPerScenario {
             if !scenario.chained && trial > 0 {
                 directory = base + "/store-\(trial)"
@@ -179,6 +181,8 @@ private final class WorkloadState: Sendable {
                                                          label: cutLabel)
                 else { continue }
                 cutsChecked += 1
+                if cut.after.contains(".seg") { inSegments += 1 }
+                if cut.after.contains("MANIFEST") { atManifests += 1 }
                 recoveryCutsChecked += recoveryCuts
                 promisedChecked += cut.progress.durable.reduce(0, +)
                 next = (cut.directory, counts)
@@ -194,6 +198,7 @@ private final class WorkloadState: Sendable {
         }
         #expect(cutsChecked >= Self.trialsPerScenario, "too few power cuts happened: \(cutsChecked)")
         #expect(recoveryCutsChecked > 0, "no power cut happened during a recovery")
+        #expect(inSegments > 0 && atManifests > 0, "cuts while writing segments: \(inSegments), at manifests: \(atManifests)")
         if scenario.synchronousPerMille > 0 || scenario.syncPerMille > 0 {
             #expect(promisedChecked > 0, "no cut came after a batch was promised durable")
         }
