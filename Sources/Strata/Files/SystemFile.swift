@@ -65,7 +65,10 @@ final class SystemFile: Sendable {
         try IOFaultInjection.check(.open, path)
         while true {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
-            if fd >= 0 { return SystemFile(descriptor: fd, path: path) }
+            if fd >= 0 {
+                if flags & (O_CREAT | O_TRUNC) != 0 { IOObserver.report(.opened(path: path, descriptor: fd)) }
+                return SystemFile(descriptor: fd, path: path)
+            }
             if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "open") }
         }
     }
@@ -111,6 +114,7 @@ final class SystemFile: Sendable {
                 }
                 done += n
             }
+            IOObserver.report(.wrote(path: path, descriptor: descriptor, count: bytes.count))
         }
     }
 
@@ -149,6 +153,7 @@ final class SystemFile: Sendable {
             while fdatasync(descriptor) != 0 {
                 if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
             }
+            IOObserver.report(.synced(path: path, descriptor: descriptor))
         }
     }
 
@@ -169,6 +174,7 @@ final class SystemFile: Sendable {
             while ftruncate(descriptor, off_t(size)) != 0 {
                 if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "ftruncate") }
             }
+            IOObserver.report(.truncated(path: path, descriptor: descriptor, size: size))
         }
     }
 
@@ -210,16 +216,22 @@ enum FileSystem {
         let dir = try SystemFile.open(path, flags: O_RDONLY | O_DIRECTORY)
         defer { dir.close() }
         try dir.syncAll()
+        IOObserver.report(.syncedDirectory(path: path))
     }
 
     static func rename(_ from: String, _ to: String) throws {
         try IOFaultInjection.check(.rename, to)
         if Glibc.rename(from, to) != 0 { throw StrataError.io(path: to, errno: errno, operation: "rename") }
+        IOObserver.report(.renamed(from: from, to: to))
     }
 
     static func remove(_ path: String) throws {
         try IOFaultInjection.check(.unlink, path)
-        if unlink(path) != 0 && errno != ENOENT { throw StrataError.io(path: path, errno: errno, operation: "unlink") }
+        if unlink(path) == 0 {
+            IOObserver.report(.removed(path: path))
+        } else if errno != ENOENT {
+            throw StrataError.io(path: path, errno: errno, operation: "unlink")
+        }
     }
 
     static func createDirectory(_ path: String) throws {
@@ -232,7 +244,13 @@ enum FileSystem {
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty && parent != path && parent != "/" { try createDirectory(parent) }
         try IOFaultInjection.check(.mkdir, path)
-        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw StrataError.io(path: path, errno: errno, operation: "mkdir") }
+        if mkdir(path, 0o755) == 0 {
+            IOObserver.report(.createdDirectory(path: path))
+            // A new directory's entry is durable only once its parent is synced (FORMAT.md §9.1).
+            try syncDirectory(parent.isEmpty ? "." : parent)
+        } else if errno != EEXIST {
+            throw StrataError.io(path: path, errno: errno, operation: "mkdir")
+        }
     }
 
     static func exists(_ path: String) -> Bool {
