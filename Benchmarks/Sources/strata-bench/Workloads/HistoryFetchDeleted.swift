@@ -27,12 +27,15 @@ struct HistoryFetchDeleted: Workload {
         guard let strata = h as? StrataHistory else { throw BenchError("\(run.engine) has no range deletions here") }
         var tokens = loaded
         let channels = run.config.channels
+        // Per channel, how many of its oldest messages are deleted.
+        var removed = [Int](repeating: 0, count: channels)
         var deleted = 0
         for i in 0..<Self.deletions {
             let c = i % channels
             // Keep the newest 100 of every channel: those are what the fetches check.
             guard tokens[c].count > 100 else { continue }
             let tt = tokens[c].removeFirst()
+            removed[c] += 1
             try strata.deleteMessages(channel: c, through: tt)
             deleted += 1
             recorder.preparing(done: deleted, of: Self.deletions)
@@ -46,8 +49,13 @@ struct HistoryFetchDeleted: Workload {
                 guard page.count == n else {
                     throw BenchError("\(run.engine) fetched \(page.count) messages of channel \(c), expected \(n)")
                 }
-                for (j, m) in page.enumerated() where m.timetoken != tokens[c][tokens[c].count - n + j] {
-                    throw BenchError("\(run.engine) fetched a wrong message of channel \(c)")
+                // Checked as history-fetch checks, so that the two compare.
+                for (j, m) in page.enumerated() {
+                    let index = tokens[c].count - n + j
+                    guard m.timetoken == tokens[c][index],
+                          m.message == HistoryEngines.message(channel: c, removed[c] + index) else {
+                        throw BenchError("\(run.engine) fetched a wrong message \(removed[c] + index) of channel \(c)")
+                    }
                 }
                 return (page.count, page.reduce(0) { $0 + $1.message.utf8.count })
             }
