@@ -9,7 +9,7 @@ enum WorkloadRegistry {
     static let all: [any Workload] = [
         KVFillSeq(), KVFillRandom(), KVGetRandom(), KVScan(),
         TSAppend(), TSRange(), TSLatest(),
-        HistoryPublish(), HistoryFetch(), HistoryCount(),
+        HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
         Open(),
     ]

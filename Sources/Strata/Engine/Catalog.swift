@@ -88,7 +88,7 @@ final class Catalog: Sendable {
             var next: UInt64 = 1
             if let bytes = try engine.get(Self.counterKey) {
                 var position = 0
-                guard let n = bytes.withUnsafeBytes({ Varint.read($0, at: &position) }), n > 0 else {
+                guard let n = bytes.withUnsafeBytes({ Varint.read($0, at: &position) }), n > 0, n < .max else {
                     throw StrataError.corrupted(file: "catalog", offset: 0, reason: "bad collection id counter")
                 }
                 next = n

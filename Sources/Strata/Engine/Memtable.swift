@@ -29,7 +29,8 @@ enum Lookup: Equatable {
 final class Memtable: Sendable {
     let list = ArenaSkipList()
     let logNumber: UInt64
-    private let tombstones = Mutex<[SequencedRangeTombstone]>([])
+    /// Every range tombstone in arrival order, and their index for lookups.
+    private let tombstones = Mutex<(all: [SequencedRangeTombstone], index: RangeTombstoneIndex)>(([], RangeTombstoneIndex()))
     private let tombstoneBytes = Atomic<Int>(0)
 
     init(logNumber: UInt64) {
@@ -38,7 +39,7 @@ final class Memtable: Sendable {
 
     var approximateSize: Int { list.memoryUsage + tombstoneBytes.load(ordering: .relaxed) }
 
-    var isEmpty: Bool { list.first == nil && tombstones.withLock { $0.isEmpty } }
+    var isEmpty: Bool { list.first == nil && tombstones.withLock { $0.all.isEmpty } }
 
     /// Applies the operations of a batch with consecutive sequence numbers from `firstSequence`.
     /// Writer-only. Point writes are inserted in key order, each search starting where the
@@ -124,8 +125,15 @@ final class Memtable: Sendable {
             case .deleteRange:
                 let t = SequencedRangeTombstone(start: Array(key), end: Array(second), sequence: seq)
                 if ByteComparison.compare(t.start, t.end) < 0 {
-                    tombstones.withLock { $0.append(t) }
-                    tombstoneBytes.add(key.count + second.count + 64, ordering: .relaxed)
+                    let count = tombstones.withLock { state in
+                        state.all.append(t)
+                        let all = state.all
+                        state.index.add(t, all: all)
+                        return all.count
+                    }
+                    // The index holds about two fragments per tombstone on each of its log2(count) levels.
+                    tombstoneBytes.add(key.count + second.count + 64 + 48 * (Int.bitWidth - count.leadingZeroBitCount),
+                                       ordering: .relaxed)
                 }
             }
             seq += 1
@@ -146,12 +154,10 @@ final class Memtable: Sendable {
         }
     }
 
-    /// The range tombstones visible at `sequence`.
-    func rangeTombstones(at sequence: UInt64) -> [SequencedRangeTombstone] {
-        tombstones.withLock { $0.filter { $0.sequence <= sequence } }
-    }
+    /// The range tombstones, indexed for lookups at any sequence.
+    var rangeTombstoneIndex: RangeTombstoneIndex { tombstones.withLock { $0.index } }
 
-    var allRangeTombstones: [SequencedRangeTombstone] { tombstones.withLock { $0 } }
+    var allRangeTombstones: [SequencedRangeTombstone] { tombstones.withLock { $0.all } }
 
     /// The newest version of `key` visible at `sequence`.
     func get(_ key: UnsafeRawBufferPointer, sequence: UInt64) -> Lookup {
@@ -162,11 +168,7 @@ final class Memtable: Sendable {
             result = ArenaSkipList.kind(n) == RecordKind.tombstone.rawValue ? .deleted : .value(Array(ArenaSkipList.value(n)))
         }
         guard tombstoneBytes.load(ordering: .relaxed) > 0 else { return result }
-        let deletedAt = tombstones.withLock { list -> UInt64? in
-            var best: UInt64?
-            for t in list where t.sequence <= sequence && t.covers(key) { best = max(best ?? 0, t.sequence) }
-            return best
-        }
+        let deletedAt = tombstones.withLock { $0.index.newest(covering: key, at: sequence).sequence }
         if let d = deletedAt, d > (pointSequence ?? 0) || pointSequence == nil { return .deleted }
         return result
     }

@@ -5,8 +5,8 @@ final class MergedCursor {
     @exclusivity(unchecked) private var sources: [RecordCursor]
     /// Keeps the cursors that `sources` refers to unretained alive.
     private let owners: [AnyObject]
-    /// Memtable range tombstones with the rank (source index) they came from.
-    private let memtableTombstones: [(rank: Int, tombstone: SequencedRangeTombstone)]
+    /// Lookups in the range tombstones of each memtable that has some, with its rank (source index).
+    @exclusivity(unchecked) private var memtableTombstones: [(rank: Int, probe: RangeTombstoneIndex.Probe)]
     /// Runs with range tombstones, with their rank.
     private let runsWithTombstones: [(rank: Int, run: SortedRun)]
     let reverse: Bool
@@ -35,9 +35,10 @@ final class MergedCursor {
             owned.append(c)
             return .memtable(Unmanaged.passUnretained(c))
         }
-        var mt: [(Int, SequencedRangeTombstone)] = []
+        var mt: [(Int, RangeTombstoneIndex.Probe)] = []
         for (i, m) in memtables.enumerated() {
-            for t in m.rangeTombstones(at: sequence) where Self.overlaps(t.start, t.end, lower, upper) { mt.append((i, t)) }
+            let index = m.rangeTombstoneIndex
+            if !index.isEmpty { mt.append((i, RangeTombstoneIndex.Probe(index: index, sequence: sequence))) }
         }
         var rt: [(Int, SortedRun)] = []
         for (i, r) in runs.enumerated() {
@@ -53,12 +54,6 @@ final class MergedCursor {
         self.lower = lower
         self.upper = upper
         self.reverse = reverse
-    }
-
-    private static func overlaps(_ s: [UInt8], _ e: [UInt8], _ lower: [UInt8]?, _ upper: [UInt8]?) -> Bool {
-        if let lower, ByteComparison.compare(e, lower) <= 0 { return false }
-        if let upper, ByteComparison.compare(s, upper) >= 0 { return false }
-        return true
     }
 
     var isValid: Bool { current >= 0 }
@@ -100,8 +95,12 @@ final class MergedCursor {
     }
 
     private func hidden(_ k: UnsafeRawBufferPointer, rank: Int, sequence: UInt64) -> Bool {
-        for (r, t) in memtableTombstones where r <= rank {
-            if (r < rank || t.sequence > sequence) && t.covers(k) { return true }
+        // A memtable's tombstone hides the records of older layers, and of its own memtable the
+        // versions older than itself.
+        for i in memtableTombstones.indices where memtableTombstones[i].rank <= rank {
+            if let t = memtableTombstones[i].probe.newest(covering: k), memtableTombstones[i].rank < rank || t > sequence {
+                return true
+            }
         }
         for (r, run) in runsWithTombstones {
             if r >= rank { break }

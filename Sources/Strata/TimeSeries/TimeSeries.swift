@@ -185,7 +185,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
 
     static func milliseconds(_ date: Date) throws -> Int64 {
         guard let t = SeriesTime.milliseconds(date) else {
-            throw StrataError.invalidArgument("timestamp \(date) is out of range")
+            throw StrataError.invalidArgument("timestamp \(date.timeIntervalSince1970) s after 1970 is out of range")
         }
         return t
     }

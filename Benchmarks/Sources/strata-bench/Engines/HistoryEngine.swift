@@ -91,7 +91,7 @@ struct TimetokenSource {
 /// `history(limit:)`, `messageCount(since:)`.
 final class StrataHistory: HistoryEngine {
     let store: Store
-    private let channels: [Channel<String>]
+    let channels: [Channel<String>]
 
     init(directory: URL, config: BenchConfig) throws {
         let store = try Store.open(at: directory, options: StrataSettings.options(config))
