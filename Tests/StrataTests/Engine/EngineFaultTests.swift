@@ -379,7 +379,13 @@ struct EngineFaultTests {
         let prefix = d.path + "/"
         let failing = Flag(true)
         var firstFailure: Int?
-        CrashHelperIOHook.with({ op, path in
+        // A retried flush may be writing its segment when the writes stop; once it fails, its
+        // files are gone. Wait for that with the fault still in place.
+        func segmentFiles() throws -> Bool {
+            try FileSystem.listDirectory(d.path).contains { $0.hasSuffix(".seg.tmp") || $0.hasSuffix(".seg") }
+        }
+        var leftover = false
+        try CrashHelperIOHook.with({ op, path in
             op == .rename && path.hasPrefix(prefix) && path.hasSuffix(".seg") && failing.isSet ? EIO : nil
         }) {
             for i in 0..<400 {
@@ -388,6 +394,9 @@ struct EngineFaultTests {
                     break
                 }
             }
+            let deadline = Date().addingTimeInterval(20)
+            while try segmentFiles(), Date() < deadline { usleep(10_000) }
+            leftover = try segmentFiles()
         }
         // With every flush failing, writes stop once the waiting memtables are full.
         #expect(firstFailure != nil, "writes never failed while no memtable could be flushed")
@@ -398,7 +407,7 @@ struct EngineFaultTests {
             return
         }
         #expect(stats.writeError == nil, "a failed flush before the manifest rename does not fail the engine")
-        #expect(try !FileSystem.listDirectory(d.path).contains { $0.hasSuffix(".seg.tmp") || $0.hasSuffix(".seg") })
+        #expect(!leftover, "a failed flush left its segment files behind")
         // Once the fault is gone, flushes succeed and writes continue.
         failing.set(false)
         // The first write to wait for a flush may still be told of the last failure.
