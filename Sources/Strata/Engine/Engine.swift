@@ -595,6 +595,11 @@ final class Engine: @unchecked Sendable {
         }
     }
 
+    /// Waits until no flush or compaction is running (one that failed does not restart by itself).
+    func waitForBackgroundWork() {
+        lock.withLock { while flushing || compacting { lock.wait() } }
+    }
+
     /// Flushes the memtable and merges every run into one, applying filters and dropping
     /// tombstones; returns when done.
     func compactAll() throws {

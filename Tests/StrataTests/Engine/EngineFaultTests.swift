@@ -379,8 +379,8 @@ struct EngineFaultTests {
         let prefix = d.path + "/"
         let failing = Flag(true)
         var firstFailure: Int?
-        // A retried flush may be writing its segment when the writes stop; once it fails, its
-        // files are gone. Wait for that with the fault still in place.
+        // The failing write starts a retried flush, which may be writing its segment when the
+        // writes stop; once it fails, its files are gone. Wait for it with the fault in place.
         func segmentFiles() throws -> Bool {
             try FileSystem.listDirectory(d.path).contains { $0.hasSuffix(".seg.tmp") || $0.hasSuffix(".seg") }
         }
@@ -394,8 +394,7 @@ struct EngineFaultTests {
                     break
                 }
             }
-            let deadline = Date().addingTimeInterval(20)
-            while try segmentFiles(), Date() < deadline { usleep(10_000) }
+            engine.waitForBackgroundWork()
             leftover = try segmentFiles()
         }
         // With every flush failing, writes stop once the waiting memtables are full.
@@ -407,7 +406,8 @@ struct EngineFaultTests {
             return
         }
         #expect(stats.writeError == nil, "a failed flush before the manifest rename does not fail the engine")
-        #expect(!leftover, "a failed flush left its segment files behind")
+        let listing = try FileSystem.listDirectory(d.path).sorted()
+        #expect(!leftover, "a failed flush left its segment files behind: \(listing)")
         // Once the fault is gone, flushes succeed and writes continue.
         failing.set(false)
         // The first write to wait for a flush may still be told of the last failure.
