@@ -67,6 +67,10 @@ public final class Store: Sendable {
         self.options = options
         self.engine = engine
         self.catalog = Catalog(engine: engine)
+        // A failed engine ends every stream of the store by throwing its error. The observer runs
+        // on the engine's failure queue, never under its lock; it holds the registry weakly, so
+        // that the engine does not keep the collections alive.
+        engine.onFailure { [weak collections] error in collections?.failAll(error) }
     }
 
     private static func canonicalPath(_ url: URL) -> String {

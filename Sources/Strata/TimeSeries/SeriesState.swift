@@ -45,6 +45,11 @@ final class SeriesState: CollectionState {
         var nextToken = 0
         var all: [Int: any SeriesSubscriber] = [:]
         var closed = false
+        /// The engine failed: streams ended by throwing this, and new subscriptions throw it.
+        var failure: StrataError?
+
+        /// Why a subscription cannot start, if it cannot.
+        var refusal: StrataError? { failure ?? (closed ? .closed : nil) }
     }
 
     private let writer: Mutex<Writer>
@@ -365,24 +370,25 @@ final class SeriesState: CollectionState {
     /// nothing. `capacity` is the buffer its stream needs: the range plus the buffer size.
     func subscribe(_ make: (_ token: Int, _ capacity: Int) -> any SeriesSubscriber) throws {
         try writer.withLock { w in
+            if let e = engine.failure { throw e }
             let (reader, decoding) = try self.reader()
             var initial: [(UInt64, [UInt8])] = []
             if let query = w.payload.subscriptionRange.query {
                 _ = try reader.evaluate(query) { s, bytes in initial.append((s, Array(bytes))) }
             }
             let token = try subscribers.withLock { s -> Int in
-                if s.closed { throw StrataError.closed }
+                if let e = s.refusal { throw e }
                 s.nextToken += 1
                 return s.nextToken
             }
             let subscriber = make(token, initial.count + w.bufferSize)
-            let registered = subscribers.withLock { s -> Bool in
-                if s.closed { return false }
+            let refusal = subscribers.withLock { s -> StrataError? in
+                if let e = s.refusal { return e }
                 s.all[token] = subscriber
-                return true
+                return nil
             }
-            guard registered else {
-                subscriber.finish(throwing: StrataError.closed)
+            if let refusal {
+                subscriber.finish(throwing: refusal)
                 return
             }
             for (s, record) in initial {
@@ -420,5 +426,14 @@ final class SeriesState: CollectionState {
             return Array(s.all.values)
         }
         for subscriber in all { subscriber.finish(throwing: StrataError.closed) }
+    }
+
+    func storeDidFail(_ error: StrataError) {
+        let all = subscribers.withLock { s -> [any SeriesSubscriber] in
+            if s.failure == nil { s.failure = error }
+            defer { s.all.removeAll() }
+            return Array(s.all.values)
+        }
+        for subscriber in all { subscriber.finish(throwing: error) }
     }
 }
