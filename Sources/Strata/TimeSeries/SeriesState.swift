@@ -285,9 +285,16 @@ final class SeriesState: CollectionState {
 
     /// After a write: applies the retained range, publishes the head and delivers the new events.
     private func committed(_ w: inout Writer, latest: [UInt8], newTimestamps: [Int64], firstNew: UInt64, records: [[UInt8]]?) {
-        // A failed read here (a damaged file) leaves the cutoff where it was: retention catches
-        // up on a later write; the write itself succeeded.
-        try? advanceCutoff(&w, newTimestamps: newTimestamps, firstNew: firstNew)
+        // The write is durable and acknowledged, so a failed read here (a damaged file) must not
+        // fail it (a caller would retry and append twice). The cutoff stays where it was, so
+        // retention tries again on the next write, and the error is reported in
+        // `Store.statistics` (`backgroundFailures`, `lastBackgroundError`).
+        do {
+            try advanceCutoff(&w, newTimestamps: newTimestamps, firstNew: firstNew)
+        } catch {
+            engine.reportFailure(error as? StrataError
+                ?? .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "retention: \(error)"))
+        }
         let decoding = SeriesDecoding(base: w.payload.baseTimestamp ?? 0, authors: w.payload.authors)
         let head = w.head
         let payload = w.payload
@@ -304,6 +311,8 @@ final class SeriesState: CollectionState {
     /// Moves the cutoff past what the retained range no longer keeps: O(events discarded).
     private func advanceCutoff(_ w: inout Writer, newTimestamps: [Int64], firstNew: UInt64) throws {
         var cutoff = w.head.cutoff
+        // Also on a failed read: the cutoff keeps what was found before it.
+        defer { w.head.cutoff = cutoff }
         let next = w.head.next
         if let n = w.payload.retainedCount, next > UInt64(n), next - UInt64(n) > cutoff {
             cutoff = next - UInt64(n)
@@ -332,7 +341,6 @@ final class SeriesState: CollectionState {
                 w.cutoffTimestamp = nil
             }
         }
-        w.head.cutoff = cutoff
     }
 
     /// Replaces the stored options; a changed retained range applies at once (FORMAT.md §14.4).
