@@ -104,4 +104,28 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
         #expect(throws: injected) { _ = try room.messages() }
         #expect(try room.history(limit: 10).messages.map(\.message) == ["hello"])
     }
+
+    @Test("closing every store closes each one even when one fails, and returns the failure")
+    func shutdownReturnsTheFailures() throws {
+        let a = try TemporaryDirectory(), b = try TemporaryDirectory()
+        defer { a.remove(); b.remove() }
+        let failing = try Store.open(at: a.url, options: StoreOptions(durability: .synchronous))
+        let healthy = try Store.open(at: b.url, options: StoreOptions(durability: .synchronous))
+        try healthy.put([1], [1])
+        let failure: StrataError? = withFailingLogSync(failing.directory.path) {
+            do { try failing.put([1], [2]); return nil } catch { return error as? StrataError }
+        }
+        let injected = try #require(failure)
+        // `prepareForShutdown()` closes the stores of every test running meanwhile; it hands its
+        // list to this.
+        let failures = Store.close([failing, healthy])
+        #expect(failures == [failing.directory: injected])
+        #expect(Store.opened(at: a.url) == nil)
+        #expect(Store.opened(at: b.url) == nil)
+        #expect(throws: StrataError.closed) { try failing.get([1]) }
+        #expect(throws: StrataError.closed) { try healthy.get([1]) }
+        let reopened = try Store.open(at: b.url)
+        #expect(try reopened.get([1]) == [1])
+        try reopened.close()
+    }
 }
