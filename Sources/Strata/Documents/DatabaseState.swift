@@ -99,7 +99,11 @@ final class DatabaseState: CollectionState {
 
     func storeDidClose() {
         writer.withLock { $0.closed = true }
-        closeStreams()
+        endStreams()
+    }
+
+    func storeDidFail(_ error: StrataError) {
+        endStreams(throwing: error)
     }
 
     // MARK: Indexes

@@ -131,7 +131,9 @@ public struct DocumentDatabase: Sendable {
     ///
     /// The stream ends when the consumer cancels it (which frees the live query), when the
     /// store closes, or when the index is dropped with ``dropIndex(_:)``. It ends by throwing
-    /// when a re-run fails (an I/O error, damaged rows, a custom reduce that throws).
+    /// when a re-run fails (an I/O error, damaged rows, a custom reduce that throws), and by
+    /// throwing the store's failure when the store fails (a failed log sync, rotation or publish:
+    /// see ``StoreStatistics/writeError``); `observe` then throws that failure at once.
     ///
     /// ```swift
     /// for try await result in try db.observe("InvoiceCostIndex", .range(start: 1000)) {
@@ -147,7 +149,9 @@ public struct DocumentDatabase: Sendable {
     /// The stream ends when the consumer cancels it or when the store closes. It ends by
     /// throwing ``StrataError/subscriberOverflow(_:)`` when the consumer falls more than 1,024
     /// commits behind (rather than grow memory without bound); the persistent feed,
-    /// ``changes(since:limit:)``, then gives what it missed.
+    /// ``changes(since:limit:)``, then gives what it missed. It ends by throwing the store's
+    /// failure when the store fails (see ``StoreStatistics/writeError``); `changes()` then throws
+    /// that failure at once.
     public func changes() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         try state.changeStream()
     }

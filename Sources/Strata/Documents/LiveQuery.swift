@@ -20,6 +20,11 @@ struct LiveState {
     /// A refresh is queued on the live queue.
     var refreshScheduled = false
     var closed = false
+    /// The engine failed: streams ended by throwing this, and new ones throw it.
+    var failure: StrataError?
+
+    /// Why a stream cannot start, if it cannot.
+    var refusal: StrataError? { failure ?? (closed ? .closed : nil) }
 }
 
 /// Marks each database's live queue with the database's id, to tell when code runs on it.
@@ -36,12 +41,13 @@ extension DatabaseState {
     /// Starts a live query: yields the current result at once, then a new result after each
     /// commit that changes it.
     func observe(_ indexName: String, _ query: IndexQuery) throws -> AsyncThrowingStream<IndexQueryResult, any Error> {
+        if let e = engine.failure { throw e }
         let index = try activeIndex(indexName)
         _ = try IndexReader.validate(query, index: indexName, hasReduction: index.definition.reduce != nil)
         let spans = try IndexReader.spans(of: query, collation: index.definition.collation)
         let (stream, continuation) = AsyncThrowingStream<IndexQueryResult, any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let token = try live.withLock { state -> UInt64 in
-            guard !state.closed else { throw StrataError.closed }
+            if let e = state.refusal { throw e }
             state.nextToken += 1
             state.observers[state.nextToken] = LiveState.Observer(index: indexName, query: query,
                                                                   spans: spans, continuation: continuation,
@@ -64,10 +70,11 @@ extension DatabaseState {
 
     /// A stream of the changes of each commit.
     func changeStream() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
+        if let e = engine.failure { throw e }
         let (stream, continuation) = AsyncThrowingStream<[DocumentChange], any Error>.makeStream(
             bufferingPolicy: .bufferingOldest(documentChangesBufferLimit))
         let token = try live.withLock { state -> UInt64 in
-            guard !state.closed else { throw StrataError.closed }
+            if let e = state.refusal { throw e }
             state.nextToken += 1
             state.subscribers[state.nextToken] = continuation
             return state.nextToken
@@ -183,17 +190,22 @@ extension DatabaseState {
         observer.continuation.finish(throwing: error)
     }
 
-    /// Ends every stream (the store is closing).
-    func closeStreams() {
+    /// Ends every stream: normally when the store is closing (`error` nil), else by throwing
+    /// `error` (the engine failed), which later streams then throw at once.
+    func endStreams(throwing error: StrataError? = nil) {
         let (observers, subscribers) = live.withLock { state in
-            state.closed = true
+            if let error {
+                if state.failure == nil { state.failure = error }
+            } else {
+                state.closed = true
+            }
             defer {
                 state.observers.removeAll()
                 state.subscribers.removeAll()
             }
             return (Array(state.observers.values), Array(state.subscribers.values))
         }
-        for o in observers { o.continuation.finish() }
-        for s in subscribers { s.finish() }
+        for o in observers { o.continuation.finish(throwing: error) }
+        for s in subscribers { s.finish(throwing: error) }
     }
 }

@@ -40,6 +40,10 @@ final class Engine: @unchecked Sendable {
     /// Failed background work, for ``statistics``.
     private var backgroundFailures: UInt64 = 0
     private var lastBackgroundError: StrataError?
+    /// Told once, on `failureQueue`, when the engine enters the failed state (``onFailure(_:)``).
+    private var failureObserver: (@Sendable (StrataError) -> Void)?
+    /// Runs the failure observer outside the lock, so that the writer that failed is not delayed.
+    private let failureQueue = DispatchQueue(label: "strata.failure")
     private var flushing = false
     private var compacting = false
     private var closed = false
@@ -88,6 +92,7 @@ final class Engine: @unchecked Sendable {
         try FileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock)
         do {
+            try Self.syncDirectoryEntry(directory)
             let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache)
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
@@ -105,6 +110,23 @@ final class Engine: @unchecked Sendable {
         lock.withLock { maybeScheduleCompaction() }
     }
 
+
+    /// Makes the store directory's own entry, and what it holds, durable: its parent and the
+    /// directory itself are synced at every open. A crash between the `mkdir` of a new store and
+    /// the sync of its parent would otherwise leave a directory that a later open finds and never
+    /// syncs into its parent, so that a power cut could lose the whole store (FORMAT.md §9.1).
+    static func syncDirectoryEntry(_ directory: String) throws {
+        var path = Substring(directory)
+        while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
+        let parent: Substring
+        if let slash = path.lastIndex(of: "/") {
+            parent = slash == path.startIndex ? "/" : path[..<slash]
+        } else {
+            parent = "."
+        }
+        if parent != path { try FileSystem.syncDirectory(String(parent)) }
+        try FileSystem.syncDirectory(directory)
+    }
 
     private func startSyncTimer() {
         let t = DispatchSource.makeTimerSource(queue: syncQueue)
@@ -133,10 +155,44 @@ final class Engine: @unchecked Sendable {
         error as? StrataError ?? .io(path: path, errno: EIO, operation: operation)
     }
 
-    /// Enters the failed state (see `writeError`). Called with the lock held.
+    /// Enters the failed state (see `writeError`) and tells the failure observer, once. Called
+    /// with the lock held.
     private func fail(_ e: StrataError) {
-        if writeError == nil { writeError = e }
+        if writeError == nil {
+            writeError = e
+            notifyFailure(e)
+        }
         lock.broadcast()
+    }
+
+    /// Hands `e` to the failure observer on its queue. Called with the lock held.
+    private func notifyFailure(_ e: StrataError) {
+        guard let observer = failureObserver else { return }
+        failureQueue.async { observer(e) }
+    }
+
+    /// Sets the one observer told (on a queue of its own, never under the engine's lock) when the
+    /// engine enters the failed state; told at once if it has already. ``Store`` ends its streams
+    /// from it.
+    func onFailure(_ observer: @escaping @Sendable (StrataError) -> Void) {
+        lock.withLock {
+            failureObserver = observer
+            if let e = writeError { notifyFailure(e) }
+        }
+    }
+
+    /// The error that failed the engine (see `writeError`), if any: every later write throws it.
+    var failure: StrataError? { lock.withLock { writeError } }
+
+    /// Waits until the failure observer has been told of everything reported so far (for tests).
+    func waitForFailureObserver() {
+        failureQueue.sync {}
+    }
+
+    /// Reports a failure of work after a commit (the write itself is durable and acknowledged),
+    /// counted with the background failures in ``statistics``.
+    func reportFailure(_ e: StrataError) {
+        lock.withLock { noteBackgroundFailure(e) }
     }
 
     /// Counts a failure of background work for ``statistics``. Called with the lock held.
@@ -239,7 +295,7 @@ final class Engine: @unchecked Sendable {
 
         lock.lock()
         if let failure {
-            if writeError == nil { writeError = failure }
+            fail(failure)
         } else {
             visibleSequence.store(first + UInt64(total) - 1, ordering: .releasing)
         }

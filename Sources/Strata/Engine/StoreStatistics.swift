@@ -31,14 +31,18 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
     public var blockCacheBytes: Int
     /// Background work that failed: flushes and compactions (each is retried later; while
     /// flushes fail, writes stall and then fail once ``StoreOptions`` allows no more memtables
-    /// waiting) and deletions of files no longer needed (retried at the next open).
+    /// waiting), deletions of files no longer needed (retried at the next open), and work after
+    /// a commit that the acknowledged write does not depend on (a time series' retained range
+    /// moving its cutoff: retried on the series' next write).
     public var backgroundFailures: UInt64 = 0
     /// The error of the latest failure counted in ``backgroundFailures``. Not encoded.
     public var lastBackgroundError: StrataError? = nil
     /// Why the store accepts no more writes, or nil while it does: a failed write or sync of the
     /// write-ahead log, a failed directory sync, or a manifest replacement whose outcome is
     /// unknown (FORMAT.md 9). Every write and ``Store/sync()`` then throws it, and so does
-    /// ``Store/close()``; reopening the store recovers every acknowledged write. Not encoded.
+    /// ``Store/close()``, and every open stream of the store (series subscriptions, channel
+    /// messages, live queries and change streams) ends by throwing it, as does every stream opened
+    /// later; reopening the store recovers every acknowledged write. Not encoded.
     public var writeError: StrataError? = nil
 
     private enum CodingKeys: String, CodingKey {

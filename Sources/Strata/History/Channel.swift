@@ -38,7 +38,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     ///     that is empty).
     /// - Returns: the message's timetoken, larger than every timetoken the store assigned before.
     /// - Throws: ``StrataError/invalidArgument(_:)`` if the message cannot be encoded;
-    ///   ``StrataError/closed`` after the store closed.
+    ///   ``StrataError/closed`` after the store closed; the store's failure after it failed.
     @discardableResult
     public func publish(_ message: Message, meta: JSON? = nil, publisher: String? = nil) throws -> Timetoken {
         let who = publisher ?? state.history.principal
@@ -148,8 +148,9 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// far behind is not allowed to grow memory or miss messages silently: its stream ends with
     /// ``StrataError/subscriberOverflow(_:)`` (after the messages buffered before). Catch up with
     /// ``history(start:end:limit:reverse:)`` from the last timetoken seen, then subscribe again.
-    /// The stream finishes when the store closes; cancelling the iterating task ends the
-    /// subscription.
+    /// The stream finishes when the store closes, and ends by throwing the error when the store
+    /// fails (a failed log sync, rotation or publish: see ``StoreStatistics/writeError``);
+    /// cancelling the iterating task ends the subscription.
     ///
     /// ```swift
     /// for try await m in try room.messages() {
@@ -193,8 +194,8 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
                 }
                 return true
             },
-            finish: { continuation.finish() })
-        guard let id = state.subscribe(subscriber) else { throw StrataError.closed }
+            finish: { continuation.finish(throwing: $0) })
+        let id = try state.subscribe(subscriber)
         let state = self.state
         continuation.onTermination = { _ in state.unsubscribe(id) }
         return stream

@@ -29,7 +29,8 @@ final class ChannelState: CollectionState {
     /// subscriber ended (overflow).
     struct Subscriber: Sendable {
         let deliver: @Sendable (PublishedMessages) -> Bool
-        let finish: @Sendable () -> Void
+        /// Ends the stream: normally (nil) or by throwing the error.
+        let finish: @Sendable ((any Error)?) -> Void
     }
 
     /// Messages just committed, for subscribers: `typed` is the publisher's
@@ -44,6 +45,8 @@ final class ChannelState: CollectionState {
         var byId: [Int: Subscriber] = [:]
         var nextId = 0
         var closed = false
+        /// The engine failed: streams ended by throwing this, and new subscriptions throw it.
+        var failure: StrataError?
     }
 
     private let subscribers = Mutex(Subscribers())
@@ -217,10 +220,13 @@ final class ChannelState: CollectionState {
 
     // MARK: Subscribers
 
-    /// Adds a subscriber; nil if the store has closed.
-    func subscribe(_ subscriber: Subscriber) -> Int? {
-        subscribers.withLock { s in
-            guard !s.closed else { return nil }
+    /// Adds a subscriber; throws ``StrataError/closed`` if the store has closed, or the engine's
+    /// failure if it failed.
+    func subscribe(_ subscriber: Subscriber) throws -> Int {
+        if let e = history.engine.failure { throw e }
+        return try subscribers.withLock { s in
+            if let e = s.failure { throw e }
+            guard !s.closed else { throw StrataError.closed }
             let id = s.nextId
             s.nextId += 1
             s.byId[id] = subscriber
@@ -254,6 +260,16 @@ final class ChannelState: CollectionState {
             subscriberCount.store(0, ordering: .relaxed)
             return Array(s.byId.values)
         }
-        for s in all { s.finish() }
+        for s in all { s.finish(nil) }
+    }
+
+    func storeDidFail(_ error: StrataError) {
+        let all = subscribers.withLock { s -> [Subscriber] in
+            if s.failure == nil { s.failure = error }
+            defer { s.byId.removeAll() }
+            subscriberCount.store(0, ordering: .relaxed)
+            return Array(s.byId.values)
+        }
+        for s in all { s.finish(error) }
     }
 }

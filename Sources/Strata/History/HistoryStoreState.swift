@@ -35,6 +35,8 @@ final class HistoryStoreState: CollectionState {
 
     func storeDidClose() {}
 
+    func storeDidFail(_ error: StrataError) {}
+
     /// Checks a channel name: not empty, at most 4 KiB of UTF-8.
     static func check(name: String) throws {
         guard !name.isEmpty else { throw StrataError.invalidArgument("channel name is empty") }

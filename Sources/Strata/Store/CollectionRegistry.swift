@@ -7,6 +7,11 @@ protocol CollectionState: AnyObject, Sendable {
     /// The store is closing: finish streams and release what the collection holds. Later calls
     /// fail with ``StrataError/closed`` through the engine.
     func storeDidClose()
+    /// The engine entered the failed state (a failed log sync, rotation, directory sync or
+    /// publish): end every stream of the collection by throwing `error`, and throw it from every
+    /// later subscription. Reads go on working; writes fail through the engine. May be called more
+    /// than once, and after ``storeDidClose()``.
+    func storeDidFail(_ error: StrataError)
 }
 
 /// The open collections of a store, keyed by kind and name.
@@ -62,6 +67,8 @@ final class CollectionRegistry: Sendable {
 
     private let cells = Mutex<[Key: Cell]>([:])
     private let closed = Mutex(false)
+    /// The engine's failure, once ``failAll(_:)`` was told of it.
+    private let failure = Mutex<StrataError?>(nil)
 
     /// The keys whose states the current thread (task) is making, to refuse a re-entrant make of
     /// the same key instead of waiting for itself.
@@ -102,7 +109,9 @@ final class CollectionRegistry: Sendable {
                 throw error
             }
             cell.finish(.made(created))
-            // The store closed while this state was made: it missed closeAll, so close it here.
+            // The engine failed or the store closed while this state was made: it missed failAll
+            // or closeAll, so tell it here.
+            if let e = failure.withLock({ $0 }) { created.storeDidFail(e) }
             if closed.withLock({ $0 }) { created.storeDidClose() }
             return created
         }
@@ -111,6 +120,19 @@ final class CollectionRegistry: Sendable {
     /// Forgets a collection (after it was dropped); a later open makes a new state.
     func remove(kind: CollectionKind, name: String) {
         _ = cells.withLock { $0.removeValue(forKey: Key(kind: kind, name: name)) }
+    }
+
+    /// Tells every open collection that the engine failed with `error` (the collections stay
+    /// open). A state being made meanwhile is told by its maker, which checks `failure` after
+    /// publishing the state.
+    func failAll(_ error: StrataError) {
+        let all = cells.withLock { cells -> [Cell] in
+            failure.withLock { if $0 == nil { $0 = error } }
+            return Array(cells.values)
+        }
+        for cell in all {
+            if let state = cell.peek() { state.storeDidFail(error) }
+        }
     }
 
     /// Tells every open collection that the store closes, and forgets them all. A state being

@@ -67,6 +67,10 @@ public final class Store: Sendable {
         self.options = options
         self.engine = engine
         self.catalog = Catalog(engine: engine)
+        // A failed engine ends every stream of the store by throwing its error. The observer runs
+        // on the engine's failure queue, never under its lock; it holds the registry weakly, so
+        // that the engine does not keep the collections alive.
+        engine.onFailure { [weak collections] error in collections?.failAll(error) }
     }
 
     private static func canonicalPath(_ url: URL) -> String {
@@ -138,20 +142,33 @@ public final class Store: Sendable {
         }
     }
 
-    /// Closes every store this process has open. A store whose close fails is closed anyway
-    /// (its engine refuses every later call); call ``close()`` on each store to see such errors.
-    public static func prepareForShutdown() {
+    /// Closes every store this process has open, and returns the error of each store whose close
+    /// failed, by directory (empty when every close succeeded). A store whose close fails is
+    /// closed anyway: its files are released and every later call throws ``StrataError/closed``.
+    /// Writes acknowledged under ``Durability/buffered`` by such a store may be lost.
+    @discardableResult
+    public static func prepareForShutdown() -> [URL: StrataError] {
         let stores = registry.withLock { open -> [Store] in
             open.values.compactMap { entry in
                 if case .open(let store) = entry { return store }
                 return nil
             }
         }
+        return close(stores)
+    }
+
+    /// Closes each of `stores`, every one even when some fail; returns the failures by directory.
+    static func close(_ stores: [Store]) -> [URL: StrataError] {
+        var failures: [URL: StrataError] = [:]
         for store in stores {
-            // Not swallowed silently: a failed close leaves the engine failed, and a later
-            // `close()` of the store reports nothing new, so there is no caller to give it to.
-            do { try store.close() } catch { continue }
+            do {
+                try store.close()
+            } catch {
+                failures[store.directory] = error as? StrataError
+                    ?? .io(path: store.directory.path, errno: EIO, operation: "close")
+            }
         }
+        return failures
     }
 
     /// Closes the store if it is open here, then removes its files and, if then empty, its directory.

@@ -50,4 +50,6 @@ final class SeriesRetention: CollectionState {
     }
 
     func storeDidClose() {}
+
+    func storeDidFail(_ error: StrataError) {}
 }

@@ -45,6 +45,11 @@ final class SeriesState: CollectionState {
         var nextToken = 0
         var all: [Int: any SeriesSubscriber] = [:]
         var closed = false
+        /// The engine failed: streams ended by throwing this, and new subscriptions throw it.
+        var failure: StrataError?
+
+        /// Why a subscription cannot start, if it cannot.
+        var refusal: StrataError? { failure ?? (closed ? .closed : nil) }
     }
 
     private let writer: Mutex<Writer>
@@ -280,9 +285,16 @@ final class SeriesState: CollectionState {
 
     /// After a write: applies the retained range, publishes the head and delivers the new events.
     private func committed(_ w: inout Writer, latest: [UInt8], newTimestamps: [Int64], firstNew: UInt64, records: [[UInt8]]?) {
-        // A failed read here (a damaged file) leaves the cutoff where it was: retention catches
-        // up on a later write; the write itself succeeded.
-        try? advanceCutoff(&w, newTimestamps: newTimestamps, firstNew: firstNew)
+        // The write is durable and acknowledged, so a failed read here (a damaged file) must not
+        // fail it (a caller would retry and append twice). The cutoff stays where it was, so
+        // retention tries again on the next write, and the error is reported in
+        // `Store.statistics` (`backgroundFailures`, `lastBackgroundError`).
+        do {
+            try advanceCutoff(&w, newTimestamps: newTimestamps, firstNew: firstNew)
+        } catch {
+            engine.reportFailure(error as? StrataError
+                ?? .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "retention: \(error)"))
+        }
         let decoding = SeriesDecoding(base: w.payload.baseTimestamp ?? 0, authors: w.payload.authors)
         let head = w.head
         let payload = w.payload
@@ -299,6 +311,8 @@ final class SeriesState: CollectionState {
     /// Moves the cutoff past what the retained range no longer keeps: O(events discarded).
     private func advanceCutoff(_ w: inout Writer, newTimestamps: [Int64], firstNew: UInt64) throws {
         var cutoff = w.head.cutoff
+        // Also on a failed read: the cutoff keeps what was found before it.
+        defer { w.head.cutoff = cutoff }
         let next = w.head.next
         if let n = w.payload.retainedCount, next > UInt64(n), next - UInt64(n) > cutoff {
             cutoff = next - UInt64(n)
@@ -327,7 +341,6 @@ final class SeriesState: CollectionState {
                 w.cutoffTimestamp = nil
             }
         }
-        w.head.cutoff = cutoff
     }
 
     /// Replaces the stored options; a changed retained range applies at once (FORMAT.md §14.4).
@@ -365,24 +378,25 @@ final class SeriesState: CollectionState {
     /// nothing. `capacity` is the buffer its stream needs: the range plus the buffer size.
     func subscribe(_ make: (_ token: Int, _ capacity: Int) -> any SeriesSubscriber) throws {
         try writer.withLock { w in
+            if let e = engine.failure { throw e }
             let (reader, decoding) = try self.reader()
             var initial: [(UInt64, [UInt8])] = []
             if let query = w.payload.subscriptionRange.query {
                 _ = try reader.evaluate(query) { s, bytes in initial.append((s, Array(bytes))) }
             }
             let token = try subscribers.withLock { s -> Int in
-                if s.closed { throw StrataError.closed }
+                if let e = s.refusal { throw e }
                 s.nextToken += 1
                 return s.nextToken
             }
             let subscriber = make(token, initial.count + w.bufferSize)
-            let registered = subscribers.withLock { s -> Bool in
-                if s.closed { return false }
+            let refusal = subscribers.withLock { s -> StrataError? in
+                if let e = s.refusal { return e }
                 s.all[token] = subscriber
-                return true
+                return nil
             }
-            guard registered else {
-                subscriber.finish(throwing: StrataError.closed)
+            if let refusal {
+                subscriber.finish(throwing: refusal)
                 return
             }
             for (s, record) in initial {
@@ -420,5 +434,14 @@ final class SeriesState: CollectionState {
             return Array(s.all.values)
         }
         for subscriber in all { subscriber.finish(throwing: StrataError.closed) }
+    }
+
+    func storeDidFail(_ error: StrataError) {
+        let all = subscribers.withLock { s -> [any SeriesSubscriber] in
+            if s.failure == nil { s.failure = error }
+            defer { s.all.removeAll() }
+            return Array(s.all.values)
+        }
+        for subscriber in all { subscriber.finish(throwing: error) }
     }
 }

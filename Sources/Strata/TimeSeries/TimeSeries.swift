@@ -155,7 +155,9 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// does not make memory grow: its stream ends with ``StrataError/subscriberOverflow(_:)``
     /// (subscribe again, and query what was missed by sequence). Cancelling the consuming task,
     /// or dropping the stream, unregisters it. When the store closes, the stream ends with
-    /// ``StrataError/closed``.
+    /// ``StrataError/closed``; when the store fails (a failed log sync, rotation or publish: see
+    /// ``StoreStatistics/writeError``), it ends by throwing that failure, and so does every stream
+    /// subscribed afterwards.
     public func subscribe() -> AsyncThrowingStream<Event<Value>, any Error> {
         var result: AsyncThrowingStream<Event<Value>, any Error>?
         let state = self.state

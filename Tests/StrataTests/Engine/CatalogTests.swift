@@ -8,10 +8,12 @@ import Testing
 private final class CountingState: CollectionState {
     let closed = Mutex(0)
     func storeDidClose() { closed.withLock { $0 += 1 } }
+    func storeDidFail(_ error: StrataError) {}
 }
 
 private final class OtherState: CollectionState {
     func storeDidClose() {}
+    func storeDidFail(_ error: StrataError) {}
 }
 
 @Suite struct CatalogTests {

@@ -124,6 +124,33 @@ private final class Flag: Sendable {
 @Suite("Engine under faults")
 struct EngineFaultTests {
 
+    // MARK: The store directory's entry
+
+    @Test("every open syncs the store directory's parent and the directory itself")
+    func openSyncsTheDirectoryEntry() throws {
+        let d = try EngineDirectory("entry")
+        defer { d.remove() }
+        // A directory of this test's own, made before the first open, as a crash between open's
+        // mkdir and its sync of the parent would leave it: no open creates it.
+        let parent = d.file("parent")
+        let store = parent + "/store"
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        let synced = Mutex<[String]>([])
+        for round in 0..<2 {
+            synced.withLock { $0 = [] }
+            try CrashHelperIOHook.with({ op, path in
+                if op == .fsync && (path == parent || path == store) { synced.withLock { $0.append(path) } }
+                return nil
+            }) {
+                let engine = try Engine(directory: store, options: smallOptions())
+                try engine.close()
+            }
+            let paths = synced.withLock { $0 }
+            #expect(paths.contains(parent), "open \(round) did not sync the parent: \(paths)")
+            #expect(paths.contains(store), "open \(round) did not sync the store directory: \(paths)")
+        }
+    }
+
     // MARK: Descriptors
 
     @Test("after hundreds of rotations, flushes and compactions no descriptor refers to a deleted file")

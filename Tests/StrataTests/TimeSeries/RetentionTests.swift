@@ -189,4 +189,31 @@ struct RetentionTests {
             try store.close()
         }
     }
+
+    @Test("a retention read that fails after a commit keeps the write and is reported in statistics")
+    func failedRetentionReadIsReported() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try openStore(dir)
+        defer { try? store.close() }
+        let s = try store.timeSeries("t", of: Int64.self,
+                                     options: TimeSeriesOptions(retainedRange: .last(.milliseconds(100))))
+        try s.append(0, timestamp: SeriesTime.date(Self.base))
+        // Damage the stored event 0: the next append reads its timestamp to move the cutoff.
+        var damage = WriteBatch()
+        damage.putRaw(EventRecord.key(series: s.state.id, sequence: 0), [0xFF])
+        try store.engine.write(damage)
+        #expect(store.statistics.backgroundFailures == 0)
+        let appended = try s.append(1, timestamp: SeriesTime.date(Self.base + 10))
+        #expect(appended.sequence == 1, "the write committed and is acknowledged")
+        let stats = store.statistics
+        #expect(stats.backgroundFailures == 1)
+        guard case .corrupted(let file, _, _)? = stats.lastBackgroundError else {
+            Issue.record("expected a corrupted error, got \(String(describing: stats.lastBackgroundError))")
+            return
+        }
+        #expect(file == "time series \"t\"")
+        #expect(stats.writeError == nil, "a post-commit read does not fail the store")
+        #expect(s.bounds.next == 2)
+    }
 }
