@@ -233,4 +233,27 @@ private let universe: [[UInt8]] = {
             #expect(Double(index.approximateBytes) <= Double(i) * (3 * log2n * 80 + 24), "\(pattern): \(index.approximateBytes) bytes for \(i) tombstones")
         }
     }
+
+    @Test func versionsFindTheLastOfASequence() {
+        // Past 32 · 32 · 32 versions (three levels of the trie), with runs of equal sequences.
+        var versions = RangeTombstoneIndex.Versions()
+        var sequences: [UInt64] = []
+        var rng = SplitMix64(seed: 41)
+        var sequence: UInt64 = 5
+        for i in 0..<33_000 {
+            if rng.chance(600) { sequence += UInt64(1 + rng.below(2)) }
+            // The root's `sequence` field tags which version it is.
+            let tag = RangeTombstoneIndex.Node(start: [], end: [0], sequence: UInt64(i), priority: 0, generation: i, left: nil, right: nil)
+            versions.append(tag, sequence: sequence)
+            sequences.append(sequence)
+            if i < 1_100 || i % 997 == 0 || i == 32_767 || i == 32_768 {
+                for at in [0, 4, 5, sequence / 2, sequence - 1, sequence, .max] as [UInt64] {
+                    var visits = 0
+                    let (found, tree) = versions.tree(at: at, visits: &visits)
+                    let expected = sequences.lastIndex { $0 <= at }
+                    #expect(found == (expected != nil) && tree?.sequence == expected.map(UInt64.init), "\(i) versions, at \(at)")
+                }
+            }
+        }
+    }
 }
