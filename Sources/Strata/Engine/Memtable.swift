@@ -125,15 +125,15 @@ final class Memtable: Sendable {
             case .deleteRange:
                 let t = SequencedRangeTombstone(start: Array(key), end: Array(second), sequence: seq)
                 if ByteComparison.compare(t.start, t.end) < 0 {
-                    let count = tombstones.withLock { state in
+                    let indexGrowth = tombstones.withLock { state in
                         state.all.append(t)
                         let all = state.all
+                        let before = state.index.approximateBytes
                         state.index.add(t, all: all)
-                        return all.count
+                        return state.index.approximateBytes - before
                     }
-                    // The index holds about two fragments per tombstone on each of its log2(count) levels.
-                    tombstoneBytes.add(key.count + second.count + 64 + 48 * (Int.bitWidth - count.leadingZeroBitCount),
-                                       ordering: .relaxed)
+                    // The tombstone itself, and what the index allocated for it (O(log n) nodes).
+                    tombstoneBytes.add(key.count + second.count + 64 + indexGrowth, ordering: .relaxed)
                 }
             }
             seq += 1

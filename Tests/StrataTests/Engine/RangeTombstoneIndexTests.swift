@@ -166,4 +166,94 @@ private let universe: [[UInt8]] = {
         #expect(get([7, 2], .max) == .deleted)
         #expect(get([7, 6], .max) == .deleted)
     }
+
+    /// A key of a large space: `x` big-endian in 4 bytes.
+    private static func wide(_ x: Int) -> [UInt8] {
+        [UInt8(truncatingIfNeeded: x >> 24), UInt8(truncatingIfNeeded: x >> 16), UInt8(truncatingIfNeeded: x >> 8), UInt8(truncatingIfNeeded: x)]
+    }
+
+    @Test(arguments: [21, 22] as [UInt64])
+    func manyTombstonesMatchBruteForce(seed: UInt64) {
+        // More than 1,024 tombstones: the versions span two levels of their trie.
+        var rng = SplitMix64(seed: seed)
+        var all: [SequencedRangeTombstone] = []
+        var index = RangeTombstoneIndex()
+        var sequence: UInt64 = 0
+        for _ in 0..<(1_100 + rng.below(200)) {
+            if !rng.chance(100) { sequence += UInt64(1 + rng.below(3)) }
+            let a = rng.below(3_000), length = rng.chance(900) ? 1 + rng.below(30) : 1 + rng.below(1_000)
+            let t = SequencedRangeTombstone(start: Self.wide(a), end: Self.wide(a + length), sequence: sequence)
+            all.append(t)
+            index.add(t, all: all)
+        }
+        for _ in 0..<400 {
+            let at = UInt64(rng.below(Int(sequence) + 2))
+            let x = rng.below(4_100)
+            let expected = { (x: Int) in all.filter { $0.sequence <= at && covers($0, Self.wide(x)) }.map(\.sequence).max() }
+            let (got, stretch) = Self.wide(x).withUnsafeBytes { index.newest(covering: $0, at: at) }
+            #expect(got == expected(x), "seed \(seed): key \(x) at \(at)")
+            for y in max(0, x - 3)...(x + 3) where Self.wide(y).withUnsafeBytes({ stretch.contains($0) }) {
+                #expect(expected(y) == got, "seed \(seed): stretch of \(x) at \(at) wrong for \(y)")
+            }
+        }
+    }
+
+    @Test(arguments: ["random", "adjacent", "nested", "growing", "descending"])
+    func lookupsVisitLogarithmicallyManyNodes(pattern: String) {
+        // The comparisons of a fresh lookup (versions searched, tree nodes visited) stay within
+        // c · log2(n) at every size, whatever the order of the keys; memory within O(n log n).
+        var rng = SplitMix64(seed: 31)
+        var index = RangeTombstoneIndex()
+        var all: [SequencedRangeTombstone] = []
+        let total = 4_096
+        for i in 1...total {
+            let (a, b): (Int, Int)
+            switch pattern {
+            case "adjacent": (a, b) = (i, i + 1)  // deleteMessages: each range just after the last
+            case "nested": (a, b) = (i, 2 * total - i)
+            case "growing": (a, b) = (0, i)
+            case "descending": (a, b) = (total - i, total - i + 2)
+            default:
+                let x = rng.below(total)
+                (a, b) = (x, x + 1 + rng.below(64))
+            }
+            let t = SequencedRangeTombstone(start: Self.wide(a), end: Self.wide(b), sequence: UInt64(i))
+            all.append(t)
+            index.add(t, all: all)
+            guard i.nonzeroBitCount == 1 && i >= 16 else { continue }
+            let log2n = Double(Int.bitWidth - 1 - i.leadingZeroBitCount)
+            var most = 0
+            for _ in 0..<500 {
+                var visits = 0
+                let key = Self.wide(rng.below(2 * total + 2))
+                _ = key.withUnsafeBytes { index.newest(covering: $0, at: UInt64(rng.below(i + 2)), visits: &visits) }
+                most = max(most, visits)
+            }
+            #expect(Double(most) <= 4 * log2n, "\(pattern): \(most) comparisons for a lookup among \(i) tombstones")
+            #expect(Double(index.approximateBytes) <= Double(i) * (3 * log2n * 80 + 24), "\(pattern): \(index.approximateBytes) bytes for \(i) tombstones")
+        }
+    }
+
+    @Test func versionsFindTheLastOfASequence() {
+        // Past 32 · 32 · 32 versions (three levels of the trie), with runs of equal sequences.
+        var versions = RangeTombstoneIndex.Versions()
+        var sequences: [UInt64] = []
+        var rng = SplitMix64(seed: 41)
+        var sequence: UInt64 = 5
+        for i in 0..<33_000 {
+            if rng.chance(600) { sequence += UInt64(1 + rng.below(2)) }
+            // The root's `sequence` field tags which version it is.
+            let tag = RangeTombstoneIndex.Node(start: [], end: [0], sequence: UInt64(i), priority: 0, generation: i, left: nil, right: nil)
+            versions.append(tag, sequence: sequence)
+            sequences.append(sequence)
+            if i < 1_100 || i % 997 == 0 || i == 32_767 || i == 32_768 {
+                for at in [0, 4, 5, sequence / 2, sequence - 1, sequence, .max] as [UInt64] {
+                    var visits = 0
+                    let (found, tree) = versions.tree(at: at, visits: &visits)
+                    let expected = sequences.lastIndex { $0 <= at }
+                    #expect(found == (expected != nil) && tree?.sequence == expected.map(UInt64.init), "\(i) versions, at \(at)")
+                }
+            }
+        }
+    }
 }
