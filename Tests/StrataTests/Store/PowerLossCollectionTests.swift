@@ -484,6 +484,60 @@ private final class DocumentWorkload: PowerLossWorkload {
     }
 }
 
+// MARK: - The model workload
+
+/// The reference's state after each write of a `ModelRun` (a digest and key count), and for each
+/// cut the states it may hold: after any write from those promised durable to those begun.
+private final class ModelJournal {
+    struct State { var digest: UInt64, count: Int }
+    let simulator: PowerLossSimulator
+    /// State after write w at `states[w - first]`; older ones are dropped once no cut can need them.
+    var states: [State] = [State(digest: ModelRun.digest([]), count: 0)]
+    var first = 0
+    var writes = 0
+    var candidates: [Int: [State]] = [:]
+    var cutsSeen = 0
+
+    init(_ simulator: PowerLossSimulator) { self.simulator = simulator }
+
+    func note(_ event: ModelWriteEvent, _ run: ModelRun) {
+        // Cuts taken since the last event: their range of writes is still journaled.
+        let cuts = simulator.allCuts
+        for cut in cuts[cutsSeen...] {
+            let low = cut.progress.durable[0], high = cut.progress.begun[0]
+            candidates[cut.number] = Array(states[(low - first)...(high - first)])
+        }
+        cutsSeen = cuts.count
+        switch event {
+        case .writing(let synchronous):
+            writes += 1
+            states.append(State(digest: run.referenceDigest, count: run.referenceCount))
+            let n = writes
+            simulator.update { $0.begun[0] = n }
+            if synchronous { pendingSynchronous = true }
+        case .wrote:
+            let n = writes, durable = pendingSynchronous
+            simulator.update {
+                $0.acknowledged[0] = n
+                if durable { $0.durable[0] = n }
+            }
+            if durable { forget(below: n) }
+            pendingSynchronous = false
+        case .closed:
+            let n = writes
+            simulator.update { $0.acknowledged[0] = n; $0.durable[0] = n }
+            forget(below: n)
+        }
+    }
+
+    private var pendingSynchronous = false
+
+    private func forget(below n: Int) {
+        states.removeFirst(n - first)
+        first = n
+    }
+}
+
 // MARK: - The driver
 
 @Suite("Power loss in the collections") struct PowerLossCollectionTests {
@@ -527,6 +581,80 @@ private final class DocumentWorkload: PowerLossWorkload {
         let figures = try run(workload, seed: 0xD0C5_0001, steps: 150)
         #expect(workload.indexBuildsChecked > 0, "no cut checked an index right after its build")
         #expect(figures.cuts > Self.trials && figures.promised > 0)
+    }
+
+    /// The Store-level model workload of `EngineModelTests` (random batches, puts, deletes and
+    /// range deletions, mostly `.buffered` with a few synchronous batches, compactions, snapshots,
+    /// close and reopen) under power cuts. A buffered write may be lost, so each clone must hold
+    /// the reference's state after some number of writes between those promised durable (by a
+    /// synchronous write or a close) and those begun: a prefix of the writes, never a torn one.
+    @Test("the Store-level model workload under power cuts: each clone holds a prefix of the writes")
+    func modelWorkload() throws {
+        let base = FileManager.default.temporaryDirectory
+            .appendingPathComponent("strata-powerloss-model-\(getpid())-\(UUID().uuidString)")
+            .standardizedFileURL.resolvingSymlinksInPath().path
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        var checked = 0, promised = 0
+        for trial in 0..<Self.trials {
+            let seed = 0x5EED_9A3E_0000 &+ UInt64(trial)
+            let directory = base + "/store\(trial)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let simulator = try PowerLossSimulator(directory: directory, cloneRoot: base + "/trial\(trial)-cut", seed: seed,
+                                                   cutChance: 1.0 / 800, maxCuts: 8, progress: .init(start: [0]))
+            let journal = ModelJournal(simulator)
+            let options: StoreOptions
+            do {
+                PowerLoss.attach(simulator)
+                defer { PowerLoss.detach(simulator) }
+                let run = try ModelRun(seed: seed, directory: URL(fileURLWithPath: directory, isDirectory: true))
+                options = run.options
+                run.observer = { journal.note($0, run) }
+                do {
+                    try run.run(operations: 4_000)
+                } catch {
+                    Issue.record("model trial \(trial), seed \(seed): \(error)")
+                }
+                try run.store.close()
+                journal.note(.closed, run)
+            }
+            if ProcessInfo.processInfo.environment["STRATA_POWERLOSS_DEBUG"] != nil {
+                print("DEBUG model trial \(trial): \(simulator.events) events, \(journal.writes) writes, cuts: \(simulator.allCuts.map { "\($0.progress.durable[0])…\($0.progress.begun[0]) after \($0.after)" })")
+            }
+            for cut in simulator.allCuts {
+                let label = "model trial \(trial), seed \(seed), cut \(cut.number) at system call \(cut.event) (after \(cut.after))"
+                defer { try? FileManager.default.removeItem(atPath: cut.directory) }
+                guard let candidates = journal.candidates[cut.number] else {
+                    Issue.record("\(label): no journal for the cut")
+                    continue
+                }
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: cut.directory)) ?? []
+                if names.contains(where: { ![.other, .temporary, .lock].contains(FileNames.parse($0)) }) {
+                    do {
+                        let report = try StoreVerifier.verify(storeAt: cut.directory)
+                        if !report.faults.isEmpty { Issue.record("\(label): the clone does not verify: \(report.faults)") }
+                    } catch {
+                        Issue.record("\(label): verifying the clone failed: \(error)")
+                    }
+                }
+                do {
+                    let store = try Store.open(at: URL(fileURLWithPath: cut.directory, isDirectory: true), options: options)
+                    defer { try? store.close() }
+                    let pairs = try store.scan()
+                    let digest = ModelRun.digest(pairs)
+                    if !candidates.contains(where: { $0.digest == digest && $0.count == pairs.count }) {
+                        let first = cut.progress.durable[0]
+                        Issue.record("\(label): the store (\(pairs.count) keys) is the reference after none of writes \(first)…\(first + candidates.count - 1) (key counts \(candidates.map(\.count).prefix(8)))")
+                    }
+                    try store.close()
+                } catch {
+                    Issue.record("\(label): the clone does not open or read: \(error)")
+                }
+                checked += 1
+                promised += cut.progress.durable[0]
+            }
+        }
+        #expect(checked >= Self.trials && promised > 0, "cuts checked: \(checked), writes promised durable at them: \(promised)")
     }
 
     /// Runs `trials` trials of `steps` operations, each from the last clone checked; checks every cut.
