@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Strata
 
@@ -75,6 +76,7 @@ private final class SeriesWorkload: PowerLossWorkload {
     var open: [Int: TimeSeries<Double>] = [:]
     var originals: [Int: [UInt64]] = [:]
     var creationsChecked = 0
+    var cutsDuringCreation = 0
 
     init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
@@ -96,6 +98,7 @@ private final class SeriesWorkload: PowerLossWorkload {
         let missing = [0, 1].first { open[$0] == nil } ?? (rng.chance(25) ? (2..<5).first { open[$0] == nil } : nil)
         if let i = missing {
             journal.append(.create(i))
+            if rng.chance(500) { simulator.cut(afterEvents: 1 + rng.below(3)) }
             open[i] = try perform(simulator, index: journal.count - 1) {
                 try store.timeSeries(Self.paths[i], of: Double.self, options: Self.options(i))
             }
@@ -150,6 +153,7 @@ private final class SeriesWorkload: PowerLossWorkload {
             }
             if high == nil { problems.append("\(path): in the catalog, never created") }
             if case .create(let j)? = journal.prefix(durable).last, j == i { creationsChecked += 1 }
+            if begun > durable, case .create(let j) = journal[durable], j == i { cutsDuringCreation += 1 }
             let s = try store.timeSeries(path, of: Double.self, options: Self.options(i))
             let bounds = s.bounds
             let events = try s.query(.edits(.all)).events
@@ -206,6 +210,7 @@ private final class HistoryWorkload: PowerLossWorkload {
     var open: [Int: Channel<String>] = [:]
     var batchNumber = 0
     var trial = 0
+    var cutsDuringCreation = 0
 
     init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
@@ -243,6 +248,7 @@ private final class HistoryWorkload: PowerLossWorkload {
         let missing = (0..<4).first { open[$0] == nil } ?? (rng.chance(25) ? (4..<Self.channels).first { open[$0] == nil } : nil)
         if let c = missing {
             journal.append(.create(c))
+            if rng.chance(500) { simulator.cut(afterEvents: 1 + rng.below(3)) }
             open[c] = try perform(simulator, index: journal.count - 1) { try store.channel("c\(c)", of: String.self) }
             simulator.cutNow(label: "right after creating channel c\(c)")
             return
@@ -287,6 +293,7 @@ private final class HistoryWorkload: PowerLossWorkload {
             }
             if want == nil, case .create(let d)? = inFlight, d == c {
                 want = [:]
+                cutsDuringCreation += 1
             }
             guard var expected = want else {
                 problems.append("c\(c): in the catalog, never created")
@@ -337,13 +344,35 @@ private let byGMap: DocumentIndex.Map = { doc, emit in
     if let g = doc["g"] { emit(g, doc["v"]) }
 }
 
+/// Cuts the power while index byG builds: its map takes a cut at the n-th document it maps.
+private final class BuildCutter: Sendable {
+    private let countdown = Atomic<Int>(-1)
+    private let simulator = Mutex<PowerLossSimulator?>(nil)
+
+    /// Cuts at the `n`-th document mapped from now (never when n ≤ 0).
+    func arm(_ n: Int, _ simulator: PowerLossSimulator?) {
+        self.simulator.withLock { $0 = simulator }
+        countdown.store(n, ordering: .sequentiallyConsistent)
+    }
+
+    var map: DocumentIndex.Map {
+        { [self] doc, emit in
+            if countdown.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+                simulator.withLock { $0 }?.cutNow(label: "while index byG builds")
+            }
+            try byGMap(doc, emit)
+        }
+    }
+}
+
 /// The `documents` crash mode: database `crash` with index `byV`; batches of 1…30 documents
 /// `d<0…299>` plus `last` (b = the batch number) in one `save(contentsOf:)`, some followed by a
-/// deletion; the index `byG` is added (and built over every document) along the way.
+/// deletion; the index `byG` is added along the way, and rebuilt under new versions (each a
+/// build over every document, cut at a random document by `BuildCutter`).
 private final class DocumentWorkload: PowerLossWorkload {
     enum Op {
         case open
-        case addIndex
+        case addIndex(version: Int)
         case save(b: Int64, documents: [Document], saved: [Document]?)
         case delete(String)
     }
@@ -352,18 +381,21 @@ private final class DocumentWorkload: PowerLossWorkload {
     let name = "documents"
     var rng: SplitMix64
     var baseline: [String: Document]?
-    var baseHasByG = false
+    var baseByG = 0
     var journal: [Op] = []
     var db: DocumentDatabase?
-    var hasByG = false
+    /// The version of index byG the workload names (0: none).
+    var byG = 0
+    let cutter = BuildCutter()
     var b: Int64 = 0
     var indexBuildsChecked = 0
+    var cutsDuringBuilds = 0
 
     init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
-    static func indexes(byG: Bool) -> [DocumentIndex] {
+    static func indexes(byG: Int, map: @escaping DocumentIndex.Map = byGMap) -> [DocumentIndex] {
         [DocumentIndex(name: "byV", version: "1", map: byVMap)]
-            + (byG ? [DocumentIndex(name: "byG", version: "1", map: byGMap)] : [])
+            + (byG > 0 ? [DocumentIndex(name: "byG", version: String(byG), map: map)] : [])
     }
 
     func begin(_ store: Store) throws {
@@ -371,8 +403,8 @@ private final class DocumentWorkload: PowerLossWorkload {
         db = nil
         baseline = nil
         guard try catalogNames(store, .documentDatabase).contains("crash") else { return }
-        baseHasByG = hasByG
-        let opened = try store.documents("crash", indexes: Self.indexes(byG: hasByG))
+        baseByG = byG
+        let opened = try store.documents("crash", indexes: Self.indexes(byG: byG, map: cutter.map))
         db = opened
         baseline = try opened.documents(ids: Self.ids)
         if let last = baseline?["last"]?["b"]?.int64Value { b = last + 1 }
@@ -381,15 +413,22 @@ private final class DocumentWorkload: PowerLossWorkload {
     func step(_ store: Store, _ simulator: PowerLossSimulator) throws {
         guard let db else {
             journal.append(.open)
-            db = try perform(simulator, index: journal.count - 1) { try store.documents("crash", indexes: Self.indexes(byG: hasByG)) }
+            if rng.chance(500) { simulator.cut(afterEvents: 1 + rng.below(4)) }
+            db = try perform(simulator, index: journal.count - 1) { try store.documents("crash", indexes: Self.indexes(byG: byG, map: cutter.map)) }
             simulator.cutNow(label: "right after creating document database crash")
             return
         }
-        if !hasByG && rng.chance(20) {
-            journal.append(.addIndex)
-            hasByG = true
-            _ = try perform(simulator, index: journal.count - 1) { try store.documents("crash", indexes: Self.indexes(byG: true)) }
-            simulator.cutNow(label: "right after building index byG")
+        if journal.count > 10 && rng.chance(byG == 0 ? 30 : 10) {
+            byG += 1
+            journal.append(.addIndex(version: byG))
+            // Half the builds are cut at a random document they map.
+            let documents = try db.documents(ids: Self.ids).count
+            cutter.arm(rng.chance(500) ? 1 + rng.below(max(documents, 1)) : -1, simulator)
+            defer { cutter.arm(-1, nil) }
+            _ = try perform(simulator, index: journal.count - 1) {
+                try store.documents("crash", indexes: Self.indexes(byG: byG, map: cutter.map))
+            }
+            simulator.cutNow(label: "right after building index byG version \(byG)")
             return
         }
         var docs: [Document] = []
@@ -422,18 +461,21 @@ private final class DocumentWorkload: PowerLossWorkload {
     func check(_ store: Store, durable: Int, begun: Int, beforeWriting: () -> Void) throws -> [String] {
         var problems: [String] = []
         var want = baseline
-        var byG = baseHasByG
+        var byG = baseByG
         for op in journal.prefix(durable) {
             switch op {
             case .open: want = want ?? [:]
-            case .addIndex: byG = true
+            case .addIndex(let version): byG = version
             case .save(_, _, let saved?): for d in saved { want?[d.metadata.id] = d }
             case .save: break
             case .delete(let id): want?[id] = nil
             }
         }
         let inFlight = begun > durable ? journal[durable] : nil
-        if case .addIndex? = inFlight { byG = true }
+        if case .addIndex(let version)? = inFlight {
+            byG = version
+            cutsDuringBuilds += 1
+        }
         guard try catalogNames(store, .documentDatabase).contains("crash") else {
             if want != nil { problems.append("database crash: its acknowledged creation is lost (no catalog entry)") }
             return problems
@@ -460,7 +502,7 @@ private final class DocumentWorkload: PowerLossWorkload {
             if problems.count > 5 { break }
         }
         // Index rows equal a brute-force map over the documents.
-        for (index, map) in [("byV", byVMap)] + (byG ? [("byG", byGMap)] : []) {
+        for (index, map) in [("byV", byVMap)] + (byG > 0 ? [("byG", byGMap)] : []) {
             let rows = try db.query(index, .all).rows
             if rows != (try ReferenceIndex(documents: live, map: map).run(.all, reduction: nil)) {
                 problems.append("index \(index): \(rows.count) rows differ from the map over \(live.count) documents")
@@ -477,8 +519,10 @@ private final class DocumentWorkload: PowerLossWorkload {
         var probe = Document(id: "d0")
         probe["v"] = .int(7)
         let saved = try db.save(probe)
-        if saved.metadata.revision != (live["d0"]?.metadata.revision ?? 0) + 1 {
-            problems.append("the save after reopen got revision \(saved.metadata.revision), d0 had \(live["d0"]?.metadata.revision ?? 0)")
+        // (A deleted document's revisions go on from its deletion's, which the change feed shows.)
+        let before = feed.first { $0.id == "d0" }?.revision ?? 0
+        if saved.metadata.revision != before + 1 {
+            problems.append("the save after reopen got revision \(saved.metadata.revision), d0 had \(before)")
         }
         return problems
     }
@@ -565,6 +609,7 @@ private final class ModelJournal {
         let workload = SeriesWorkload(seed: 0x5E41_0001)
         let figures = try run(workload, seed: 0x5E41_0001, steps: 600)
         #expect(workload.creationsChecked > 0, "no cut checked a series right after its creation")
+        #expect(workload.cutsDuringCreation > 0, "no cut fell while a series was created")
         #expect(figures.cuts > Self.trials && figures.promised > 0)
     }
 
@@ -572,6 +617,7 @@ private final class ModelJournal {
     func history() throws {
         let workload = HistoryWorkload(seed: 0x4B11_0001)
         let figures = try run(workload, seed: 0x4B11_0001, steps: 600)
+        #expect(workload.cutsDuringCreation > 0, "no cut fell while a channel was created")
         #expect(figures.cuts > Self.trials && figures.promised > 0)
     }
 
@@ -580,6 +626,7 @@ private final class ModelJournal {
         let workload = DocumentWorkload(seed: 0xD0C5_0001)
         let figures = try run(workload, seed: 0xD0C5_0001, steps: 150)
         #expect(workload.indexBuildsChecked > 0, "no cut checked an index right after its build")
+        #expect(workload.cutsDuringBuilds > 0, "no cut fell during an index build")
         #expect(figures.cuts > Self.trials && figures.promised > 0)
     }
 
