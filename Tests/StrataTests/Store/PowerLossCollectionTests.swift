@@ -199,7 +199,8 @@ private final class SeriesWorkload: PowerLossWorkload {
 private final class HistoryWorkload: PowerLossWorkload {
     enum Op {
         case create(Int)
-        case publish(Int, texts: [String], first: UInt64?)
+        /// `records`: the messages as `read` shows them (with their meta and publisher).
+        case publish(Int, records: [String], first: UInt64?)
     }
 
     static let channels = 7
@@ -221,11 +222,16 @@ private final class HistoryWorkload: PowerLossWorkload {
         return "\(trial)/\(i)/\(j) " + String(repeating: filler, count: repeats)
     }
 
+    /// A message with its meta and publisher, as one string to compare.
+    static func record(_ text: String, meta: JSON?, publisher: String?) -> String {
+        text + (meta.map { " meta \($0)" } ?? "") + (publisher.map { " by \($0)" } ?? "")
+    }
+
     static func read(_ channel: Channel<String>) throws -> [UInt64: String] {
         var stored: [UInt64: String] = [:]
         var page = try channel.history(limit: 100)
         while true {
-            for m in page.messages { stored[m.timetoken.rawValue] = m.message }
+            for m in page.messages { stored[m.timetoken.rawValue] = record(m.message, meta: m.meta, publisher: m.publisher) }
             guard page.hasMore, let s = page.start else { break }
             page = try channel.history(start: s, limit: 100)
         }
@@ -259,13 +265,14 @@ private final class HistoryWorkload: PowerLossWorkload {
         batchNumber += 1
         let n = rng.below(3) == 0 ? 1 + rng.below(20) : 1
         let texts = (0..<n).map { j in Self.message(trial: trial, batch: i, index: j) }
-        journal.append(.publish(c, texts: texts, first: nil))
+        let meta: JSON? = n == 1 && i % 3 == 0 ? ["i": .int(Int64(i))] : nil
+        let records = texts.map { Self.record($0, meta: meta, publisher: meta == nil ? nil : "p") }
+        journal.append(.publish(c, records: records, first: nil))
         let first = try perform(simulator, index: journal.count - 1) { () throws -> Timetoken in
             if n > 1 { return try channel.publish(contentsOf: texts)[0] }
-            return i % 3 == 0 ? try channel.publish(texts[0], meta: ["i": .int(Int64(i))], publisher: "p")
-                : try channel.publish(texts[0])
+            return meta == nil ? try channel.publish(texts[0]) : try channel.publish(texts[0], meta: meta, publisher: "p")
         }
-        journal[journal.count - 1] = .publish(c, texts: texts, first: first.rawValue)
+        journal[journal.count - 1] = .publish(c, records: records, first: first.rawValue)
     }
 
     func check(_ store: Store, durable: Int, begun: Int, beforeWriting: () -> Void) throws -> [String] {
@@ -279,8 +286,8 @@ private final class HistoryWorkload: PowerLossWorkload {
                 switch op {
                 case .create(let d) where d == c:
                     want = want ?? [:]
-                case .publish(let d, let texts, let first?) where d == c:
-                    for (j, t) in texts.enumerated() { want?[first + UInt64(j)] = t }
+                case .publish(let d, let records, let first?) where d == c:
+                    for (j, r) in records.enumerated() { want?[first + UInt64(j)] = r }
                 default: break
                 }
             }
@@ -306,8 +313,8 @@ private final class HistoryWorkload: PowerLossWorkload {
             let extra = stored.filter { expected[$0.key] == nil }
             if !extra.isEmpty {
                 // The batch in flight may be there, whole, or not at all.
-                if case .publish(let d, let texts, _)? = inFlight, d == c, extra.count == texts.count,
-                   Set(extra.values) == Set(texts), extra.keys.min()! > (expected.keys.max() ?? 0) {
+                if case .publish(let d, let records, _)? = inFlight, d == c, extra.count == records.count,
+                   Set(extra.values) == Set(records), extra.keys.min()! > (expected.keys.max() ?? 0) {
                     for (tt, t) in extra { expected[tt] = t }
                 } else {
                     problems.append("c\(c): messages nothing acknowledged or in flight wrote: \(extra.sorted { $0.key < $1.key }.prefix(3))")
