@@ -170,20 +170,32 @@ private struct ModelFailure: Error, CustomStringConvertible {
     var description: String
 }
 
+/// A write of ``ModelRun`` as its observer is told of it.
+enum ModelWriteEvent {
+    /// A write is about to start; the reference already holds its result.
+    case writing(synchronous: Bool)
+    /// The write returned.
+    case wrote
+    /// The store was closed (every write acknowledged before is durable).
+    case closed
+}
+
 /// Runs one seed: `operations` random operations against a store and the reference model.
-private final class ModelRun {
+final class ModelRun {
     let seed: UInt64
     var rng: SplitMix64
     let directory: URL
     let options: StoreOptions
     var store: Store
-    var model = ReferenceModel()
+    fileprivate var model = ReferenceModel()
+    /// Told of every write (the power-loss tests journal the reference's states from it).
+    var observer: ((ModelWriteEvent) -> Void)?
     /// Sorted key pool: most keys come from here so that writes and reads collide.
     let pool: [[UInt8]]
-    var snapshots: [(id: Int, snapshot: StoreSnapshot, model: ReferenceModel)] = []
+    fileprivate var snapshots: [(id: Int, snapshot: StoreSnapshot, model: ReferenceModel)] = []
     var nextSnapshotID = 0
     var op = 0
-    var history: [(op: Int, step: Step)] = []
+    fileprivate var history: [(op: Int, step: Step)] = []
     var historyNext = 0
     static let historyLength = 20
 
@@ -289,7 +301,7 @@ private final class ModelRun {
 
     // MARK: History and failures
 
-    func record(_ step: Step) {
+    fileprivate func record(_ step: Step) {
         if history.count < Self.historyLength {
             history.append((op, step))
         } else {
@@ -298,7 +310,7 @@ private final class ModelRun {
         historyNext = (historyNext + 1) % Self.historyLength
     }
 
-    func failure(_ what: String) -> ModelFailure {
+    fileprivate func failure(_ what: String) -> ModelFailure {
         var lines = ["model mismatch, seed \(seed), operation \(op): \(what)", "last operations (oldest first):"]
         let ordered = history.count < Self.historyLength ? history : Array(history[historyNext...] + history[..<historyNext])
         for h in ordered { lines.append("  #\(h.op) \(h.step)") }
@@ -312,7 +324,7 @@ private final class ModelRun {
         }
     }
 
-    func check(_ got: [(key: [UInt8], value: [UInt8])], _ expected: [KV], _ what: @autoclosure () -> String) throws {
+    fileprivate func check(_ got: [(key: [UInt8], value: [UInt8])], _ expected: [KV], _ what: @autoclosure () -> String) throws {
         readsChecked += 1
         let n = min(got.count, expected.count)
         for i in 0..<n where got[i].key != expected[i].key || got[i].value != expected[i].value {
@@ -356,13 +368,17 @@ private final class ModelRun {
         case 300..<350:
             let k = poolKey(), v = makeValue()
             record(.put(k, v.count))
-            try store.put(k, v)
             model.put(k, v)
+            observer?(.writing(synchronous: false))
+            try store.put(k, v)
+            observer?(.wrote)
         case 350..<380:
             let k = someKey(poolPerMille: 900)
             record(.delete(k))
-            try store.delete(k)
             model.delete(k)
+            observer?(.writing(synchronous: false))
+            try store.delete(k)
+            observer?(.wrote)
         case 380..<400: try bigBatch()
         case 400..<640:
             let k = someKey()
@@ -433,7 +449,9 @@ private final class ModelRun {
         }
         let synchronous = rng.below(400) == 0
         record(.batch(ops, synchronous: synchronous))
+        observer?(.writing(synchronous: synchronous))
         try store.write(batch, durability: synchronous ? .synchronous : nil)
+        observer?(.wrote)
     }
 
     /// Many medium-sized puts in one batch, so that memtables fill and flush often.
@@ -445,7 +463,9 @@ private final class ModelRun {
             batch.put(k, v); model.put(k, v); ops.append(.put(k, v.count))
         }
         record(.batch(ops, synchronous: false))
+        observer?(.writing(synchronous: false))
         try store.write(batch)
+        observer?(.wrote)
     }
 
     func cursorWalk() throws {
@@ -520,6 +540,7 @@ private final class ModelRun {
         record(.reopen)
         snapshots.removeAll()
         try store.close()
+        observer?(.closed)
         reopens += 1
         store = try Store.open(at: directory, options: options)
         try checkEverything("after reopen")
@@ -531,6 +552,26 @@ private final class ModelRun {
                   "full reverse scan \(when)")
         for k in pool.prefix(50) { try check(try store.get(k), model.get(k), "get \(hex(k)) \(when)") }
     }
+
+    /// A digest of key-value pairs in key order; `referenceDigest` is that of the reference.
+    static func digest(_ pairs: [(key: [UInt8], value: [UInt8])]) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        func mix(_ bytes: [UInt8]) {
+            h = (h ^ UInt64(bytes.count)) &* 0x1000_0000_01B3
+            for b in bytes { h = (h ^ UInt64(b)) &* 0x1000_0000_01B3 }
+        }
+        for p in pairs {
+            mix(p.key)
+            mix(p.value)
+        }
+        return h
+    }
+
+    var referenceDigest: UInt64 {
+        Self.digest(model.scan(from: nil, to: nil, reverse: false, limit: .max).map { ($0.key, $0.value) })
+    }
+
+    var referenceCount: Int { model.count }
 
     func sampleStatistics() {
         let stats = store.statistics

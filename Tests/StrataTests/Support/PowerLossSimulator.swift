@@ -97,6 +97,8 @@ final class PowerLossSimulator: @unchecked Sendable {
     private var frozen = false
     /// Whether the store directory's own entry in its parent is durable.
     private var directoryDurable = true
+    /// The event after which a cut is due whatever the draw (see `cut(afterEvents:)`).
+    private var scheduledCut: Int?
 
     /// Starts tracking `directory` (which must exist; its files are taken as durable). Each event
     /// is a cut with probability `cutChance` (16 times that after a create, unlink or directory
@@ -196,7 +198,12 @@ final class PowerLossSimulator: @unchecked Sendable {
         case .wrote, .truncated, .createdDirectory:
             break
         }
-        guard !frozen, cuts.count < maxCuts else { return }
+        guard !frozen else { return }
+        if let due = scheduledCut, events >= due {
+            scheduledCut = nil
+            return cut(after: event)
+        }
+        guard cuts.count < maxCuts else { return }
         let p = rng.next() >> 11
         if Double(p) / Double(UInt64(1) << 53) < cutChance * (publication ? 40 : namespace ? 16 : 1) { cut(after: event) }
     }
@@ -269,6 +276,12 @@ final class PowerLossSimulator: @unchecked Sendable {
             return  // the test sees fewer cuts, never a wrong one
         }
         cuts.append(Cut(number: number, event: events, after: after, directory: path, progress: progress))
+    }
+
+    /// Takes a cut after the `n`-th system call from now (n ≥ 1), whatever the draw and the
+    /// number of cuts so far: a cut inside an operation that makes only a few system calls.
+    func cut(afterEvents n: Int) {
+        lock.withLock { scheduledCut = events + max(n, 1) }
     }
 
     /// Takes a cut now, whatever the draw (a test of one exact moment).
