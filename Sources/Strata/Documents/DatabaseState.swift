@@ -296,7 +296,10 @@ final class DatabaseState: CollectionState {
     /// Two phases: the rows are computed from a snapshot without any lock (the maps may read or
     /// write this database), then the commit takes ``writer``, checks that the stored versions and
     /// the attached indexes are those the rows were computed from, and writes; if not, it starts
-    /// over. So concurrent saves of other documents never make it start over.
+    /// over. So concurrent saves of other documents never make it start over. When no write of the
+    /// database committed since phase 1 read its change sequence (every document write advances it
+    /// under ``writer``, after its batch is in the engine), the versions phase 1 read are the stored
+    /// ones, and its steps are committed without reading them again.
     func write(_ documents: [Document], mode: WriteMode) throws -> [Document] {
         if documents.isEmpty { return [] }
         let now = clock()
@@ -317,12 +320,18 @@ final class DatabaseState: CollectionState {
             // Phase 1, no lock: the versions replaced and every attached index's rows (nothing
             // to do without indexes).
             let active = indexes.withLock { $0 }
-            var revisions: [String: UInt64]?
+            var phaseOne: (steps: [Step], revisions: [String: UInt64], firstSequence: UInt64)?
             var rows: [RowChanges] = []
             if !active.isEmpty {
+                // Read before the snapshot: a commit it counts is in the snapshot.
+                let firstSequence = try writer.withLock { w -> UInt64 in
+                    guard !w.closed else { throw StrataError.closed }
+                    return w.nextSequence
+                }
                 let (prepared, stored) = try steps(documents, attachments: attachments, mode: mode, now: now,
-                                                   snapshot: try engine.snapshot(), firstSequence: 0, withOldDocuments: true)
-                revisions = stored
+                                                   snapshot: try engine.snapshot(), firstSequence: firstSequence,
+                                                   withOldDocuments: true)
+                phaseOne = (prepared, stored, firstSequence)
                 rows.reserveCapacity(prepared.count)
                 for step in prepared {
                     var mapped = step.document
@@ -340,10 +349,13 @@ final class DatabaseState: CollectionState {
                 guard !w.closed else { throw StrataError.closed }
                 let current = indexes.withLock { $0 }
                 guard current.mapValues(\.id) == active.mapValues(\.id) else { return nil }
+                if let phaseOne, phaseOne.firstSequence == w.nextSequence {
+                    return try commit(phaseOne.steps, rows: rows, indexes: current, writer: &w)
+                }
                 let (checked, stored) = try steps(documents, attachments: attachments, mode: mode, now: now,
                                                   snapshot: try engine.snapshot(), firstSequence: w.nextSequence,
                                                   withOldDocuments: false)
-                if let revisions, stored != revisions { return nil }
+                if let phaseOne, stored != phaseOne.revisions { return nil }
                 return try commit(checked, rows: rows, indexes: current, writer: &w)
             }
             if let committed { return committed }
