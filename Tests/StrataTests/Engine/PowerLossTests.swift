@@ -152,11 +152,9 @@ private final class WorkloadState: Sendable {
     @Test("power cuts at random system calls lose nothing promised durable and tear no batch",
           arguments: PowerLossTests.scenarios)
     func powerCutsDuringWorkloads(scenario: Scenario) throws {
-        let base = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-powerloss-\(getpid())-\(UUID().uuidString)")
-            .standardizedFileURL.resolvingSymlinksInPath().path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let base = temporary.path
         var random = SplitMix64(seed: scenario.seed)
         var histories = (0..<scenario.threads).map { _ in ThreadHistory() }
         var directory = base + "/store-0"
@@ -208,11 +206,9 @@ private final class WorkloadState: Sendable {
     /// whose directory the engine created must sync the parent before it acknowledges a write.
     @Test("a new store's directory entry is durable before the first acknowledged write")
     func newStoreDirectoryIsDurable() throws {
-        let base = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-powerloss-\(getpid())-\(UUID().uuidString)")
-            .standardizedFileURL.resolvingSymlinksInPath().path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let base = temporary.path
         let directory = base + "/store"
         let simulator = try PowerLossSimulator(directory: directory, cloneRoot: base + "/cut", seed: 1, cutChance: 0,
                                                maxCuts: 1, progress: .init(start: [0]))

@@ -644,11 +644,9 @@ private final class ModelJournal {
     /// synchronous write or a close) and those begun: a prefix of the writes, never a torn one.
     @Test("the Store-level model workload under power cuts: each clone holds a prefix of the writes")
     func modelWorkload() throws {
-        let base = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-powerloss-model-\(getpid())-\(UUID().uuidString)")
-            .standardizedFileURL.resolvingSymlinksInPath().path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let base = temporary.path
         var checked = 0, promised = 0
         for trial in 0..<Self.trials {
             let seed = 0x5EED_9A3E_0000 &+ UInt64(trial)
@@ -713,11 +711,9 @@ private final class ModelJournal {
 
     /// Runs `trials` trials of `steps` operations, each from the last clone checked; checks every cut.
     private func run(_ workload: PowerLossWorkload, seed: UInt64, steps: Int) throws -> Figures {
-        let base = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-powerloss-store-\(getpid())-\(UUID().uuidString)")
-            .standardizedFileURL.resolvingSymlinksInPath().path
-        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let base = temporary.path
         var directory = base + "/store"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var random = SplitMix64(seed: seed)

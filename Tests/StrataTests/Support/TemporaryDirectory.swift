@@ -1,13 +1,15 @@
 import Foundation
 
 /// A fresh, empty directory under the system temporary directory, for tests that write files;
-/// `remove()` deletes it with everything in it.
+/// `remove()` deletes it with everything in it. Its path is canonical (symbolic links resolved),
+/// so it equals the paths the store and the system-call hooks see.
 struct TemporaryDirectory: Sendable {
     let path: String
 
     init() throws {
         path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("strata-test-\(UUID().uuidString)").path
+            .appendingPathComponent("strata-test-\(UUID().uuidString)")
+            .standardizedFileURL.resolvingSymlinksInPath().path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
