@@ -680,15 +680,7 @@ private final class ModelJournal {
                     Issue.record("\(label): no journal for the cut")
                     continue
                 }
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: cut.directory)) ?? []
-                if names.contains(where: { ![.other, .temporary, .lock].contains(FileNames.parse($0)) }) {
-                    do {
-                        let report = try StoreVerifier.verify(storeAt: cut.directory)
-                        if !report.faults.isEmpty { Issue.record("\(label): the clone does not verify: \(report.faults)") }
-                    } catch {
-                        Issue.record("\(label): verifying the clone failed: \(error)")
-                    }
-                }
+                _ = PowerLossSimulator.verifyClone(cut.directory, label: label)
                 do {
                     let store = try Store.open(at: URL(fileURLWithPath: cut.directory, isDirectory: true), options: options)
                     defer { try? store.close() }
@@ -760,18 +752,6 @@ private final class ModelJournal {
     private func check(_ cut: PowerLossSimulator.Cut, _ workload: PowerLossWorkload, seed: UInt64, label: String,
                        figures: inout Figures) -> Bool {
         let durable = cut.progress.durable[0], begun = cut.progress.begun[0]
-        func verify(_ directory: String, _ label: String) -> Bool {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            guard names.contains(where: { ![.other, .temporary, .lock].contains(FileNames.parse($0)) }) else { return true }
-            do {
-                let report = try StoreVerifier.verify(storeAt: directory)
-                if report.faults.isEmpty { return true }
-                Issue.record("\(label): the clone does not verify: \(report.faults)")
-            } catch {
-                Issue.record("\(label): verifying the clone failed: \(error)")
-            }
-            return false
-        }
         func open(_ directory: String, _ label: String, beforeWriting: () -> Void = {}) -> Bool {
             do {
                 let store = try Store.open(at: URL(fileURLWithPath: directory, isDirectory: true), options: Self.options())
@@ -785,7 +765,7 @@ private final class ModelJournal {
                 return false
             }
         }
-        var ok = verify(cut.directory, label)
+        var ok = PowerLossSimulator.verifyClone(cut.directory, label: label)
         let simulator: PowerLossSimulator
         do {
             simulator = try PowerLossSimulator(directory: cut.directory, cloneRoot: cut.directory + "-recovery", seed: seed,
@@ -800,7 +780,7 @@ private final class ModelJournal {
         for r in simulator.allCuts {
             defer { try? FileManager.default.removeItem(atPath: r.directory) }
             let rLabel = "\(label); then recovery cut \(r.number) at system call \(r.event) (after \(r.after))"
-            ok = verify(r.directory, rLabel) && open(r.directory, rLabel) && ok
+            ok = PowerLossSimulator.verifyClone(r.directory, label: rLabel) && open(r.directory, rLabel) && ok
             figures.recoveryCuts += 1
         }
         figures.cuts += 1

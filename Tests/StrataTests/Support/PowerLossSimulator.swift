@@ -3,6 +3,7 @@ import Synchronization
 @testable import Strata
 #if canImport(Glibc)
 import Glibc
+import Testing
 #endif
 
 /// Simulates power loss on one store directory, from the system calls the engine reports to
@@ -354,5 +355,23 @@ enum PowerLoss {
             targets = simulators.withLock { all in all.values.filter { $0.directory == p || parent($0.directory) == p } }
         }
         for s in targets { s.handle(event) }
+    }
+}
+
+extension PowerLossSimulator {
+    /// Checks the clone in `directory` with `StoreVerifier`, recording an issue for each fault;
+    /// returns whether it verified. A clone without any store file (a cut before the first
+    /// manifest was durable) holds no store, and passes: opening it creates an empty one.
+    static func verifyClone(_ directory: String, label: String) -> Bool {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard names.contains(where: { ![.other, .temporary, .lock].contains(FileNames.parse($0)) }) else { return true }
+        do {
+            let report = try StoreVerifier.verify(storeAt: directory)
+            if report.faults.isEmpty { return true }
+            Issue.record("\(label): the clone does not verify: \(report.faults)")
+        } catch {
+            Issue.record("\(label): verifying the clone failed: \(error)")
+        }
+        return false
     }
 }
