@@ -1,0 +1,170 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The commit queue: group commit of write batches through the write-ahead log into the
+// active memtable, and the switch to a new memtable and log when it is full.
+extension Engine {
+    // MARK: Writes
+
+    /// The largest batch one log record can hold.
+    static let maxBatchBytes = LogFormat.maxRecordLength
+
+    /// Applies `batch` atomically; returns once it is as durable as `durability` asks.
+    func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
+        if batch.isEmpty {
+            if lock.withLock({ closed }) { throw StrataError.closed }
+            return
+        }
+        guard batch.byteSize <= Self.maxBatchBytes else {
+            throw StrataError.invalidArgument("a write batch of \(batch.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
+        }
+        try commit(PendingWrite(batch: batch, sync: (durability ?? options.durability) == .synchronous))
+    }
+
+    /// Queues `w`; the writer at the head of the queue commits its own and the following batches.
+    /// Only a leader touches the log and the active memtable, so they change one at a time.
+    func commit(_ w: PendingWrite) throws {
+        lock.lock()
+        if closed { lock.unlock(); throw StrataError.closed }
+        writers.append(w)
+        while !w.done && writers.first !== w { lock.wait() }
+        if w.done {
+            lock.unlock()
+            if let e = w.error { throw e }
+            return
+        }
+        // This writer leads: it commits its own batch and those queued behind it.
+        do {
+            try makeRoomForWrite(force: w.rotation)
+        } catch {
+            writers.removeFirst()
+            lock.broadcast()
+            lock.unlock()
+            throw error
+        }
+        if w.rotation {
+            writers.removeFirst()
+            lock.broadcast()
+            lock.unlock()
+            return
+        }
+        var group = [w]
+        var bytes = w.batch.byteSize
+        var needSync = w.sync
+        let cap = bytes <= 128 << 10 ? bytes + (128 << 10) : 1 << 20
+        for other in writers.dropFirst() {
+            if other.rotation || bytes + other.batch.byteSize > cap { break }
+            group.append(other)
+            bytes += other.batch.byteSize
+            needSync = needSync || other.sync
+        }
+        let first = lastSequence + 1
+        let total = group.reduce(0) { $0 + $1.batch.count }
+        userBytesWritten += UInt64(bytes)
+        lastSequence += UInt64(total)
+        let log = self.log
+        let memtable = active
+        let recordOffset = log.size
+        if !needSync { logDirty = true }
+        lock.unlock()
+
+        var failure: StrataError?
+        do {
+            var payload: [UInt8] = []
+            payload.reserveCapacity(bytes + 12)
+            LittleEndian.append(first, to: &payload)
+            LittleEndian.append(UInt32(total), to: &payload)
+            if group.count == 1 {
+                payload.append(contentsOf: w.batch.operations)
+            } else {
+                for g in group { payload.append(contentsOf: g.batch.operations) }
+            }
+            try payload.withUnsafeBytes { try log.append(type: .batch, payload: $0) }
+            if needSync { try log.sync() }
+            var seq = first
+            for g in group {
+                try g.batch.operations.withUnsafeBytes {
+                    try memtable.apply(operations: $0, count: g.batch.count, firstSequence: seq, file: log.path,
+                                       offset: recordOffset)
+                }
+                seq += UInt64(g.batch.count)
+            }
+        } catch let e as StrataError {
+            failure = e
+        } catch {
+            failure = .io(path: log.path, errno: EIO, operation: "write")
+        }
+
+        lock.lock()
+        if let failure {
+            fail(failure)
+        } else {
+            visibleSequence.store(first + UInt64(total) - 1, ordering: .releasing)
+        }
+        for g in group {
+            g.done = true
+            g.error = failure
+        }
+        writers.removeFirst(group.count)
+        lock.broadcast()
+        lock.unlock()
+        if let failure { throw failure }
+    }
+
+    /// Makes sure the active memtable has room, switching to a new one (and a new log) when it is
+    /// full and waiting when flushes are behind. Called by the commit leader with the lock held.
+    func makeRoomForWrite(force: Bool = false) throws {
+        while true {
+            if let e = writeError { throw e }
+            if closed { throw StrataError.closed }
+            if version.runs.count >= options.stopWritesRuns && backgroundError == nil {
+                // Too many sorted runs for reads to stay cheap: wait for compaction to catch up.
+                maybeScheduleCompaction()
+                if compacting {
+                    lock.wait()
+                    continue
+                }
+            }
+            if !force && active.approximateSize < options.memtableSize { return }
+            if force && active.isEmpty { return }
+            if immutables.count >= options.maxImmutableMemtables {
+                if let e = backgroundError, !flushing {
+                    // Report the failed flush to this writer; the next one waits for a retry.
+                    backgroundError = nil
+                    scheduleFlush()
+                    throw e
+                }
+                scheduleFlush()
+                lock.wait()
+                continue
+            }
+            let number = manifest.nextFileNumber
+            manifest.nextFileNumber += 1
+            let newLog: LogWriter
+            do {
+                // The old log is complete: make it durable before writes move on to the new one.
+                try log.sync()
+                newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
+                // A synchronous write acknowledged from the new log must not lose the log's name.
+                try newLog.sync()
+                try FileSystem.syncDirectory(directory)
+            } catch {
+                // The old log's tail or the new log's name may not be durable, and a sync is never
+                // retried (FORMAT.md 9.1): no later write may be acknowledged.
+                let e = Self.strataError(error, path: directory + "/" + FileNames.log(number), operation: "fsync")
+                fail(e)
+                throw e
+            }
+            let full = active
+            active = Memtable(logNumber: number)
+            immutables.insert(full, at: 0)
+            // The old log's descriptor closes when its last user (a sync under way) lets go.
+            log = newLog
+            logDirty = false
+            scheduleFlush()
+            return
+        }
+    }
+}
