@@ -1,22 +1,5 @@
 import Synchronization
 
-/// The kinds of collection the catalog names. Written into keys: never change or reuse a value.
-enum CollectionKind: UInt64, Sendable, CaseIterable {
-    case timeSeries = 1
-    case channel = 2
-    case documentDatabase = 3
-    case documentIndex = 4
-
-    var name: String {
-        switch self {
-        case .timeSeries: return "time series"
-        case .channel: return "channel"
-        case .documentDatabase: return "document database"
-        case .documentIndex: return "document index"
-        }
-    }
-}
-
 /// A collection's catalog record: the small id its data keys carry, and what its collection
 /// keeps about itself (value type, options, head state), in the collection's own encoding.
 struct CatalogEntry: Sendable, Equatable {
@@ -41,7 +24,7 @@ final class Catalog: Sendable {
     static func key(kind: CollectionKind, name: String) -> [UInt8] {
         var e = TupleKeyEncoder()
         e.append(Keyspace.catalog.id)
-        e.append(kind.rawValue)
+        e.append(kind.id)
         e.append(name)
         return e.bytes
     }
@@ -119,11 +102,11 @@ final class Catalog: Sendable {
     static func entries(kind: CollectionKind, in snapshot: Snapshot) throws -> [(name: String, entry: CatalogEntry)] {
         var e = TupleKeyEncoder()
         e.append(Keyspace.catalog.id)
-        e.append(kind.rawValue)
+        e.append(kind.id)
         let lower = e.bytes
         var upperEncoder = TupleKeyEncoder()
         upperEncoder.append(Keyspace.catalog.id)
-        upperEncoder.append(kind.rawValue + 1)
+        upperEncoder.append(kind.id + 1)
         let cursor = snapshot.cursor(lower: lower, upper: upperEncoder.bytes)
         var result: [(name: String, entry: CatalogEntry)] = []
         while try cursor.next() {

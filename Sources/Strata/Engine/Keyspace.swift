@@ -1,13 +1,20 @@
-/// The keyspaces of a store: the first element of every key (DESIGN.md, "Keys").
+/// A keyspace of a store: the first element of every key (DESIGN.md, "Keys"), and its name for
+/// tools.
 ///
-/// Ids are written into every key on disk: never change or reuse one.
+/// The engine itself knows none of them but the catalog's; every id a store uses is in the one
+/// table of Store/KeyspaceTable.swift. Ids are written into every key on disk: never change or
+/// reuse one.
 struct Keyspace: Hashable, Sendable {
     let id: UInt64
+    /// For tools, e.g. "time-series events".
+    let name: String
     /// The encoded first tuple element shared by every key of the keyspace.
     let prefix: [UInt8]
 
-    init(id: UInt64) {
+    /// A keyspace; `name` is for tools (the table names every keyspace of a store).
+    init(id: UInt64, name: String = "") {
         self.id = id
+        self.name = name
         var p: [UInt8] = []
         let n = (64 - id.leadingZeroBitCount + 7) / 8
         p.append(0x10 + UInt8(n))
@@ -15,46 +22,18 @@ struct Keyspace: Hashable, Sendable {
         self.prefix = p
     }
 
-    /// Collection catalog: names to ids, options, head state.
-    static let catalog = Keyspace(id: 0)
-    /// The raw key-value API of ``Store`` (``Store/put(_:_:)`` and friends).
-    static let keyValue = Keyspace(id: 1)
-    /// Time-series events: `(2, seriesId, sequence)`.
-    static let timeSeriesEvents = Keyspace(id: 2)
-    /// History messages: `(3, channelId, timetoken)`.
-    static let channelMessages = Keyspace(id: 3)
-    /// Documents: `(4, databaseId, documentId)`.
-    static let documents = Keyspace(id: 4)
-    /// Index rows: `(5, indexId, collated key, documentId)`.
-    static let indexRows = Keyspace(id: 5)
-    /// The persistent change feed of document databases: `(6, databaseId, changeSequence)`.
-    static let documentChanges = Keyspace(id: 6)
-    /// Attachments, apart from their documents so that queries never read them:
-    /// `(7, databaseId, documentId, name)`.
-    static let attachments = Keyspace(id: 7)
-    // Id 8 is the time-series edit index (TimeSeries/EventRecord.swift), 10 the channel heads
-    // (History/ChannelHead.swift); 9, 11 and 12…15 stay reserved for the collections.
+    static func == (a: Keyspace, b: Keyspace) -> Bool { a.id == b.id }
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
-    /// Names for tools.
+    /// The name of keyspace `id` for tools: from the table, or "keyspace N" for an id no
+    /// collection of this version uses.
     static func name(of id: UInt64) -> String {
-        switch id {
-        case 0: return "catalog"
-        case 1: return "key-value"
-        case 2: return "time-series events"
-        case 3: return "history messages"
-        case 4: return "documents"
-        case 5: return "index rows"
-        case 6: return "document changes"
-        case 7: return "attachments"
-        case 8: return "time-series edit index"
-        case 10: return "channel heads"
-        case .max: return "(no keyspace)"
-        default: return "keyspace \(id)"
-        }
+        if id == .max { return "(no keyspace)" }
+        return all.first { $0.id == id }?.name ?? "keyspace \(id)"
     }
 
     func key(_ suffix: [UInt8]) -> [UInt8] { prefix + suffix }
 
     /// The first key after every key of the keyspace.
-    var end: [UInt8] { Keyspace(id: id + 1).prefix }
+    var end: [UInt8] { Keyspace(id: id + 1, name: "").prefix }
 }

@@ -1,8 +1,3 @@
-extension Keyspace {
-    /// Channel heads: `(10, channelId)` → the channel's last timetoken and floor (FORMAT.md §15.3).
-    static let channelHeads = Keyspace(id: 10)
-}
-
 /// What a channel persists besides its messages, in keyspace 10 (FORMAT.md §15.3):
 ///
 ///     key    (10, channelId)

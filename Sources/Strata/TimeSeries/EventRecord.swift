@@ -142,9 +142,3 @@ struct EventRecord {
         return e.bytes
     }
 }
-
-extension Keyspace {
-    /// The edit index of time series: `(8, seriesId, originalSequence, editSequence)` → empty
-    /// (FORMAT.md §14.3).
-    static let timeSeriesEditIndex = Keyspace(id: 8)
-}

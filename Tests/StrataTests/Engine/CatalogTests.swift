@@ -28,7 +28,7 @@ private final class OtherState: CollectionState {
                 let (entry, created) = try store.catalog.openOrCreate(kind: kind, name: name) { [9, 8, 7] }
                 #expect(created)
                 #expect(entry.payload == [9, 8, 7])
-                ids["\(kind.rawValue)/\(name)"] = entry.id
+                ids["\(kind.id)/\(name)"] = entry.id
             }
             #expect(Set(ids.values).count == 4)
             #expect(Set(ids.values) == [1, 2, 3, 4])
