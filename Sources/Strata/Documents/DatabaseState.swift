@@ -31,17 +31,33 @@ final class DatabaseState: CollectionState {
         /// Stored indexes in state current that are not attached yet in this open: the first
         /// commit that does not maintain them rewrites them as behind at the sequence before it.
         var unconverted: [String: (id: UInt64, payload: DocumentLayout.IndexPayload)]
+        /// The versions a transaction holding the lock has staged and not committed yet, by
+        /// document id (empty outside a transaction); nil document: deleted.
+        var uncommitted: [String: (record: DocumentRecord, document: Document?)] = [:]
     }
 
-    let writer: Mutex<WriterState>
+    /// A commit's changes to the database, for change streams and live queries.
+    struct Changes: CommitChange {
+        let databaseID: UInt64
+        let changes: [DocumentChange]
+        /// The index-row keys (after the index prefix) the commit removed or added, by index name;
+        /// nil when not collected (no stream was subscribed when it was staged): a live query
+        /// then assumes the commit touched it.
+        let touched: [String: [[UInt8]]]?
+    }
+
+    /// Indexes built, rebuilt or dropped: their live queries run again (or end).
+    struct IndexesChanged: CommitChange {
+        let databaseID: UInt64
+        let names: [String]
+    }
+
+    let writer: CollectionLock<WriterState>
+    let broadcaster: CommitBroadcaster
     /// The attached indexes by name: those named since the database was opened.
     let indexes = Mutex<[String: ActiveIndex]>([:])
     /// Serializes index builds, catch-ups and drops of this database (IndexBuild.swift).
     let configuration = ConditionLock()
-    /// Live queries and change subscribers (LiveQuery.swift).
-    let live = Mutex<LiveState>(LiveState())
-    /// Runs live-query refreshes, one at a time, after commits.
-    let liveQueue: DispatchQueue
 
     init(name: String, store: Store) throws {
         try Self.validateName(name)
@@ -50,11 +66,10 @@ final class DatabaseState: CollectionState {
         self.catalog = store.catalog
         self.idFactory = store.options.documentIDFactory
         self.clock = store.options.clock
+        self.broadcaster = store.broadcaster
         let (entry, _) = try store.catalog.openOrCreate(kind: .documentDatabase, name: name) { DocumentLayout.databasePayload() }
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
         self.id = entry.id
-        self.liveQueue = DispatchQueue(label: "strata.documents.\(entry.id).live")
-        liveQueue.setSpecific(key: liveQueueKey, value: entry.id)
         // The feed's last key is the highest sequence ever used (a document's newest entry is
         // never removed), so the next one follows it.
         let snapshot = try store.engine.snapshot()
@@ -75,7 +90,8 @@ final class DatabaseState: CollectionState {
         where payload.state == DocumentLayout.indexReady {
             unconverted[indexName] = (entry.id, payload)
         }
-        self.writer = Mutex(WriterState(nextSequence: next, unconverted: unconverted))
+        self.writer = CollectionLock(WriterState(nextSequence: next, unconverted: unconverted),
+                                     what: "document database \(name.debugDescription)")
     }
 
     /// The stored indexes of database `database`: name, catalog entry, decoded payload.
@@ -98,13 +114,12 @@ final class DatabaseState: CollectionState {
     }
 
     func storeDidClose() {
-        writer.withLock { $0.closed = true }
-        endStreams()
+        // Inside a transaction's body on this task the lock is the transaction's: the engine,
+        // closed already, refuses its commit anyway.
+        try? writer.withLock { $0.closed = true }
     }
 
-    func storeDidFail(_ error: StrataError) {
-        endStreams(throwing: error)
-    }
+    func storeDidFail(_ error: StrataError) {}
 
     // MARK: Indexes
 
@@ -243,9 +258,10 @@ final class DatabaseState: CollectionState {
     /// record it writes, with change sequences from `firstSequence`; checks `mode`. Also returns
     /// the revision of each id's stored record (0: none), which identifies the stored version.
     private func steps(_ documents: [Document], attachments: [[DocumentRecord.AttachmentInfo]], mode: WriteMode, now: Date,
-                       snapshot: Snapshot, firstSequence: UInt64, withOldDocuments: Bool) throws
+                       snapshot: Snapshot, firstSequence: UInt64, withOldDocuments: Bool,
+                       pending: [String: (record: DocumentRecord, document: Document?)] = [:]) throws
         -> (steps: [Step], revisions: [String: UInt64]) {
-        var latest: [String: (record: DocumentRecord, document: Document?)] = [:]
+        var latest = pending
         var revisions: [String: UInt64] = [:]
         var out: [Step] = []
         out.reserveCapacity(documents.count)
@@ -366,8 +382,22 @@ final class DatabaseState: CollectionState {
     /// lock held.
     private func commit(_ steps: [Step], rows: [RowChanges], indexes active: [String: ActiveIndex],
                         writer w: inout WriterState) throws -> [Document] {
-        let observing = hasObservers
-        var batch = WriteBatch()
+        var staged = w
+        var batch = CommitBatch()
+        let results = stage(steps, rows: rows, indexes: active, writer: &staged, into: &batch)
+        try engine.commit(batch)
+        w = staged
+        return results
+    }
+
+    /// Adds the records of checked steps, with their rows, to `batch`, and advances `w` as if they
+    /// committed.
+    private func stage(_ steps: [Step], rows: [RowChanges], indexes active: [String: ActiveIndex],
+                       writer w: inout WriterState, into commit: inout CommitBatch) -> [Document] {
+        let observing = broadcaster.hasSubscribers || engine.hasParticipants
+        let inTransaction = TransactionScope.current != nil
+        var batch = commit.records
+        defer { commit.records = batch }
         let converted = convertUnattached(w, into: &batch)
         var results: [Document] = []
         results.reserveCapacity(steps.count)
@@ -410,11 +440,15 @@ final class DatabaseState: CollectionState {
             changes.append(DocumentChange(id: documentID, isDeletion: false, revision: step.record.revision,
                                           sequence: step.record.changeSequence))
             results.append(step.document)
+            if inTransaction {
+                var mapped = step.document
+                mapped.attachments = [:]
+                w.uncommitted[documentID] = (step.record, mapped)
+            }
         }
-        try engine.write(batch)
         if converted { w.unconverted = [:] }
         w.nextSequence += UInt64(steps.count)
-        didCommit(changes, touched: touched)
+        commit.changes.append(Changes(databaseID: id, changes: changes, touched: observing ? touched : nil))
         return results
     }
 
@@ -476,35 +510,121 @@ final class DatabaseState: CollectionState {
                 guard current.mapValues(\.id) == active.mapValues(\.id) else { return false }
                 let (record, _) = try load(try engine.snapshot(), withDocument: false)
                 if let mappedRevision, record.revision != mappedRevision { return false }
-                let observing = hasObservers
-                let sequence = w.nextSequence
-                var batch = WriteBatch()
-                let converted = convertUnattached(w, into: &batch)
-                for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
-                if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }
-                let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
-                                               createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [])
-                var tombstoneValue: [UInt8] = []
-                tombstone.appendHeader(to: &tombstoneValue)
-                batch.putRaw(key, tombstoneValue)
-                batch.putRaw(DocumentLayout.changeKey(id, sequence),
-                             DocumentLayout.changeValue(id: documentID, isDeletion: true, revision: tombstone.revision))
-                var touched: [String: [[UInt8]]] = [:]
-                for (indexName, old) in rows {
-                    guard let index = current[indexName] else { continue }
-                    if let pending = index.pending, pending.contains(documentID, key: key) { continue }
-                    var keys: [[UInt8]]? = observing ? [] : nil
-                    IndexMaintenance.replace(old, with: [], in: &batch, touched: &keys)
-                    if let keys, !keys.isEmpty { touched[indexName] = keys.map { Array($0[index.prefix.count...]) } }
-                }
-                try engine.write(batch)
-                if converted { w.unconverted = [:] }
-                w.nextSequence = sequence + 1
-                didCommit([DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
-                          touched: touched)
+                var staged = w
+                var batch = CommitBatch()
+                stageDelete(documentID, record: record, rows: rows, indexes: current, now: now, writer: &staged, into: &batch)
+                try engine.commit(batch)
+                w = staged
                 return true
             }
             if done { return }
         }
+    }
+
+    /// Adds the deletion of `documentID` (whose stored version is `record`, with index rows
+    /// `rows`) to `batch`, and advances `w` as if it committed.
+    private func stageDelete(_ documentID: String, record: DocumentRecord, rows: [String: [IndexRow]],
+                             indexes current: [String: ActiveIndex], now: Date, writer w: inout WriterState,
+                             into commit: inout CommitBatch) {
+        let key = DocumentLayout.documentKey(id, documentID)
+        let observing = broadcaster.hasSubscribers || engine.hasParticipants
+        let sequence = w.nextSequence
+        var batch = commit.records
+        defer { commit.records = batch }
+        let converted = convertUnattached(w, into: &batch)
+        for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
+        if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }
+        let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
+                                       createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [])
+        var tombstoneValue: [UInt8] = []
+        tombstone.appendHeader(to: &tombstoneValue)
+        batch.putRaw(key, tombstoneValue)
+        batch.putRaw(DocumentLayout.changeKey(id, sequence),
+                     DocumentLayout.changeValue(id: documentID, isDeletion: true, revision: tombstone.revision))
+        var touched: [String: [[UInt8]]] = [:]
+        for (indexName, old) in rows {
+            guard let index = current[indexName] else { continue }
+            if let pending = index.pending, pending.contains(documentID, key: key) { continue }
+            var keys: [[UInt8]]? = observing ? [] : nil
+            IndexMaintenance.replace(old, with: [], in: &batch, touched: &keys)
+            if let keys, !keys.isEmpty { touched[indexName] = keys.map { Array($0[index.prefix.count...]) } }
+        }
+        if converted { w.unconverted = [:] }
+        w.nextSequence = sequence + 1
+        if TransactionScope.current != nil { w.uncommitted[documentID] = (tombstone, nil) }
+        commit.changes.append(Changes(
+            databaseID: id,
+            changes: [DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
+            touched: observing ? touched : nil))
+    }
+
+    // MARK: Transactions
+
+    /// Stages a write of `documents` for the transaction holding the writer lock (whose state is
+    /// `w`): resolved against the committed versions and the transaction's own earlier writes,
+    /// with the index rows of the attached indexes (their maps run here, while the transaction
+    /// holds its collections).
+    func stageWrite(_ documents: [Document], mode: WriteMode, writer w: inout WriterState,
+                    into batch: inout CommitBatch) throws -> [Document] {
+        guard !w.closed else { throw StrataError.closed }
+        if documents.isEmpty { return [] }
+        let now = clock()
+        var documents = documents
+        for i in documents.indices where documents[i].metadata.id.isEmpty {
+            documents[i].metadata.id = idFactory()
+            guard !documents[i].metadata.id.isEmpty else {
+                throw StrataError.invalidArgument("StoreOptions.documentIDFactory returned an empty id")
+            }
+        }
+        let attachments = documents.map { document in
+            document.attachments.sorted { $0.key < $1.key }.map { attachmentName, attachment in
+                DocumentRecord.AttachmentInfo(name: attachmentName, contentType: attachment.contentType, length: attachment.data.count,
+                                              crc: attachment.data.withUnsafeBytes { CRC32C.checksum($0) })
+            }
+        }
+        let active = indexes.withLock { $0 }
+        let (prepared, _) = try steps(documents, attachments: attachments, mode: mode, now: now,
+                                      snapshot: try engine.snapshot(), firstSequence: w.nextSequence,
+                                      withOldDocuments: !active.isEmpty, pending: w.uncommitted)
+        var rows: [RowChanges] = []
+        if !active.isEmpty {
+            for step in prepared {
+                var mapped = step.document
+                mapped.attachments = [:]
+                var changes: RowChanges = [:]
+                for index in active.values {
+                    let old = try step.oldDocument.map { try IndexMaintenance.rows(of: $0, index: index) } ?? []
+                    changes[index.name] = (old, try IndexMaintenance.rows(of: mapped, index: index))
+                }
+                rows.append(changes)
+            }
+        }
+        return stage(prepared, rows: rows, indexes: active, writer: &w, into: &batch)
+    }
+
+    /// Stages the deletion of `documentID` for the transaction holding the writer lock.
+    func stageDelete(id documentID: String, writer w: inout WriterState, into batch: inout CommitBatch) throws {
+        guard !w.closed else { throw StrataError.closed }
+        let notFound = StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+        let active = indexes.withLock { $0 }
+        let record: DocumentRecord
+        var old: Document?
+        if let pending = w.uncommitted[documentID] {
+            record = pending.record
+            old = pending.document
+        } else {
+            guard let value = try engine.snapshot().get(DocumentLayout.documentKey(id, documentID)) else { throw notFound }
+            (record, old) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
+                let record = try DocumentRecord(decoding: buffer, documentID: documentID)
+                if record.isDeleted || active.isEmpty { return (record, nil) }
+                return (record, try Self.document(id: documentID, record: record, value: buffer))
+            }
+        }
+        guard !record.isDeleted else { throw notFound }
+        var rows: [String: [IndexRow]] = [:]
+        if let old {
+            for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: old, index: index) }
+        }
+        stageDelete(documentID, record: record, rows: rows, indexes: active, now: clock(), writer: &w, into: &batch)
     }
 }

@@ -68,7 +68,7 @@ extension DatabaseState {
             }
         }
         if needed().isEmpty {
-            if writer.withLock({ $0.closed }) { throw StrataError.closed }
+            if try writer.withLock({ $0.closed }) { throw StrataError.closed }
             return
         }
         try withConfiguration {
@@ -132,7 +132,7 @@ extension DatabaseState {
                 let prefix = DocumentLayout.indexPrefix(entry.id)
                 batch.deleteRangeRaw(prefix, TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF])
                 Catalog.remove(kind: .documentIndex, name: catalogName, into: &batch)
-                try engine.write(batch)
+                try engine.commit(CommitBatch(records: batch))
             }
             w.unconverted[definition.name] = nil
             let (entry, _) = try catalog.openOrCreate(kind: .documentIndex, name: catalogName) {
@@ -183,7 +183,7 @@ extension DatabaseState {
             if removingStaleRows, let ids = index.pending?.ids { try removeRows(of: ids, index: index) }
             try complete(index, queue: queue)
         } catch {
-            writer.withLock { _ in
+            try? writer.withLock { _ in
                 indexes.withLock { attached in
                     if attached[index.name]?.id == index.id { attached[index.name] = nil }
                 }
@@ -208,11 +208,11 @@ extension DatabaseState {
             }
             if stale { batch.deleteRaw(cursor.withKey { Array($0) }) }
             if batch.count >= indexBuildChunk || batch.byteSize > 4 << 20 {
-                try engine.write(batch)
+                try engine.commit(CommitBatch(records: batch))
                 batch = WriteBatch()
             }
         }
-        if !batch.isEmpty { try engine.write(batch) }
+        if !batch.isEmpty { try engine.commit(CommitBatch(records: batch)) }
     }
 
     /// One document a build mapped: its key, the revision it mapped (0: absent) and its rows.
@@ -320,7 +320,7 @@ extension DatabaseState {
                     Catalog.put(entry, kind: .documentIndex,
                                 name: DocumentLayout.indexCatalogName(database: name, index: start.name), into: &batch)
                 }
-                try engine.write(batch)
+                try engine.commit(CommitBatch(records: batch))
                 indexes.withLock { $0[start.name]?.pending = complete ? nil : pending }
                 queue.append(contentsOf: retry)
                 return complete
@@ -344,7 +344,7 @@ extension DatabaseState {
                 let prefix = DocumentLayout.indexPrefix(entry.id)
                 batch.deleteRangeRaw(prefix, TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF])
                 Catalog.remove(kind: .documentIndex, name: catalogName, into: &batch)
-                try engine.write(batch)
+                try engine.commit(CommitBatch(records: batch))
                 w.unconverted[indexName] = nil
                 indexes.withLock { _ = $0.removeValue(forKey: indexName) }
             }

@@ -82,7 +82,7 @@ final class Catalog: Sendable {
             Varint.append(next + 1, to: &counter)
             batch.putRaw(Self.counterKey, counter)
             batch.putRaw(Self.key(kind: kind, name: name), Self.encode(entry))
-            try engine.write(batch)
+            try engine.commit(CommitBatch(records: batch))
             return (entry, true)
         }
     }

@@ -11,17 +11,52 @@ extension Engine {
     /// The largest batch one log record can hold.
     static let maxBatchBytes = LogFormat.maxRecordLength
 
-    /// Applies `batch` atomically; returns once it is as durable as `durability` asks.
-    func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
-        if batch.isEmpty {
-            if lock.withLock({ closed }) { throw StrataError.closed }
-            return
-        }
-        guard batch.byteSize <= Self.maxBatchBytes else {
-            throw StrataError.invalidArgument("a write batch of \(batch.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
-        }
-        try commit(PendingWrite(batch: batch, sync: (durability ?? options.durability) == .synchronous))
+    /// Applies `batch` atomically; returns once it is as durable as `durability` asks, with the
+    /// commit's sequence number (see ``Commit/sequence``). An empty batch commits nothing and
+    /// returns the sequence of the last commit.
+    @discardableResult
+    func write(_ batch: WriteBatch, durability: Durability? = nil) throws -> UInt64 {
+        var b = CommitBatch(durability: durability)
+        b.records = batch
+        return try commit(b)
     }
+
+    /// The commit path (DESIGN.md, "Commit path"): every registered participant prepares the
+    /// batch (and may add records to it), then its records commit atomically through the
+    /// group-committed log, then its ``CommitBatch/onVisible`` actions run and it becomes visible,
+    /// and then the commit observer (the store's broadcaster) is told, in commit order. Returns
+    /// the commit's sequence number.
+    @discardableResult
+    func commit(_ batch: CommitBatch) throws -> UInt64 {
+        var batch = batch
+        let participants = self.participants.withLock { $0 }
+        for p in participants { try p.prepare(&batch) }
+        if batch.records.isEmpty {
+            return try lock.withLock {
+                if closed { throw StrataError.closed }
+                return visibleSequence.load(ordering: .relaxed)
+            }
+        }
+        guard batch.records.byteSize <= Self.maxBatchBytes else {
+            throw StrataError.invalidArgument("a write batch of \(batch.records.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
+        }
+        let w = PendingWrite(batch: batch.records, sync: (batch.durability ?? options.durability) == .synchronous)
+        w.changes = batch.changes
+        w.onVisible = batch.onVisible
+        try commit(w)
+        return w.sequence
+    }
+
+    /// Registers a participant of every later commit (``CommitParticipant``).
+    func register(_ participant: any CommitParticipant) {
+        participants.withLock {
+            $0.append(participant)
+            participantCount.store($0.count, ordering: .relaxed)
+        }
+    }
+
+    /// Whether any participant is registered (a collection then describes every commit's changes).
+    var hasParticipants: Bool { participantCount.load(ordering: .relaxed) > 0 }
 
     /// Queues `w`; the writer at the head of the queue commits its own and the following batches.
     /// Only a leader touches the log and the active memtable, so they change one at a time.
@@ -101,6 +136,17 @@ extension Engine {
         if let failure {
             fail(failure)
         } else {
+            // In commit order, under the lock: each batch's visibility actions, then the observer
+            // (which only queues), then the batches become visible together.
+            var end = first
+            for g in group {
+                end += UInt64(g.batch.count)
+                g.sequence = end - 1
+                for action in g.onVisible { action(g.sequence) }
+                if !g.changes.isEmpty, let observer = commitObserver {
+                    observer(Commit(sequence: g.sequence, changes: g.changes))
+                }
+            }
             visibleSequence.store(first + UInt64(total) - 1, ordering: .releasing)
         }
         for g in group {

@@ -40,6 +40,13 @@ final class Engine: @unchecked Sendable {
     /// Failed background work, for ``statistics``.
     var backgroundFailures: UInt64 = 0
     var lastBackgroundError: StrataError?
+    /// Participants of every commit (``CommitParticipant``), in registration order.
+    let participants = Mutex<[any CommitParticipant]>([])
+    /// `participants.count`, read without the lock on every write.
+    let participantCount = Atomic<Int>(0)
+    /// Told of every commit with logical changes, under the lock and in commit order
+    /// (``setCommitObserver(_:)``): the store's broadcaster, which only queues it.
+    var commitObserver: (@Sendable (Commit) -> Void)?
     /// Told once, on `failureQueue`, when the engine enters the failed state (``onFailure(_:)``).
     var failureObserver: (@Sendable (StrataError) -> Void)?
     /// Runs the failure observer outside the lock, so that the writer that failed is not delayed.
@@ -72,6 +79,10 @@ final class Engine: @unchecked Sendable {
         let rotation: Bool
         var done = false
         var error: StrataError?
+        /// The commit's sequence number, once done without error.
+        var sequence: UInt64 = 0
+        var changes: [any CommitChange] = []
+        var onVisible: [@Sendable (UInt64) -> Void] = []
         init(batch: WriteBatch, sync: Bool, rotation: Bool = false) {
             self.batch = batch
             self.sync = sync
@@ -157,6 +168,12 @@ final class Engine: @unchecked Sendable {
             failureObserver = observer
             if let e = writeError { notifyFailure(e) }
         }
+    }
+
+    /// Sets the one observer told of every commit that carries logical changes, in commit order,
+    /// under the engine's lock: it must only hand the commit on (``CommitBroadcaster`` queues it).
+    func setCommitObserver(_ observer: @escaping @Sendable (Commit) -> Void) {
+        lock.withLock { commitObserver = observer }
     }
 
     /// The error that failed the engine (see `writeError`), if any: every later write throws it.

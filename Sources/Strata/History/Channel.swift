@@ -44,11 +44,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
         let who = publisher ?? state.history.principal
         var value: [UInt8] = []
         try encode(message, meta: meta, publisher: who, into: &value)
-        let first = try state.publish([value]) { first in
-            ChannelState.PublishedMessages(
-                typed: [HistoryMessage(message: message, timetoken: Timetoken(first), meta: meta, publisher: who)],
-                first: first, values: [value])
-        }
+        let first = try state.publish([value])
         return Timetoken(first)
     }
 
@@ -75,14 +71,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
             try encode(m, meta: meta, publisher: who, into: &scratch)
             values.append(scratch)
         }
-        let first = try state.publish(values) { first in
-            var typed: [HistoryMessage<Message>] = []
-            typed.reserveCapacity(list.count)
-            for (i, m) in list.enumerated() {
-                typed.append(HistoryMessage(message: m, timetoken: Timetoken(first + UInt64(i)), meta: meta, publisher: who))
-            }
-            return ChannelState.PublishedMessages(typed: typed, first: first, values: values)
-        }
+        let first = try state.publish(values)
         return (0..<list.count).map { Timetoken(first + UInt64($0)) }
     }
 
@@ -148,8 +137,8 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// far behind is not allowed to grow memory or miss messages silently: its stream ends with
     /// ``StrataError/subscriberOverflow(_:)`` (after the messages buffered before). Catch up with
     /// ``history(start:end:limit:reverse:)`` from the last timetoken seen, then subscribe again.
-    /// The stream finishes when the store closes, and ends by throwing the error when the store
-    /// fails (a failed log sync, rotation or publish: see ``StoreStatistics/writeError``);
+    /// The stream ends by throwing ``StrataError/closed`` when the store closes, and by throwing the
+    /// error when the store fails (a failed log sync, rotation or publish: see ``StoreStatistics/writeError``);
     /// cancelling the iterating task ends the subscription.
     ///
     /// ```swift
@@ -164,40 +153,10 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
         guard bufferSize >= 1 else {
             throw StrataError.invalidArgument("channel \"\(name)\": bufferSize \(bufferSize) must be at least 1")
         }
-        let (stream, continuation) = AsyncThrowingStream<HistoryMessage<Message>, any Error>
-            .makeStream(bufferingPolicy: .bufferingOldest(bufferSize))
         let keys = state.keys
         let codec = self.codec
-        let subscriber = ChannelState.Subscriber(
-            deliver: { published in
-                let messages: [HistoryMessage<Message>]
-                if let typed = published.typed as? [HistoryMessage<Message>] {
-                    messages = typed
-                } else {
-                    do {
-                        messages = try published.values.enumerated().map { i, value in
-                            try value.withUnsafeBytes {
-                                try HistoryQuery.message(published.first + UInt64(i), $0, keys: keys, codec: codec)
-                            }
-                        }
-                    } catch {
-                        continuation.finish(throwing: error)
-                        return false
-                    }
-                }
-                for m in messages {
-                    if case .dropped = continuation.yield(m) {
-                        continuation.finish(throwing: StrataError.subscriberOverflow(
-                            "channel \"\(keys.name)\": a subscriber fell more than \(bufferSize) messages behind"))
-                        return false
-                    }
-                }
-                return true
-            },
-            finish: { continuation.finish(throwing: $0) })
-        let id = try state.subscribe(subscriber)
-        let state = self.state
-        continuation.onTermination = { _ in state.unsubscribe(id) }
-        return stream
+        return try state.subscribe(bufferSize: bufferSize) { timetoken, record in
+            try HistoryQuery.message(timetoken, record, keys: keys, codec: codec)
+        }
     }
 }

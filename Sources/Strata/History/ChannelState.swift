@@ -1,63 +1,51 @@
 import Synchronization
 
 /// The shared state of one open channel (every ``Channel`` handle of it uses the same object):
-/// its id and keys, its options, the writer state that keeps timetoken order equal to commit
-/// order, and the subscribers of its live messages.
+/// its id and keys, its options, and the writer state that keeps timetoken order equal to commit
+/// order.
 ///
-/// Publishes and deletions of a channel are serialized by `writer`, held from the timetoken
-/// allocation through the engine write to the delivery to subscribers: a reader paging by
-/// timetoken never sees a message appear below one it has already seen in the same channel.
+/// Publishes and deletions of a channel are serialized by `writer` (a ``CollectionLock``), held
+/// from the timetoken allocation through the commit (by a ``Transaction`` until it commits): a
+/// reader paging by timetoken never sees a message appear below one it has already seen in the
+/// same channel. Readers read the channel's head from their snapshot. Live messages are streams of
+/// the store's ``CommitBroadcaster``.
 final class ChannelState: CollectionState {
     let keys: ChannelKeys
     let typeName: String
     let history: HistoryStoreState
+    let broadcaster: CommitBroadcaster
     private let headKey: [UInt8]
 
-    private struct Writer {
+    struct Writer {
         var head: ChannelHead
         var descriptor: ChannelDescriptor
-        /// With a limit: the number of messages at or above `head.floor`, never above the limit
-        /// after a publish. Without a limit: unused.
+        /// With a limit: the number of committed messages at or above `head.floor`, never above
+        /// the limit after a publish. Without a limit: unused.
         var count: Int
+        /// The timetokens of messages staged and not sealed yet (a transaction's publishes), in
+        /// order; ``seal(_:into:)`` moves the floor for them and writes the head.
+        var staged: [UInt64] = []
     }
 
-    private let writer: Mutex<Writer>
+    let writer: CollectionLock<Writer>
     /// The retention readers apply (a copy of the descriptor's, changed under `writer`).
     private let retention: Mutex<UInt64?>
+    /// The descriptor, for readers (a copy of the writer's, changed under `writer`).
+    private let publishedDescriptor: Mutex<ChannelDescriptor>
 
-    /// A subscriber of ``Channel/messages(bufferSize:)``: `deliver` returns false when the
-    /// subscriber ended (overflow).
-    struct Subscriber: Sendable {
-        let deliver: @Sendable (PublishedMessages) -> Bool
-        /// Ends the stream: normally (nil) or by throwing the error.
-        let finish: @Sendable ((any Error)?) -> Void
-    }
-
-    /// Messages just committed, for subscribers: `typed` is the publisher's
-    /// `[HistoryMessage<Message>]`; `values` the encoded records, for a subscriber of another type.
-    struct PublishedMessages: Sendable {
-        let typed: any Sendable
-        let first: UInt64
+    /// Messages a commit of the channel adds, for subscribers: their timetokens and records.
+    struct Messages: CommitChange {
+        let channelID: UInt64
+        let timetokens: [UInt64]
         let values: [[UInt8]]
     }
 
-    private struct Subscribers {
-        var byId: [Int: Subscriber] = [:]
-        var nextId = 0
-        var closed = false
-        /// The engine failed: streams ended by throwing this, and new subscriptions throw it.
-        var failure: StrataError?
-    }
-
-    private let subscribers = Mutex(Subscribers())
-    /// `subscribers.byId.count`, read without the lock on every publish.
-    private let subscriberCount = Atomic<Int>(0)
-
-    init(name: String, entry: CatalogEntry, history: HistoryStoreState) throws {
+    init(name: String, entry: CatalogEntry, history: HistoryStoreState, broadcaster: CommitBroadcaster) throws {
         let descriptor = try ChannelDescriptor(decoding: entry.payload, channel: name)
         keys = ChannelKeys(name: name, id: entry.id)
         typeName = descriptor.typeName
         self.history = history
+        self.broadcaster = broadcaster
         headKey = ChannelHead.key(entry.id)
         let snapshot = try history.engine.snapshot()
         var head = try ChannelHead.read(entry.id, in: snapshot)
@@ -66,13 +54,14 @@ final class ChannelState: CollectionState {
             let stored = head
             (head.floor, count) = try Self.limitFloor(in: snapshot, keys: keys, floor: head.floor, limit: limit)
             if head != stored {
-                var batch = WriteBatch()
-                batch.putRaw(headKey, head.encoded)
-                try history.engine.write(batch)
+                var batch = CommitBatch()
+                batch.records.putRaw(headKey, head.encoded)
+                try history.engine.commit(batch)
             }
         }
-        writer = Mutex(Writer(head: head, descriptor: descriptor, count: count))
+        writer = CollectionLock(Writer(head: head, descriptor: descriptor, count: count), what: "channel \"\(name)\"")
         retention = Mutex(descriptor.retention)
+        publishedDescriptor = Mutex(descriptor)
         history.rules.set(entry.id, .init(floor: head.floor, retention: descriptor.retention, limited: descriptor.limit != nil))
     }
 
@@ -94,7 +83,7 @@ final class ChannelState: CollectionState {
         return (n == limit ? max(floor, oldest) : floor, Int(n))
     }
 
-    var descriptor: ChannelDescriptor { writer.withLock { $0.descriptor } }
+    var descriptor: ChannelDescriptor { publishedDescriptor.withLock { $0 } }
 
     /// The oldest timetoken readers of `snapshot` see.
     func floor(in snapshot: Snapshot) throws -> UInt64 {
@@ -105,64 +94,87 @@ final class ChannelState: CollectionState {
     // MARK: Writes
 
     /// Commits `values` (encoded records) as consecutive new messages; returns the first
-    /// timetoken. `notify(first)` runs after the commit, before another write of the channel.
-    func publish(_ values: [[UInt8]], notify: (UInt64) -> PublishedMessages?) throws -> UInt64 {
+    /// timetoken.
+    func publish(_ values: [[UInt8]]) throws -> UInt64 {
         precondition(!values.isEmpty, "publish of no messages")
         return try writer.withLock { w in
-            let k = values.count
-            let first = try history.clock.allocate(k)
-            var batch = WriteBatch()
-            var suffix: [UInt8] = []
-            suffix.reserveCapacity(9)
-            var tt = first
-            for v in values {
-                MessageRecord.encodeTimetoken(tt, into: &suffix)
-                batch.putRaw(keys.prefix, suffix, v)
-                tt &+= 1
-            }
-            var head = w.head
-            head.last = first + UInt64(k - 1)
-            var count = w.count
-            if let limit = w.descriptor.limit {
-                (head.floor, count) = try advance(floor: head.floor, count: w.count, adding: k, first: first, limit: limit)
-            } else if let retention = w.descriptor.retention {
-                // Persist the retention floor too, so that expired messages stay gone across a
-                // reopen with a clock that went back.
-                head.floor = HistoryQuery.floor(head: head, retention: retention, now: history.clock.now())
-            }
-            batch.putRaw(headKey, head.encoded)
-            try history.engine.write(batch)
-            let floorChanged = head.floor != w.head.floor
-            w.head = head
-            w.count = count
-            if floorChanged {
-                history.rules.set(keys.id, .init(floor: head.floor, retention: w.descriptor.retention,
-                                                 limited: w.descriptor.limit != nil))
-            }
-            if subscriberCount.load(ordering: .relaxed) > 0, let published = notify(first) {
-                deliver(published)
-            }
+            var staged = w
+            var batch = CommitBatch()
+            let first = try stagePublish(&staged, values, into: &batch)
+            try seal(&staged, into: &batch)
+            try history.engine.commit(batch)
+            let floorChanged = staged.head.floor != w.head.floor
+            w = staged
+            if floorChanged { publishRules(w) }
             return first
         }
     }
 
-    /// The floor and count after `adding` messages from `first` on to a limited channel whose
-    /// `count` messages are at or above `floor`.
-    private func advance(floor: UInt64, count: Int, adding k: Int, first: UInt64,
-                         limit: UInt64) throws -> (UInt64, Int) {
-        let total = UInt64(count) + UInt64(k)
+    /// Adds `values` as new messages to `batch` with newly allocated consecutive timetokens;
+    /// returns the first. The head is written by ``seal(_:into:)``.
+    func stagePublish(_ w: inout Writer, _ values: [[UInt8]], into batch: inout CommitBatch) throws -> UInt64 {
+        let k = values.count
+        let first = try history.clock.allocate(k)
+        var suffix: [UInt8] = []
+        suffix.reserveCapacity(9)
+        var tt = first
+        var timetokens: [UInt64] = []
+        timetokens.reserveCapacity(k)
+        for v in values {
+            MessageRecord.encodeTimetoken(tt, into: &suffix)
+            batch.records.putRaw(keys.prefix, suffix, v)
+            timetokens.append(tt)
+            tt &+= 1
+        }
+        w.staged += timetokens
+        if broadcaster.hasSubscribers || history.engine.hasParticipants {
+            batch.changes.append(Messages(channelID: keys.id, timetokens: timetokens, values: values))
+        }
+        return first
+    }
+
+    /// Moves the head over the staged messages (the last timetoken, and the floor that the limit
+    /// or retention gives) and adds the head record to `batch`.
+    func seal(_ w: inout Writer, into batch: inout CommitBatch) throws {
+        guard let last = w.staged.last else { return }
+        var head = w.head
+        head.last = last
+        var count = w.count
+        if let limit = w.descriptor.limit {
+            (head.floor, count) = try advance(floor: head.floor, count: w.count, adding: w.staged, limit: limit)
+        } else if let retention = w.descriptor.retention {
+            // Persist the retention floor too, so that expired messages stay gone across a
+            // reopen with a clock that went back.
+            head.floor = HistoryQuery.floor(head: head, retention: retention, now: history.clock.now())
+        }
+        batch.records.putRaw(headKey, head.encoded)
+        w.head = head
+        w.count = count
+        w.staged = []
+    }
+
+    /// Tells the compaction filter the floor and retention of the committed writer state.
+    func publishRules(_ w: Writer) {
+        history.rules.set(keys.id, .init(floor: w.head.floor, retention: w.descriptor.retention,
+                                         limited: w.descriptor.limit != nil))
+    }
+
+    /// The floor and count after adding the messages `new` (ascending timetokens, all above every
+    /// committed one) to a limited channel whose `count` committed messages are at or above `floor`.
+    private func advance(floor: UInt64, count: Int, adding new: [UInt64], limit: UInt64) throws -> (UInt64, Int) {
+        let total = UInt64(count) + UInt64(new.count)
         guard total > limit else { return (floor, Int(total)) }
         let excess = total - limit  // the oldest messages at or above the floor that fall out
         if excess >= UInt64(count) {
-            // Every existing message falls out, and some new ones too.
-            return (first + (excess - UInt64(count)), Int(limit))
+            // Every committed message falls out, and some new ones too.
+            return (new[Int(excess - UInt64(count))], Int(limit))
         }
         let snapshot = try history.engine.snapshot()
         let tts = try HistoryQuery.timetokens(in: snapshot, keys: keys, lower: floor, count: Int(excess) + 1)
         if tts.count == Int(excess) + 1 { return (tts[Int(excess)], Int(limit)) }
         // The count was off (it cannot be, unless the files changed under the store): recount.
         let exact = try HistoryQuery.count(in: snapshot, keys: keys, lower: floor)
-        return try advance(floor: floor, count: exact, adding: k, first: first, limit: limit)
+        return try advance(floor: floor, count: exact, adding: new, limit: limit)
     }
 
     /// Deletes the messages the bounds select (start exclusive, end inclusive, as for history).
@@ -179,13 +191,13 @@ final class ChannelState: CollectionState {
                 count -= try HistoryQuery.count(in: snapshot, keys: keys, lower: max(range.lower, w.head.floor),
                                                 upper: range.upper)
             }
-            var batch = WriteBatch()
+            var batch = CommitBatch()
             if range.lower == 0 && range.upper == nil {
-                batch.deleteRangeRaw(keys.prefix, keys.end)
+                batch.records.deleteRangeRaw(keys.prefix, keys.end)
             } else {
-                batch.deleteRangeRaw(keys.key(range.lower), range.upper.map(keys.key) ?? keys.end)
+                batch.records.deleteRangeRaw(keys.key(range.lower), range.upper.map(keys.key) ?? keys.end)
             }
-            try history.engine.write(batch)
+            try history.engine.commit(batch)
             w.count = max(0, count)
         }
     }
@@ -205,71 +217,49 @@ final class ChannelState: CollectionState {
                 (head.floor, count) = try Self.limitFloor(in: try history.engine.snapshot(), keys: keys,
                                                           floor: head.floor, limit: limit)
             }
-            var batch = WriteBatch()
-            Catalog.put(CatalogEntry(id: keys.id, payload: descriptor.encoded), kind: .channel, name: keys.name, into: &batch)
-            batch.putRaw(headKey, head.encoded)
-            try history.engine.write(batch)
+            var batch = CommitBatch()
+            Catalog.put(CatalogEntry(id: keys.id, payload: descriptor.encoded), kind: .channel, name: keys.name,
+                        into: &batch.records)
+            batch.records.putRaw(headKey, head.encoded)
+            try history.engine.commit(batch)
             w.head = head
             w.descriptor = descriptor
             w.count = count
             retention.withLock { $0 = descriptor.retention }
-            history.rules.set(keys.id, .init(floor: head.floor, retention: descriptor.retention,
-                                             limited: descriptor.limit != nil))
+            publishedDescriptor.withLock { $0 = descriptor }
+            publishRules(w)
         }
     }
 
     // MARK: Subscribers
 
-    /// Adds a subscriber; throws ``StrataError/closed`` if the store has closed, or the engine's
-    /// failure if it failed.
-    func subscribe(_ subscriber: Subscriber) throws -> Int {
-        if let e = history.engine.failure { throw e }
-        return try subscribers.withLock { s in
-            if let e = s.failure { throw e }
-            guard !s.closed else { throw StrataError.closed }
-            let id = s.nextId
-            s.nextId += 1
-            s.byId[id] = subscriber
-            subscriberCount.store(s.byId.count, ordering: .relaxed)
-            return id
+    /// A stream of the messages of every later commit of the channel, made by `decode`. It starts
+    /// under the writer lock, after the last commit of the channel, so it misses nothing.
+    func subscribe<Element: Sendable>(
+        bufferSize: Int, decode: @escaping @Sendable (_ timetoken: UInt64, _ record: UnsafeRawBufferPointer) throws -> Element
+    ) throws -> AsyncThrowingStream<Element, any Error> {
+        try writer.withLock { _ in
+            if let e = history.engine.failure { throw e }
+            let after = try history.engine.snapshot().sequence
+            let id = keys.id
+            let name = keys.name
+            return try broadcaster.subscribe(
+                after: after, buffering: .bounded(bufferSize),
+                overflow: { "channel \"\(name)\": a subscriber fell more than \(bufferSize) messages behind" }
+            ) { commit in
+                var out: [Element] = []
+                for change in commit.changes {
+                    guard let messages = change as? Messages, messages.channelID == id else { continue }
+                    for (tt, value) in zip(messages.timetokens, messages.values) {
+                        out.append(try value.withUnsafeBytes { try decode(tt, $0) })
+                    }
+                }
+                return out
+            }
         }
     }
 
-    /// The number of live subscribers.
-    var subscriberCountForTesting: Int { subscriberCount.load(ordering: .relaxed) }
+    func storeDidClose() {}
 
-    func unsubscribe(_ id: Int) {
-        subscribers.withLock { s in
-            s.byId[id] = nil
-            subscriberCount.store(s.byId.count, ordering: .relaxed)
-        }
-    }
-
-    /// Hands committed messages to every subscriber (called under `writer`, so in commit order).
-    private func deliver(_ published: PublishedMessages) {
-        let current = subscribers.withLock { Array($0.byId) }
-        for (id, subscriber) in current where !subscriber.deliver(published) {
-            unsubscribe(id)
-        }
-    }
-
-    func storeDidClose() {
-        let all = subscribers.withLock { s -> [Subscriber] in
-            s.closed = true
-            defer { s.byId.removeAll() }
-            subscriberCount.store(0, ordering: .relaxed)
-            return Array(s.byId.values)
-        }
-        for s in all { s.finish(nil) }
-    }
-
-    func storeDidFail(_ error: StrataError) {
-        let all = subscribers.withLock { s -> [Subscriber] in
-            if s.failure == nil { s.failure = error }
-            defer { s.byId.removeAll() }
-            subscriberCount.store(0, ordering: .relaxed)
-            return Array(s.byId.values)
-        }
-        for s in all { s.finish(error) }
-    }
+    func storeDidFail(_ error: StrataError) {}
 }

@@ -71,7 +71,7 @@ extension Store {
                 }
                 entry = existing
             }
-            return try ChannelState(name: name, entry: entry, history: history)
+            return try ChannelState(name: name, entry: entry, history: history, broadcaster: broadcaster)
         }
     }
 }

@@ -32,6 +32,8 @@ public final class Store: Sendable {
     let catalog: Catalog
     /// The open collections' shared state.
     let collections = CollectionRegistry()
+    /// Delivers commits to every stream of the store (subscriptions, live queries, changes).
+    let broadcaster = CommitBroadcaster()
 
     /// The stores this process has open, by canonical path. An entry that is opening or closing
     /// holds the gate that waiters block on, so that the engine is opened and closed outside the
@@ -70,7 +72,11 @@ public final class Store: Sendable {
         // A failed engine ends every stream of the store by throwing its error. The observer runs
         // on the engine's failure queue, never under its lock; it holds the registry weakly, so
         // that the engine does not keep the collections alive.
-        engine.onFailure { [weak collections] error in collections?.failAll(error) }
+        engine.onFailure { [weak collections, broadcaster] error in
+            collections?.failAll(error)
+            broadcaster.finishAll(throwing: error)
+        }
+        engine.setCommitObserver { [broadcaster] commit in broadcaster.publish(commit) }
     }
 
     private static func canonicalPath(_ url: URL) -> String {
@@ -205,7 +211,10 @@ public final class Store: Sendable {
                 gate.open()
             }
         }
-        defer { collections.closeAll() }
+        defer {
+            collections.closeAll()
+            broadcaster.finishAll(throwing: .closed)
+        }
         try engine.close()
     }
 

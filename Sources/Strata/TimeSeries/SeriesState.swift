@@ -1,17 +1,21 @@
 import Foundation
 import Synchronization
 
-/// The shared state of one open time series: its id, head, options, author table and
-/// subscribers. Every ``TimeSeries`` handle of the series in a store uses the one instance.
+/// The shared state of one open time series: its id, head, options and author table. Every
+/// ``TimeSeries`` handle of the series in a store uses the one instance.
 ///
-/// Locking: `writer` serializes everything that changes the series (sequence assignment, the
-/// engine write, the head update, delivery to subscribers), so events are numbered, committed and
-/// delivered in one order; it is held across the engine write. `published` is what readers take
-/// (briefly): the head as of the last completed write, with the engine snapshot taken under it so
-/// that the two agree. `subscribers` is never held while a stream is yielded to or finished, so a
-/// stream's termination handler may take it.
+/// Locking: `writer` (a ``CollectionLock``) serializes everything that changes the series
+/// (sequence assignment and the commit), so events are numbered and committed in one order; a
+/// single write holds it across its commit, a ``Transaction`` from its first write of the series
+/// until it commits. `published` is what readers take (briefly): the head as of each of the last
+/// few commits of the series, each with the commit's sequence. A commit publishes its head under
+/// the engine's commit lock, just before it becomes visible (``CommitBatch/onVisible``), so a
+/// reader pairs a snapshot with the newest head published at or below the snapshot's sequence:
+/// the two always agree, and a reader that sees any part of a transaction sees the series' part.
+/// Subscribers are streams of the store's ``CommitBroadcaster``.
 final class SeriesState: CollectionState {
     let engine: Engine
+    let broadcaster: CommitBroadcaster
     let id: UInt64
     let path: String
     let typeName: String
@@ -21,43 +25,66 @@ final class SeriesState: CollectionState {
     private let prefix: [UInt8]
     private let indexPrefix: [UInt8]
 
-    private struct Writer {
+    struct Writer {
         var payload: SeriesPayload
         var head: SeriesHead
         /// The timestamp of the event at `head.cutoff`, when known (saves reads under `.last`).
         var cutoffTimestamp: Int64?
         var authorIndex: [String: UInt64]
         var bufferSize: Int
+        /// The records a transaction holding the lock has staged and not committed yet, by
+        /// sequence (empty outside a transaction): an edit or the retained range may need them.
+        var uncommitted: [UInt64: [UInt8]] = [:]
+        /// The record of the latest event, once this open wrote one.
+        var latest: [UInt8]?
         var keyScratch: [UInt8] = []
         var valueScratch: [UInt8] = []
     }
 
-    private struct Published {
+    /// The series as of one commit.
+    struct Version {
         var head: SeriesHead
         var decoding: SeriesDecoding
         /// The record of the latest event.
         var latest: [UInt8]?
         var payload: SeriesPayload
-        var closed = false
+        /// The sequence of the commit that made this version (0: as recovered at open).
+        var asOf: UInt64
     }
 
-    private struct Subscribers {
-        var nextToken = 0
-        var all: [Int: any SeriesSubscriber] = [:]
+    private struct Published {
+        /// Oldest first; at most `depth`.
+        var versions: [Version]
         var closed = false
-        /// The engine failed: streams ended by throwing this, and new subscriptions throw it.
-        var failure: StrataError?
+        static let depth = 4
 
-        /// Why a subscription cannot start, if it cannot.
-        var refusal: StrataError? { failure ?? (closed ? .closed : nil) }
+        var current: Version { versions[versions.count - 1] }
+
+        /// The newest version made at or below `sequence`, if still kept.
+        func version(at sequence: UInt64) -> Version? {
+            versions.last { $0.asOf <= sequence }
+        }
+
+        mutating func add(_ v: Version) {
+            if versions.count == Self.depth { versions.removeFirst() }
+            versions.append(v)
+        }
     }
 
-    private let writer: Mutex<Writer>
+    /// The change a commit of the series makes, for subscribers: its new records in order.
+    struct Events: CommitChange {
+        let seriesID: UInt64
+        let first: UInt64
+        let records: [[UInt8]]
+        let decoding: SeriesDecoding
+    }
+
+    let writer: CollectionLock<Writer>
     private let published: Mutex<Published>
-    private let subscribers = Mutex<Subscribers>(Subscribers())
 
     init(store: Store, path: String, entry: CatalogEntry, payload: SeriesPayload, retention: SeriesRetention) throws {
         self.engine = store.engine
+        self.broadcaster = store.broadcaster
         self.id = entry.id
         self.path = path
         self.typeName = payload.typeName
@@ -69,11 +96,12 @@ final class SeriesState: CollectionState {
         let recovered = try Self.recover(snapshot: store.engine.snapshot(), id: entry.id, payload: payload, path: path)
         var index: [String: UInt64] = [:]
         for (i, a) in payload.authors.enumerated() where index[a] == nil { index[a] = UInt64(i) }
-        writer = Mutex(Writer(payload: payload, head: recovered.head, cutoffTimestamp: nil, authorIndex: index,
-                              bufferSize: TimeSeriesOptions().subscriberBufferSize))
-        published = Mutex(Published(head: recovered.head,
-                                    decoding: SeriesDecoding(base: payload.baseTimestamp ?? 0, authors: payload.authors),
-                                    latest: recovered.latest, payload: payload))
+        writer = CollectionLock(Writer(payload: payload, head: recovered.head, cutoffTimestamp: nil, authorIndex: index,
+                                       bufferSize: TimeSeriesOptions().subscriberBufferSize),
+                                what: "time series \"\(path)\"")
+        published = Mutex(Published(versions: [Version(
+            head: recovered.head, decoding: SeriesDecoding(base: payload.baseTimestamp ?? 0, authors: payload.authors),
+            latest: recovered.latest, payload: payload, asOf: 0)]))
         retention.setCutoff(recovered.head.cutoff, of: entry.id)
     }
 
@@ -131,13 +159,21 @@ final class SeriesState: CollectionState {
 
     // MARK: Reading
 
-    /// A reader of the series as of now, with what decoding its records needs.
-    func reader() throws -> (SeriesReader, SeriesDecoding) {
-        try published.withLock { p in
-            if p.closed { throw StrataError.closed }
+    /// A reader of the series as of now, with what decoding its records needs and the sequence of
+    /// the snapshot it reads.
+    func reader() throws -> (SeriesReader, SeriesDecoding, sequence: UInt64) {
+        while true {
+            // Snapshot first, then the head published at or below it (never the other way round:
+            // heads are published under the engine's lock).
             let snapshot = try engine.snapshot()
-            return (SeriesReader(snapshot: snapshot, id: id, head: p.head, baseTimestamp: p.decoding.base, path: path),
-                    p.decoding)
+            let version = try published.withLock { p -> Version? in
+                if p.closed { throw StrataError.closed }
+                return p.version(at: snapshot.sequence)
+            }
+            // Nil only when several commits of the series came between the two reads: try again.
+            guard let version else { continue }
+            return (SeriesReader(snapshot: snapshot, id: id, head: version.head, baseTimestamp: version.decoding.base,
+                                 path: path), version.decoding, snapshot.sequence)
         }
     }
 
@@ -145,19 +181,23 @@ final class SeriesState: CollectionState {
     func latest() throws -> (UInt64, [UInt8], SeriesDecoding)? {
         try published.withLock { p in
             if p.closed { throw StrataError.closed }
-            guard let record = p.latest else { return nil }
-            return (p.head.next - 1, record, p.decoding)
+            let v = p.current
+            guard let record = v.latest else { return nil }
+            return (v.head.next - 1, record, v.decoding)
         }
     }
 
-    /// The head, stored options and decoding context as of now.
+    /// The head and stored options as of the last commit.
     var status: (head: SeriesHead, payload: SeriesPayload) {
-        published.withLock { ($0.head, $0.payload) }
+        published.withLock { ($0.current.head, $0.current.payload) }
     }
 
     // MARK: Writing
 
     private func now() -> Int64 { SeriesTime.milliseconds(clock()) ?? 0 }
+
+    /// Whether a commit must carry its records as a change (someone subscribes or takes part).
+    private var changesWanted: Bool { broadcaster.hasSubscribers || engine.hasParticipants }
 
     /// Appends `count` events in one batch. `timestamps` gives explicit timestamps (which must not
     /// go back), else each event gets the clock's time, raised to the latest timestamp if the clock
@@ -166,68 +206,14 @@ final class SeriesState: CollectionState {
                 encode: (Int, inout [UInt8]) throws -> Void) throws -> [EventMetadata] {
         guard count > 0 else { return [] }
         return try writer.withLock { w in
-            let author = author ?? principal
-            var times: [Int64] = []
-            times.reserveCapacity(count)
-            var previous = w.head.latestTimestamp ?? w.payload.baseTimestamp ?? Int64.min
-            let clockNow = timestamps == nil ? now() : 0
-            for i in 0..<count {
-                var t: Int64
-                if let timestamps {
-                    t = timestamps[i]
-                    if t < previous {
-                        throw StrataError.timestampBeforeLatest(latest: SeriesTime.date(previous), given: SeriesTime.date(t))
-                    }
-                } else {
-                    t = max(clockNow, previous)
-                }
-                times.append(t)
-                previous = t
-            }
-            var payload = w.payload
-            var payloadChanged = false
-            let authorIndex: UInt64
-            if let a = w.authorIndex[author] {
-                authorIndex = a
-            } else {
-                authorIndex = UInt64(payload.authors.count)
-                payload.authors.append(author)
-                payloadChanged = true
-            }
-            if payload.baseTimestamp == nil {
-                payload.baseTimestamp = times[0]
-                payloadChanged = true
-            }
-            let base = payload.baseTimestamp ?? 0
-            var records: [[UInt8]]? = hasSubscribers ? [] : nil
-            var batch = WriteBatch()
-            let first = w.head.next
-            for i in 0..<count {
-                w.keyScratch.removeAll(keepingCapacity: true)
-                EventRecord.appendUInt(first + UInt64(i), to: &w.keyScratch)
-                w.valueScratch.removeAll(keepingCapacity: true)
-                EventRecord.appendHeader(timestampDelta: UInt64(times[i] - base), author: authorIndex, original: nil,
-                                         to: &w.valueScratch)
-                try encode(i, &w.valueScratch)
-                batch.putRaw(prefix, w.keyScratch, w.valueScratch)
-                records?.append(w.valueScratch)
-            }
-            if payloadChanged {
-                Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch)
-            }
-            try engine.write(batch)
-            if payloadChanged {
-                if w.authorIndex[author] == nil { w.authorIndex[author] = authorIndex }
-                w.payload = payload
-            }
-            w.head.next = first + UInt64(count)
-            w.head.latestTimestamp = times[count - 1]
-            committed(&w, latest: w.valueScratch, newTimestamps: times, firstNew: first, records: records)
-            var result: [EventMetadata] = []
-            result.reserveCapacity(count)
-            for i in 0..<count {
-                result.append(EventMetadata(sequence: first + UInt64(i), milliseconds: times[i], author: author))
-            }
+            var staged = w
+            var batch = CommitBatch()
+            let result = try stageAppend(&staged, count: count, timestamps: timestamps, author: author, encode: encode,
+                                         into: &batch)
+            seal(staged, into: &batch)
+            try engine.commit(batch)
+            w = staged
+            w.uncommitted = [:]
             return result
         }
     }
@@ -235,77 +221,170 @@ final class SeriesState: CollectionState {
     /// Appends an edit of `original` with the clock's time (raised to the latest timestamp).
     func edit(original: UInt64, author: String?, encode: (inout [UInt8]) throws -> Void) throws -> EventMetadata {
         try writer.withLock { w in
-            let author = author ?? principal
-            guard original < w.head.next else {
-                throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which does not exist yet (next is \(w.head.next))")
-            }
-            guard original >= w.head.cutoff else {
-                throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which is no longer retained (first retained is \(w.head.cutoff))")
-            }
-            guard let bytes = try engine.get(EventRecord.key(series: id, sequence: original)),
-                  let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
-                throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(original): missing or malformed")
-            }
-            guard h.original == nil else {
-                throw StrataError.invalidArgument("time series \"\(path)\": sequence \(original) is an edit event; edits must name an original event")
-            }
-            let t = max(now(), w.head.latestTimestamp ?? Int64.min)
-            var payload = w.payload
-            let authorIndex: UInt64
-            if let a = w.authorIndex[author] {
-                authorIndex = a
-            } else {
-                authorIndex = UInt64(payload.authors.count)
-                payload.authors.append(author)
-            }
-            let base = payload.baseTimestamp ?? t
-            let sequence = w.head.next
-            payload.lastEditSequence = sequence
-            payload.cutoff = w.head.cutoff
-            var batch = WriteBatch()
-            w.valueScratch.removeAll(keepingCapacity: true)
-            EventRecord.appendHeader(timestampDelta: UInt64(t - base), author: authorIndex,
-                                     original: (original, h.timestampDelta, h.author), to: &w.valueScratch)
-            try encode(&w.valueScratch)
-            batch.putRaw(EventRecord.key(series: id, sequence: sequence), w.valueScratch)
-            batch.putRaw(EventRecord.editIndexKey(series: id, original: original, edit: sequence), [])
-            Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch)
-            try engine.write(batch)
-            if w.authorIndex[author] == nil { w.authorIndex[author] = authorIndex }
-            w.payload = payload
-            w.head.next = sequence + 1
-            w.head.latestTimestamp = t
-            w.head.lastEditSequence = sequence
-            let records: [[UInt8]]? = hasSubscribers ? [w.valueScratch] : nil
-            committed(&w, latest: w.valueScratch, newTimestamps: [t], firstNew: sequence, records: records)
-            let authors = payload.authors
-            return EventMetadata(sequence: sequence, milliseconds: t, author: authors[Int(authorIndex)])
+            var staged = w
+            var batch = CommitBatch()
+            let result = try stageEdit(&staged, original: original, author: author, encode: encode, into: &batch)
+            seal(staged, into: &batch)
+            try engine.commit(batch)
+            w = staged
+            w.uncommitted = [:]
+            return result
         }
     }
 
-    /// After a write: applies the retained range, publishes the head and delivers the new events.
-    private func committed(_ w: inout Writer, latest: [UInt8], newTimestamps: [Int64], firstNew: UInt64, records: [[UInt8]]?) {
-        // The write is durable and acknowledged, so a failed read here (a damaged file) must not
-        // fail it (a caller would retry and append twice). The cutoff stays where it was, so
-        // retention tries again on the next write, and the error is reported in
-        // `Store.statistics` (`backgroundFailures`, `lastBackgroundError`).
+    /// Adds the records of `count` appended events to `batch` and advances `w` as if they
+    /// committed (the caller keeps `w` only if the batch commits). See ``append(count:timestamps:author:encode:)``.
+    func stageAppend(_ w: inout Writer, count: Int, timestamps: [Int64]?, author: String?,
+                     encode: (Int, inout [UInt8]) throws -> Void, into batch: inout CommitBatch) throws -> [EventMetadata] {
+        guard count > 0 else { return [] }
+        let author = author ?? principal
+        var times: [Int64] = []
+        times.reserveCapacity(count)
+        var previous = w.head.latestTimestamp ?? w.payload.baseTimestamp ?? Int64.min
+        let clockNow = timestamps == nil ? now() : 0
+        for i in 0..<count {
+            var t: Int64
+            if let timestamps {
+                t = timestamps[i]
+                if t < previous {
+                    throw StrataError.timestampBeforeLatest(latest: SeriesTime.date(previous), given: SeriesTime.date(t))
+                }
+            } else {
+                t = max(clockNow, previous)
+            }
+            times.append(t)
+            previous = t
+        }
+        var payload = w.payload
+        var payloadChanged = false
+        let authorIndex: UInt64
+        if let a = w.authorIndex[author] {
+            authorIndex = a
+        } else {
+            authorIndex = UInt64(payload.authors.count)
+            payload.authors.append(author)
+            payloadChanged = true
+        }
+        if payload.baseTimestamp == nil {
+            payload.baseTimestamp = times[0]
+            payloadChanged = true
+        }
+        let base = payload.baseTimestamp ?? 0
+        let keepRecords = changesWanted
+        let inTransaction = TransactionScope.current != nil
+        var records: [[UInt8]] = []
+        let first = w.head.next
+        for i in 0..<count {
+            w.keyScratch.removeAll(keepingCapacity: true)
+            EventRecord.appendUInt(first + UInt64(i), to: &w.keyScratch)
+            w.valueScratch.removeAll(keepingCapacity: true)
+            EventRecord.appendHeader(timestampDelta: UInt64(times[i] - base), author: authorIndex, original: nil,
+                                     to: &w.valueScratch)
+            try encode(i, &w.valueScratch)
+            batch.records.putRaw(prefix, w.keyScratch, w.valueScratch)
+            if keepRecords { records.append(w.valueScratch) }
+            if inTransaction { w.uncommitted[first + UInt64(i)] = w.valueScratch }
+        }
+        if payloadChanged {
+            Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
+            if w.authorIndex[author] == nil { w.authorIndex[author] = authorIndex }
+            w.payload = payload
+        }
+        w.head.next = first + UInt64(count)
+        w.head.latestTimestamp = times[count - 1]
+        w.latest = w.valueScratch
+        advanceCutoffReporting(&w, newTimestamps: times, firstNew: first)
+        if keepRecords {
+            batch.changes.append(Events(seriesID: id, first: first, records: records,
+                                        decoding: SeriesDecoding(base: base, authors: w.payload.authors)))
+        }
+        var result: [EventMetadata] = []
+        result.reserveCapacity(count)
+        for i in 0..<count {
+            result.append(EventMetadata(sequence: first + UInt64(i), milliseconds: times[i], author: author))
+        }
+        return result
+    }
+
+    /// Adds an edit of `original` to `batch` and advances `w` as if it committed.
+    func stageEdit(_ w: inout Writer, original: UInt64, author: String?, encode: (inout [UInt8]) throws -> Void,
+                   into batch: inout CommitBatch) throws -> EventMetadata {
+        let author = author ?? principal
+        guard original < w.head.next else {
+            throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which does not exist yet (next is \(w.head.next))")
+        }
+        guard original >= w.head.cutoff else {
+            throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which is no longer retained (first retained is \(w.head.cutoff))")
+        }
+        guard let bytes = try w.uncommitted[original] ?? engine.get(EventRecord.key(series: id, sequence: original)),
+              let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
+            throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(original): missing or malformed")
+        }
+        guard h.original == nil else {
+            throw StrataError.invalidArgument("time series \"\(path)\": sequence \(original) is an edit event; edits must name an original event")
+        }
+        let t = max(now(), w.head.latestTimestamp ?? Int64.min)
+        var payload = w.payload
+        let authorIndex: UInt64
+        if let a = w.authorIndex[author] {
+            authorIndex = a
+        } else {
+            authorIndex = UInt64(payload.authors.count)
+            payload.authors.append(author)
+        }
+        let base = payload.baseTimestamp ?? t
+        let sequence = w.head.next
+        payload.lastEditSequence = sequence
+        payload.cutoff = w.head.cutoff
+        w.valueScratch.removeAll(keepingCapacity: true)
+        EventRecord.appendHeader(timestampDelta: UInt64(t - base), author: authorIndex,
+                                 original: (original, h.timestampDelta, h.author), to: &w.valueScratch)
+        try encode(&w.valueScratch)
+        batch.records.putRaw(EventRecord.key(series: id, sequence: sequence), w.valueScratch)
+        batch.records.putRaw(EventRecord.editIndexKey(series: id, original: original, edit: sequence), [])
+        Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
+        if w.authorIndex[author] == nil { w.authorIndex[author] = authorIndex }
+        w.payload = payload
+        w.head.next = sequence + 1
+        w.head.latestTimestamp = t
+        w.head.lastEditSequence = sequence
+        w.latest = w.valueScratch
+        if TransactionScope.current != nil { w.uncommitted[sequence] = w.valueScratch }
+        advanceCutoffReporting(&w, newTimestamps: [t], firstNew: sequence)
+        if changesWanted {
+            batch.changes.append(Events(seriesID: id, first: sequence, records: [w.valueScratch],
+                                        decoding: SeriesDecoding(base: payload.baseTimestamp ?? 0, authors: payload.authors)))
+        }
+        return EventMetadata(sequence: sequence, milliseconds: t, author: payload.authors[Int(authorIndex)])
+    }
+
+    /// Adds to `batch` the publication of `w` (the writer state after every staged write of the
+    /// series), run when the batch becomes visible.
+    func seal(_ w: Writer, into batch: inout CommitBatch) {
+        let head = w.head
+        let payload = w.payload
+        let latest = w.latest
+        let decoding = SeriesDecoding(base: payload.baseTimestamp ?? 0, authors: payload.authors)
+        let id = self.id
+        batch.onVisible.append { [self] sequence in
+            published.withLock { p in
+                p.add(Version(head: head, decoding: decoding, latest: latest ?? p.current.latest, payload: payload,
+                              asOf: sequence))
+            }
+            retention.setCutoff(head.cutoff, of: id)
+        }
+    }
+
+    /// Advances the cutoff for new events. A failed read (a damaged file) must not fail the
+    /// write: the cutoff stays where it was, so retention tries again on the next write, and the
+    /// error is reported in `Store.statistics` (`backgroundFailures`, `lastBackgroundError`).
+    private func advanceCutoffReporting(_ w: inout Writer, newTimestamps: [Int64], firstNew: UInt64) {
         do {
             try advanceCutoff(&w, newTimestamps: newTimestamps, firstNew: firstNew)
         } catch {
             engine.reportFailure(error as? StrataError
                 ?? .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "retention: \(error)"))
         }
-        let decoding = SeriesDecoding(base: w.payload.baseTimestamp ?? 0, authors: w.payload.authors)
-        let head = w.head
-        let payload = w.payload
-        published.withLock { p in
-            p.head = head
-            p.latest = latest
-            p.decoding = decoding
-            p.payload = payload
-        }
-        retention.setCutoff(head.cutoff, of: id)
-        if let records { deliver(records, first: firstNew, decoding: decoding) }
     }
 
     /// Moves the cutoff past what the retained range no longer keeps: O(events discarded).
@@ -327,7 +406,7 @@ final class SeriesState: CollectionState {
                 } else if let cached = w.cutoffTimestamp {
                     t = cached
                 } else {
-                    guard let bytes = try engine.get(EventRecord.key(series: id, sequence: cutoff)),
+                    guard let bytes = try w.uncommitted[cutoff] ?? engine.get(EventRecord.key(series: id, sequence: cutoff)),
                           let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
                         throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(cutoff): missing or malformed")
                     }
@@ -354,94 +433,59 @@ final class SeriesState: CollectionState {
             let reader = SeriesReader(snapshot: snapshot, id: id, head: w.head, baseTimestamp: payload.baseTimestamp ?? 0, path: path)
             let cutoff = try Self.retainedCutoff(payload: payload, head: w.head, reader: reader)
             payload.cutoff = cutoff
-            var batch = WriteBatch()
-            Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch)
-            try engine.write(batch)
-            w.payload = payload
-            if cutoff != w.head.cutoff { w.cutoffTimestamp = nil }
-            w.head.cutoff = cutoff
-            let head = w.head
-            published.withLock { p in
-                p.head = head
-                p.payload = payload
-            }
-            retention.setCutoff(cutoff, of: id)
+            var staged = w
+            staged.payload = payload
+            if cutoff != staged.head.cutoff { staged.cutoffTimestamp = nil }
+            staged.head.cutoff = cutoff
+            var batch = CommitBatch()
+            Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
+            seal(staged, into: &batch)
+            try engine.commit(batch)
+            w = staged
         }
     }
 
     // MARK: Subscribers
 
-    private var hasSubscribers: Bool { subscribers.withLock { !$0.all.isEmpty } }
-
-    /// Registers a subscriber made by `make(token, capacity)` and hands it the subscription range,
-    /// atomically with respect to appends (under the writer lock), so that it misses and repeats
-    /// nothing. `capacity` is the buffer its stream needs: the range plus the buffer size.
-    func subscribe(_ make: (_ token: Int, _ capacity: Int) -> any SeriesSubscriber) throws {
+    /// A stream of the subscription range's events, then of every event of the series as it
+    /// commits. It starts under the writer lock, from a snapshot whose later commits of the series
+    /// all reach it, so it misses and repeats nothing. `decode` makes an element of a record.
+    func subscribe<Element: Sendable>(
+        decode: @escaping @Sendable (UInt64, UnsafeRawBufferPointer, SeriesDecoding) throws -> Element
+    ) throws -> AsyncThrowingStream<Element, any Error> {
         try writer.withLock { w in
             if let e = engine.failure { throw e }
-            let (reader, decoding) = try self.reader()
-            var initial: [(UInt64, [UInt8])] = []
-            if let query = w.payload.subscriptionRange.query {
-                _ = try reader.evaluate(query) { s, bytes in initial.append((s, Array(bytes))) }
-            }
-            let token = try subscribers.withLock { s -> Int in
-                if let e = s.refusal { throw e }
-                s.nextToken += 1
-                return s.nextToken
-            }
-            let subscriber = make(token, initial.count + w.bufferSize)
-            let refusal = subscribers.withLock { s -> StrataError? in
-                if let e = s.refusal { return e }
-                s.all[token] = subscriber
-                return nil
-            }
-            if let refusal {
-                subscriber.finish(throwing: refusal)
-                return
-            }
-            for (s, record) in initial {
-                let ok = record.withUnsafeBytes { subscriber.deliver(sequence: s, record: $0, decoding: decoding) }
-                if !ok { removeSubscriber(token); break }
-            }
-        }
-    }
-
-    func removeSubscriber(_ token: Int) {
-        _ = subscribers.withLock { $0.all.removeValue(forKey: token) }
-    }
-
-    /// The number of live subscribers (for tests and tools).
-    var subscriberCount: Int { subscribers.withLock { $0.all.count } }
-
-    private func deliver(_ records: [[UInt8]], first: UInt64, decoding: SeriesDecoding) {
-        let all = subscribers.withLock { Array($0.all) }
-        for (token, subscriber) in all {
-            for (i, record) in records.enumerated() {
-                let ok = record.withUnsafeBytes { subscriber.deliver(sequence: first + UInt64(i), record: $0, decoding: decoding) }
-                if !ok {
-                    removeSubscriber(token)
-                    break
+            let (reader, decoding, sequence) = try self.reader()
+            let range = w.payload.subscriptionRange.query
+            let id = self.id
+            let path = self.path
+            let bufferSize = w.bufferSize
+            return try broadcaster.subscribe(
+                after: sequence, buffering: .bounded(bufferSize),
+                initial: {
+                    var initial: [Element] = []
+                    if let range {
+                        _ = try reader.evaluate(range) { s, bytes in initial.append(try decode(s, bytes, decoding)) }
+                    }
+                    return initial
+                },
+                overflow: { "time series \"\(path)\": a subscriber fell more than \(bufferSize) events behind" }
+            ) { commit in
+                var out: [Element] = []
+                for change in commit.changes {
+                    guard let events = change as? Events, events.seriesID == id else { continue }
+                    for (i, record) in events.records.enumerated() {
+                        out.append(try record.withUnsafeBytes { try decode(events.first + UInt64(i), $0, events.decoding) })
+                    }
                 }
+                return out
             }
         }
     }
 
     func storeDidClose() {
         published.withLock { $0.closed = true }
-        let all = subscribers.withLock { s -> [any SeriesSubscriber] in
-            s.closed = true
-            defer { s.all.removeAll() }
-            return Array(s.all.values)
-        }
-        for subscriber in all { subscriber.finish(throwing: StrataError.closed) }
     }
 
-    func storeDidFail(_ error: StrataError) {
-        let all = subscribers.withLock { s -> [any SeriesSubscriber] in
-            if s.failure == nil { s.failure = error }
-            defer { s.all.removeAll() }
-            return Array(s.all.values)
-        }
-        for subscriber in all { subscriber.finish(throwing: error) }
-    }
+    func storeDidFail(_ error: StrataError) {}
 }

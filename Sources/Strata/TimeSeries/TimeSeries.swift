@@ -121,7 +121,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
     public func query(_ query: RangeQuery) throws -> QueryResult<Value> {
         try query.validate()
-        let (reader, decoding) = try state.reader()
+        let (reader, decoding, _) = try state.reader()
         var events: [Event<Value>] = []
         events.reserveCapacity(min(query.limitCount ?? 1_024, 1_024))
         let selected = try reader.evaluate(query) { s, bytes in
@@ -159,28 +159,17 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// ``StoreStatistics/writeError``), it ends by throwing that failure, and so does every stream
     /// subscribed afterwards.
     public func subscribe() -> AsyncThrowingStream<Event<Value>, any Error> {
-        var result: AsyncThrowingStream<Event<Value>, any Error>?
-        let state = self.state
         let codec = self.codec
+        let path = state.path
         do {
-            try state.subscribe { token, capacity in
-                let (stream, continuation) = AsyncThrowingStream<Event<Value>, any Error>.makeStream(
-                    bufferingPolicy: .bufferingOldest(capacity))
-                continuation.onTermination = { [weak state] _ in state?.removeSubscriber(token) }
-                result = stream
-                return SeriesStreamSubscriber(continuation: continuation, codec: codec, path: state.path, capacity: capacity)
+            return try state.subscribe { sequence, bytes, decoding in
+                try Self.decode(sequence, bytes, decoding, codec, path: path)
             }
         } catch {
             let (stream, continuation) = AsyncThrowingStream<Event<Value>, any Error>.makeStream()
             continuation.finish(throwing: error)
             return stream
         }
-        guard let result else {
-            let (stream, continuation) = AsyncThrowingStream<Event<Value>, any Error>.makeStream()
-            continuation.finish(throwing: StrataError.closed)
-            return stream
-        }
-        return result
     }
 
     // MARK: Decoding
@@ -212,44 +201,5 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
         }
         let value = try codec.decode(UnsafeRawBufferPointer(rebasing: bytes[h.valueOffset...]))
         return Event(metadata: metadata, originalEvent: original, value: value)
-    }
-}
-
-/// A subscriber's end of a stream: decodes each event and yields it; ends the stream on overflow.
-final class SeriesStreamSubscriber<Value: Codable & Sendable>: SeriesSubscriber {
-    private let continuation: AsyncThrowingStream<Event<Value>, any Error>.Continuation
-    private let codec: ValueCodec<Value>
-    private let path: String
-    private let capacity: Int
-
-    init(continuation: AsyncThrowingStream<Event<Value>, any Error>.Continuation, codec: ValueCodec<Value>,
-         path: String, capacity: Int) {
-        self.continuation = continuation
-        self.codec = codec
-        self.path = path
-        self.capacity = capacity
-    }
-
-    func deliver(sequence: UInt64, record: UnsafeRawBufferPointer, decoding: SeriesDecoding) -> Bool {
-        let event: Event<Value>
-        do {
-            event = try TimeSeries<Value>.decode(sequence, record, decoding, codec, path: path)
-        } catch {
-            continuation.finish(throwing: error)
-            return false
-        }
-        switch continuation.yield(event) {
-        case .enqueued: return true
-        case .dropped:
-            continuation.finish(throwing: StrataError.subscriberOverflow(
-                "time series \"\(path)\": a subscriber fell \(capacity) events behind; event \(sequence) was not delivered"))
-            return false
-        case .terminated: return false
-        @unknown default: return false
-        }
-    }
-
-    func finish(throwing error: (any Error)?) {
-        continuation.finish(throwing: error)
     }
 }

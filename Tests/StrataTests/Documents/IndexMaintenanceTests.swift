@@ -111,10 +111,10 @@ final class CallCounter: Sendable {
         let first = try await changeIterator.next()
         #expect(first?.map(\.id) == ["x", "y"])
         #expect(try await changeIterator.next()?.map(\.isDeletion) == [true])
-        // Closing the store ends both streams.
+        // Closing the store ends both streams by throwing `.closed`.
         try store.close()
-        #expect(try await iterator.next() == nil)
-        #expect(try await changeIterator.next() == nil)
+        await #expect(throws: StrataError.closed) { _ = try await iterator.next() }
+        await #expect(throws: StrataError.closed) { _ = try await changeIterator.next() }
     }
 
     @Test("a burst of commits coalesces; a cancelled live query is freed")
@@ -138,15 +138,15 @@ final class CallCounter: Sendable {
         }
         #expect(last?.rows == [QueryRow(key: nil, value: 200, documentID: nil)])
         #expect(seen <= 200)
-        #expect(db.state.live.withLock { $0.observers.count } == 1)
+        #expect(db.state.broadcaster.count == 1)
         let task = Task {
             for try await _ in try db.observe("cost", .all) {}
         }
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(db.state.live.withLock { $0.observers.count } == 2)
+        for _ in 0..<500 where db.state.broadcaster.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(db.state.broadcaster.count == 2)
         task.cancel()
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(db.state.live.withLock { $0.observers.count } == 1)
+        for _ in 0..<500 where db.state.broadcaster.count > 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(db.state.broadcaster.count == 1)
     }
 
     @Test("a changes() subscriber that falls more than 1,024 commits behind gets its buffer, then the end")
@@ -170,7 +170,8 @@ final class CallCounter: Sendable {
         }
         #expect(received == documentChangesBufferLimit)
         if case StrataError.subscriberOverflow? = ending {} else { Issue.record("the stream ended with \(String(describing: ending))") }
-        #expect(db.state.live.withLock { $0.subscribers.isEmpty })
+        db.state.broadcaster.waitForDeliveries()
+        #expect(db.state.broadcaster.count == 0)
         // The persistent feed has everything.
         #expect(try db.changes(since: UInt64(received)).changes.first?.id == "d\(received)")
     }

@@ -51,7 +51,8 @@ import Testing
         let room = try store.channel("room", of: Int64.self)
         let stream = try room.messages(bufferSize: 3)
         try room.publish(contentsOf: (0..<10).map { Int64($0) })
-        #expect(room.state.subscriberCountForTesting == 0, "the overflowed subscriber is gone")
+        room.state.broadcaster.waitForDeliveries()
+        #expect(room.state.broadcaster.count == 0, "the overflowed subscriber is gone")
         var received: [Int64] = []
         do {
             for try await m in stream { received.append(m.message) }
@@ -63,7 +64,7 @@ import Testing
         try room.publish(10)  // nobody listens: nothing grows
     }
 
-    @Test func closingTheStoreFinishesStreams() async throws {
+    @Test func closingTheStoreEndsStreamsWithClosed() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
@@ -72,7 +73,12 @@ import Testing
         try room.publish(1)
         try store.close()
         var received: [Int64] = []
-        for try await m in stream { received.append(m.message) }
+        do {
+            for try await m in stream { received.append(m.message) }
+            Issue.record("the stream ended without an error")
+        } catch {
+            #expect(error as? StrataError == .closed)
+        }
         #expect(received == [1])
     }
 
@@ -83,7 +89,7 @@ import Testing
         defer { try? store.close() }
         let room = try store.channel("room", of: Int64.self)
         let stream = try room.messages()
-        #expect(room.state.subscriberCountForTesting == 1)
+        #expect(room.state.broadcaster.count == 1)
         let task = Task {
             var n = 0
             for try await _ in stream { n += 1 }
@@ -92,8 +98,8 @@ import Testing
         try room.publish(1)
         task.cancel()
         _ = try? await task.value
-        for _ in 0..<100 where room.state.subscriberCountForTesting > 0 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(room.state.subscriberCountForTesting == 0)
+        for _ in 0..<100 where room.state.broadcaster.count > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(room.state.broadcaster.count == 0)
         try room.publish(2)
     }
 }

@@ -59,11 +59,12 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
         // The streams end as soon as the failure observer has run: no waiting on a stream that
         // would never end if they did not.
         store.engine.waitForFailureObserver()
-        #expect(series.state.subscriberCount == 0)
-        #expect(room.state.subscriberCountForTesting == 0)
-        #expect(db.state.live.withLock { $0.observers.isEmpty && $0.subscribers.isEmpty })
-        guard series.state.subscriberCount == 0, room.state.subscriberCountForTesting == 0,
-              db.state.live.withLock({ $0.observers.isEmpty && $0.subscribers.isEmpty }) else { return }
+        store.broadcaster.waitForDeliveries()
+        #expect(series.state.broadcaster.count == 0)
+        #expect(room.state.broadcaster.count == 0)
+        #expect(db.state.broadcaster.count == 0)
+        guard series.state.broadcaster.count == 0, room.state.broadcaster.count == 0,
+              db.state.broadcaster.count == 0 else { return }
 
         #expect(await endError(&events) as? StrataError == injected)
         #expect(await endError(&messages) as? StrataError == injected)
@@ -99,6 +100,7 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
         }
         let injected = try #require(failure)
         store.engine.waitForFailureObserver()
+        store.broadcaster.waitForDeliveries()
         // The channel's state is made only now, after the failure observer ran.
         let room = try store.channel("room", of: String.self)
         #expect(throws: injected) { _ = try room.messages() }

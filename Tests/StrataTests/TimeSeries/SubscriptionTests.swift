@@ -71,7 +71,7 @@ struct SubscriptionTests {
         defer { try? store.close() }
         let s = try store.timeSeries("m", of: Double.self, options: TimeSeriesOptions(subscriptionRange: .none))
         let streams = (0..<4).map { _ in s.subscribe() }
-        #expect(s.state.subscriberCount == 4)
+        #expect(s.state.broadcaster.count == 4)
         let writer = Task.detached {
             for i in 0..<200 { try s.append(Double(i)) }
         }
@@ -102,7 +102,8 @@ struct SubscriptionTests {
         try s.append(contentsOf: [0, 1, 2])
         let stream = s.subscribe()
         try s.append(contentsOf: (3..<100).map { Int64($0) })   // far more than 2 + 5
-        #expect(s.state.subscriberCount == 0)
+        s.state.broadcaster.waitForDeliveries()
+        #expect(s.state.broadcaster.count == 0)
         var received: [Int64] = []
         do {
             for try await e in stream { received.append(e.value) }
@@ -125,12 +126,12 @@ struct SubscriptionTests {
             for try await _ in s.subscribe() { n += 1 }
             return n
         }
-        await waitUntil { s.state.subscriberCount == 1 }
-        #expect(s.state.subscriberCount == 1)
+        await waitUntil { s.state.broadcaster.count == 1 }
+        #expect(s.state.broadcaster.count == 1)
         consumer.cancel()
         _ = try? await consumer.value
-        await waitUntil { s.state.subscriberCount == 0 }
-        #expect(s.state.subscriberCount == 0)
+        await waitUntil { s.state.broadcaster.count == 0 }
+        #expect(s.state.broadcaster.count == 0)
 
         let stream = s.subscribe()
         try s.append(1)

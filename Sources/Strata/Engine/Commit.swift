@@ -1,0 +1,66 @@
+/// What a commit changed, as the collection that made it describes it: the events of a series,
+/// the messages of a channel, the documents of a database. Participants read these before the
+/// commit (and may add records for them); observers read them after it, in commit order.
+///
+/// The engine never looks inside a change: each collection (and each feature built on the
+/// commit path) defines its own conforming types and recognises its own.
+protocol CommitChange: Sendable {}
+
+/// A committed batch, as observers see it: its sequence number and its logical changes.
+struct Commit: Sendable {
+    /// The commit's sequence number (``Engine/write(_:durability:)`` returns it): a snapshot
+    /// whose sequence is at least this sees the whole batch, one below it none of it.
+    let sequence: UInt64
+    /// The logical changes of the batch, in the order they were added.
+    let changes: [any CommitChange]
+}
+
+/// A batch on its way through the commit path: the records the engine writes, the logical
+/// changes they make, and what the collections do at the instant it becomes visible.
+///
+/// A collection builds one per write (or a ``Transaction`` one for several collections) and
+/// hands it to ``Engine/commit(_:)``: participants see ``changes`` and may add ``records``, then
+/// the records commit as one atomic write-ahead-log record, then ``onVisible`` runs, then
+/// observers are told.
+struct CommitBatch: Sendable {
+    /// The records; they commit all together or not at all.
+    var records = WriteBatch()
+    /// The logical changes of the records, for participants and observers.
+    var changes: [any CommitChange] = []
+    /// Run by the engine under its commit lock, in commit order, after the batch is durable and
+    /// applied and just before readers can see it: where a collection publishes its in-memory
+    /// head (a series' next sequence), so that a reader that sees any part of the batch also sees
+    /// every collection's head updated for it. Must be short and must not call the engine.
+    var onVisible: [@Sendable (_ sequence: UInt64) -> Void] = []
+    /// Overrides the store's durability for this batch.
+    var durability: Durability?
+
+    init(durability: Durability? = nil) {
+        self.durability = durability
+    }
+
+    /// A batch of records with no logical change (catalog entries, index builds).
+    init(records: WriteBatch) {
+        self.records = records
+    }
+
+    var isEmpty: Bool { records.isEmpty }
+
+    /// Appends everything of `other` (a transaction merges its collections' batches).
+    mutating func append(_ other: CommitBatch) {
+        records.append(other.records)
+        changes += other.changes
+        onVisible += other.onVisible
+    }
+}
+
+/// Takes part in every commit: before a batch is written, it sees the batch's logical changes
+/// and may add records to the same batch, so that what it derives (an outbox row, a revision, a
+/// feed entry) commits if and only if the change does.
+///
+/// Registered with ``Engine/register(_:)``; called on the committing thread, before the batch
+/// enters the commit queue, while the collection that made the batch holds its writer lock. A
+/// participant that throws fails the write (nothing of it commits).
+protocol CommitParticipant: AnyObject, Sendable {
+    func prepare(_ batch: inout CommitBatch) throws
+}

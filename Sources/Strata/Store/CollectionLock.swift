@@ -1,0 +1,58 @@
+/// The writer lock of one open collection, with the writer state it guards (a series' next
+/// sequence, a channel's head, a database's next change sequence).
+///
+/// A single write holds it for the write; a ``Transaction`` holds it from the first write of the
+/// collection in its body until the transaction commits or fails, so that the sequence numbers,
+/// timetokens and revisions it hands out stay valid until its batch commits. A write through the
+/// collection's own handle inside such a body (on the same task) would wait for itself: it throws
+/// ``StrataError/invalidArgument(_:)`` instead.
+final class CollectionLock<State>: @unchecked Sendable {
+    // `state` is only touched with `mutex` held, by `withLock` or by the transaction holding it.
+    private let mutex = ConditionLock()
+    private var state: State
+    /// What the lock is, for the error of a write that would wait for its own transaction.
+    private let what: String
+
+    init(_ state: State, what: String) {
+        self.state = state
+        self.what = what
+    }
+
+    /// Runs `body` with the lock held.
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` when the current task's transaction holds the
+    ///   lock (a direct write of a collection the transaction writes).
+    func withLock<R>(_ body: (inout State) throws -> R) throws -> R {
+        if let tx = TransactionScope.current, tx.holds(self) {
+            throw StrataError.invalidArgument("\(what) is being written by the transaction running on this task: "
+                                              + "write it through the transaction's handle, or after the transaction")
+        }
+        mutex.lock()
+        defer { mutex.unlock() }
+        return try body(&state)
+    }
+
+    /// Takes the lock for a transaction; it stays held until ``unlockForTransaction()``.
+    func lockForTransaction() { mutex.lock() }
+
+    /// Releases the lock a transaction took.
+    func unlockForTransaction() { mutex.unlock() }
+
+    /// The state, for the transaction holding the lock (and only for it).
+    var heldState: State {
+        get { state }
+        set { state = newValue }
+    }
+}
+
+/// The transaction running on the current task, if any: lets collection locks refuse a write
+/// that would wait for its own transaction, and ``Store/transaction(_:)`` refuse to nest.
+enum TransactionScope {
+    @TaskLocal static var current: (any TransactionHolding)?
+}
+
+/// What ``CollectionLock`` asks of the transaction running on its task.
+protocol TransactionHolding: AnyObject, Sendable {
+    /// Whether the transaction holds `lock`.
+    func holds(_ lock: AnyObject) -> Bool
+}

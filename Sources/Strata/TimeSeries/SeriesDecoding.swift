@@ -1,0 +1,5 @@
+/// What decoding an event record needs besides its bytes: the series' timestamp base and authors.
+struct SeriesDecoding: Sendable {
+    let base: Int64
+    let authors: [String]
+}
