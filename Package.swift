@@ -10,6 +10,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The library needs only swift-log 1.0's API; the tests' log handler implements
+        // `log(event:)`, which 1.11 added.
+        .package(url: "https://github.com/apple/swift-log", from: "1.11.0"),
     ],
     targets: [
         // liblz4 through pkg-config; Debian's liblz4-dev provides the header and the .pc file.
@@ -22,7 +25,7 @@ let package = Package(
         .target(name: "CStrataSupport"),
         .target(
             name: "Strata",
-            dependencies: ["CLZ4", "CStrataSupport"],
+            dependencies: ["CLZ4", "CStrataSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)],
             // Unicode collation of index keys uses the ICU the Swift toolchain ships for
             // Foundation on Linux (module `_FoundationICU`); nothing to install.

@@ -68,6 +68,7 @@ extension Engine {
         defer {
             log.close()
             fileLock.release()
+            diagnostics.drain()
         }
         if let failed { throw failed }
         do { try log.sync() } catch {

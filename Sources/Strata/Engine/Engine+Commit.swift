@@ -162,6 +162,8 @@ extension Engine {
     /// Makes sure the active memtable has room, switching to a new one (and a new log) when it is
     /// full and waiting when flushes are behind. Called by the commit leader with the lock held.
     func makeRoomForWrite(force: Bool = false) throws {
+        var stall = WriteStall()
+        defer { endStall(stall) }
         while true {
             if let e = writeError { throw e }
             if closed { throw StrataError.closed }
@@ -169,6 +171,7 @@ extension Engine {
                 // Too many sorted runs for reads to stay cheap: wait for compaction to catch up.
                 maybeScheduleCompaction()
                 if compacting {
+                    beginStall(&stall, .sortedRuns)
                     lock.wait()
                     continue
                 }
@@ -183,6 +186,7 @@ extension Engine {
                     throw e
                 }
                 scheduleFlush()
+                beginStall(&stall, .memtables)
                 lock.wait()
                 continue
             }

@@ -1,4 +1,5 @@
 import Dispatch
+import Logging
 import Synchronization
 
 // Compaction: universal picking of sorted runs, the merge that applies each keyspace's
@@ -48,7 +49,7 @@ extension Engine {
                     let e = Self.strataError(error, path: directory, operation: "compaction")
                     lock.withLock {
                         backgroundError = e
-                        noteBackgroundFailure(e)
+                        noteBackgroundFailure(e, during: "compaction")
                     }
                 }
             }
@@ -73,7 +74,12 @@ extension Engine {
 
     /// Merges `inputs` (consecutive runs, newest first) into one run and installs it in their place.
     func compact(_ inputs: [SortedRun], bottommost: Bool) throws {
+        let start = DispatchTime.now().uptimeNanoseconds
         let filters = lock.withLock { self.filters }
+        diagnostics(.debug, "Compaction started", [
+            "input.runs": "\(inputs.count)", "input.files": EngineLog.segmentNames(inputs.flatMap(\.numbers)),
+            "bottommost": "\(bottommost)",
+        ])
         let writer = RunWriter(directory: directory, options: options.segment,
                                targetFileSize: options.targetSegmentSize) { [self] in allocateFileNumber() }
         var written: [SegmentMetadata] = []
@@ -104,11 +110,11 @@ extension Engine {
             }
             written = try writer.finish()
         } catch {
-            if let e = writer.abandon() { lock.withLock { noteBackgroundFailure(e) } }
+            if let e = writer.abandon() { lock.withLock { noteBackgroundFailure(e, during: "compaction cleanup") } }
             throw error
         }
         let readers = try installable(written)
-        try lock.withLock {
+        let runs: Int = try lock.withLock {
             let inputNumbers = Set(inputs.flatMap(\.numbers))
             guard let start = version.runs.firstIndex(where: { $0 === inputs[0] }) else {
                 for r in readers { r.markObsolete() }
@@ -126,7 +132,26 @@ extension Engine {
             compactionBytesRead += inputs.reduce(0) { $0 + $1.fileSize }
             compactionBytesWritten += written.reduce(0) { $0 + $1.fileSize }
             for run in inputs { for s in run.segments where inputNumbers.contains(s.number) { s.markObsolete() } }
+            return version.runs.count
         }
+        diagnostics(.info, "Compacted sorted runs", compactionSummary(inputs, written, bottommost: bottommost, runs: runs, start: start))
+        diagnostics(.debug, "Compaction wrote segments", ["output.files": EngineLog.segmentNames(written.map(\.number))])
+    }
+
+    /// The metadata of a compaction's log message: what it read, wrote and reclaimed.
+    private func compactionSummary(_ inputs: [SortedRun], _ written: [SegmentMetadata], bottommost: Bool,
+                                   runs: Int, start: UInt64) -> Logger.Metadata {
+        let inputBytes = inputs.reduce(0) { $0 + $1.fileSize }
+        let outputBytes = written.reduce(0) { $0 + $1.fileSize }
+        let inputRecords = inputs.reduce(0) { $0 + $1.records }
+        let outputRecords = written.reduce(0) { $0 + $1.records }
+        return [
+            "input.runs": "\(inputs.count)", "input.segments": "\(inputs.reduce(0) { $0 + $1.segments.count })",
+            "input.bytes": "\(inputBytes)", "input.records": "\(inputRecords)",
+            "output.segments": "\(written.count)", "output.bytes": "\(outputBytes)", "output.records": "\(outputRecords)",
+            "reclaimed.bytes": inputBytes >= outputBytes ? "\(inputBytes - outputBytes)" : "-\(outputBytes - inputBytes)",
+            "bottommost": "\(bottommost)", "runs": "\(runs)", "duration.ms": "\(EngineLog.milliseconds(since: start))",
+        ]
     }
 
     /// Waits until no flush or compaction is running (one that failed does not restart by itself).

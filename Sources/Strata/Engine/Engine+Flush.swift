@@ -53,12 +53,15 @@ extension Engine {
     /// Flushes the oldest immutable memtable to a new sorted run and publishes it (FORMAT.md 9.2).
     func flushOne() {
         guard let memtable = lock.withLock({ writeError == nil ? immutables.last : nil }) else { return }
+        let start = DispatchTime.now().uptimeNanoseconds
         do {
             let written = try Self.writeRun(from: memtable, directory: directory, options: options,
                                             allocate: { [self] in allocateFileNumber() },
-                                            cleanupFailed: { [self] e in lock.withLock { noteBackgroundFailure(e) } })
+                                            cleanupFailed: { [self] e in
+                                                lock.withLock { noteBackgroundFailure(e, during: "flush cleanup") }
+                                            })
             let readers = try installable(written)
-            try lock.withLock {
+            let runs: Int = try lock.withLock {
                 var m = manifest
                 if !written.isEmpty { m.runs.insert(written, at: 0) }
                 let remaining = immutables.dropLast()
@@ -73,12 +76,20 @@ extension Engine {
                 immutables.removeLast()
                 backgroundError = nil
                 maybeScheduleCompaction()
+                return version.runs.count
             }
+            diagnostics(.info, "Flushed a memtable", [
+                "memtable.bytes": "\(memtable.approximateSize)", "memtable.log": "\(FileNames.log(memtable.logNumber))",
+                "output.segments": "\(written.count)", "output.bytes": "\(written.reduce(0) { $0 + $1.fileSize })",
+                "output.records": "\(written.reduce(0) { $0 + $1.records })", "runs": "\(runs)",
+                "duration.ms": "\(EngineLog.milliseconds(since: start))",
+            ])
+            diagnostics(.debug, "Flush wrote segments", ["output.files": EngineLog.segmentNames(written.map(\.number))])
         } catch {
             let e = Self.strataError(error, path: directory, operation: "flush")
             lock.withLock {
                 backgroundError = e
-                noteBackgroundFailure(e)
+                noteBackgroundFailure(e, during: "flush")
             }
             return
         }
@@ -87,7 +98,7 @@ extension Engine {
         let path = directory + "/" + FileNames.log(memtable.logNumber)
         do { try FileSystem.remove(path) } catch {
             let e = Self.strataError(error, path: path, operation: "unlink")
-            lock.withLock { noteBackgroundFailure(e) }
+            lock.withLock { noteBackgroundFailure(e, during: "deleting a flushed log") }
         }
     }
 
@@ -103,7 +114,7 @@ extension Engine {
                 let path = directory + "/" + FileNames.segment(s.number)
                 do { try FileSystem.remove(path) } catch {
                     let e = Self.strataError(error, path: path, operation: "unlink")
-                    lock.withLock { noteBackgroundFailure(e) }
+                    lock.withLock { noteBackgroundFailure(e, during: "deleting an unpublished segment") }
                 }
             }
             throw error

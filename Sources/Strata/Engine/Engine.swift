@@ -13,6 +13,8 @@ import Glibc
 final class Engine: @unchecked Sendable {
     let directory: String
     let options: EngineOptions
+    /// What the engine decides on its own, for ``StoreOptions/logger``.
+    let diagnostics: EngineLog
     /// Nil when `cacheSize` is 0.
     let cache: BlockCache?
 
@@ -71,6 +73,8 @@ final class Engine: @unchecked Sendable {
     var compactionBytesRead: UInt64 = 0
     var compactionBytesWritten: UInt64 = 0
     var mostRuns = 0
+    var writeStalls: UInt64 = 0
+    var writeStallNanoseconds: UInt64 = 0
 
     final class PendingWrite {
         let batch: WriteBatch
@@ -99,6 +103,7 @@ final class Engine: @unchecked Sendable {
     init(directory: String, options: EngineOptions) throws {
         self.directory = directory
         self.options = options
+        self.diagnostics = EngineLog(logger: options.logger, directory: directory)
         self.cache = options.cacheSize > 0 ? BlockCache(capacity: options.cacheSize) : nil
         try FileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock)
@@ -117,8 +122,23 @@ final class Engine: @unchecked Sendable {
             fileLock.release()
             throw error
         }
+        logRecovery()
         if options.durability == .buffered { startSyncTimer() }
         lock.withLock { maybeScheduleCompaction() }
+    }
+
+    /// Tells the log what open found: each torn tail it cut, and what it replayed.
+    private func logRecovery() {
+        for cut in recovery.cutTails {
+            diagnostics(.warning, "Cut a torn tail off a write-ahead log at open", [
+                "file": "\(cut.file)", "offset": "\(cut.offset)", "bytes": "\(cut.bytesCut)", "reason": "\(cut.reason)",
+            ])
+        }
+        diagnostics(.debug, "Opened the store", [
+            "logs.replayed": "\(recovery.logsReplayed)", "batches.replayed": "\(recovery.batchesReplayed)",
+            "runs": "\(version.runs.count)", "segments": "\(version.runs.reduce(0) { $0 + $1.segments.count })",
+            "sequence": "\(lastSequence)",
+        ])
     }
 
 
@@ -150,6 +170,8 @@ final class Engine: @unchecked Sendable {
         if writeError == nil {
             writeError = e
             notifyFailure(e)
+            diagnostics(.error, "The store failed: it accepts no more writes until it is reopened",
+                        ["error": "\(e)"])
         }
         lock.broadcast()
     }
@@ -187,14 +209,19 @@ final class Engine: @unchecked Sendable {
     /// Reports a failure of work after a commit (the write itself is durable and acknowledged),
     /// counted with the background failures in ``statistics``.
     func reportFailure(_ e: StrataError) {
-        lock.withLock { noteBackgroundFailure(e) }
+        lock.withLock { noteBackgroundFailure(e, during: "work after a commit") }
     }
 
-    /// Counts a failure of background work for ``statistics``. Called with the lock held.
-    func noteBackgroundFailure(_ e: StrataError) {
-        if e == .closed { return }  // a compaction stopped by close
+    /// Counts a failure of background work (`work` names it for the log) for ``statistics``.
+    /// Called with the lock held.
+    func noteBackgroundFailure(_ e: StrataError, during work: String) {
+        if e == .closed {  // a compaction stopped by close
+            diagnostics(.debug, "Background work stopped by close", ["work": "\(work)"])
+            return
+        }
         backgroundFailures += 1
         lastBackgroundError = e
+        diagnostics(.warning, "Background work failed; it will be retried", ["work": "\(work)", "error": "\(e)"])
     }
 
     // MARK: Reads
@@ -232,6 +259,8 @@ final class Engine: @unchecked Sendable {
                 compactionBytesWritten: compactionBytesWritten,
                 mostSortedRuns: mostRuns,
                 blockCacheBytes: cache?.size ?? 0,
+                writeStalls: writeStalls,
+                writeStallSeconds: Double(writeStallNanoseconds) / 1e9,
                 backgroundFailures: backgroundFailures,
                 lastBackgroundError: lastBackgroundError,
                 writeError: writeError)

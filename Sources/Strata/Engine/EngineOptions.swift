@@ -1,3 +1,5 @@
+import Logging
+
 /// When a write returns, relative to stable storage.
 public enum Durability: Sendable, Equatable {
     /// A write returns after its batch is on stable storage (`fdatasync` of the log).
@@ -27,6 +29,8 @@ struct EngineOptions: Sendable {
     var stopWritesRuns = 20
     /// Memtables waiting to be flushed before writers wait.
     var maxImmutableMemtables = 2
+    /// Where the engine reports what it decides on its own (``EngineLog``); nil is silent.
+    var logger: Logger?
 }
 
 /// What a compaction filter decides about a record.

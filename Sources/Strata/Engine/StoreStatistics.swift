@@ -29,6 +29,12 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
     public var mostSortedRuns: Int
     /// Bytes of decoded blocks in the block cache.
     public var blockCacheBytes: Int
+    /// Write stalls: times a write waited before it could start, because memtables were full and
+    /// flushes behind (``StoreOptions/memtableSize``), or because there were too many sorted runs
+    /// and compaction behind. Several writers waiting together count once.
+    public var writeStalls: UInt64 = 0
+    /// The time writes spent in those stalls, in seconds.
+    public var writeStallSeconds: Double = 0
     /// Background work that failed: flushes and compactions (each is retried later; while
     /// flushes fail, writes stall and then fail once ``StoreOptions`` allows no more memtables
     /// waiting), deletions of files no longer needed (retried at the next open), and work after
@@ -48,7 +54,7 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case sortedRuns, segments, segmentBytes, records, memtableBytes, immutableMemtables, lastSequence,
              bytesWritten, flushes, flushBytesWritten, compactions, compactionBytesRead, compactionBytesWritten,
-             mostSortedRuns, blockCacheBytes, backgroundFailures
+             mostSortedRuns, blockCacheBytes, writeStalls, writeStallSeconds, backgroundFailures
     }
 
     /// Segment bytes written by flushes and compactions per byte flushed: 1 means every byte

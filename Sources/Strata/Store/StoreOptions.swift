@@ -1,6 +1,7 @@
 import Foundation
+import Logging
 
-/// How a store is opened: durability, the author of its writes, and tuning.
+/// How a store is opened: durability, the author of its writes, tuning, and where it logs.
 ///
 /// ```swift
 /// var options = StoreOptions()
@@ -31,6 +32,30 @@ public struct StoreOptions: Sendable {
     /// The clock the store reads for default event timestamps and history timetokens. Default:
     /// the system clock. Timetokens stay strictly increasing even when it goes back.
     public var clock: @Sendable () -> Date = { Date() }
+    /// Where the store reports what it decides on its own, as RocksDB writes its LOG file.
+    /// Default nil: silent.
+    ///
+    /// - `.error`: a failure that stops writes (see ``StoreStatistics/writeError``).
+    /// - `.warning`: a torn tail cut off a write-ahead log at open (also in ``Store/recovery``),
+    ///   and a flush, compaction or file deletion that failed (retried; counted in
+    ///   ``StoreStatistics/backgroundFailures``).
+    /// - `.info`: each flush (memtable bytes to segment bytes) and compaction (its input and
+    ///   output runs, segments and bytes, and the bytes it reclaimed), and each write stall once
+    ///   it is over (writers waited for a flush or a compaction; counted in
+    ///   ``StoreStatistics/writeStalls``).
+    /// - `.debug`: the open, the start of a stall, the segment files each job read and wrote.
+    ///
+    /// Messages carry their data as metadata (`file`, `offset`, `input.bytes`, …) and the store's
+    /// directory as `strata.store`. The store calls the logger on a queue of its own, in order,
+    /// never while it holds a lock, and has handed over every message when ``Store/close()``
+    /// returns. Set the logger's `logLevel` to `.notice` to hear of problems only.
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.logger = Logger(label: "com.example.app.store")
+    /// let store = try Store.open(at: url, options: options)
+    /// ```
+    public var logger: Logger? = nil
 
     public init() {}
 
@@ -56,6 +81,7 @@ public struct StoreOptions: Sendable {
         e.targetSegmentSize = segmentSize
         e.cacheSize = cacheSize
         e.syncInterval = syncInterval
+        e.logger = logger
         return e
     }
 }
