@@ -8,11 +8,9 @@ struct Keyspace: Hashable, Sendable {
 
     init(id: UInt64) {
         self.id = id
-        var p: [UInt8] = []
-        let n = (64 - id.leadingZeroBitCount + 7) / 8
-        p.append(0x10 + UInt8(n))
-        for i in stride(from: n - 1, through: 0, by: -1) { p.append(UInt8(truncatingIfNeeded: id >> (8 * UInt64(i)))) }
-        self.prefix = p
+        var encoder = TupleKeyEncoder(reservingCapacity: 9)
+        encoder.append(id)
+        self.prefix = encoder.bytes
     }
 
     /// Collection catalog: names to ids, options, head state.
