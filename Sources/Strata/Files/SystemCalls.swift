@@ -207,6 +207,10 @@ enum SystemCalls {
         #endif
     }
 
+    static func removeDirectory(_ path: String) throws(Errno) {
+        if rmdir(path) != 0 { throw Errno.current }
+    }
+
     static func makeDirectory(_ path: String, permissions: UInt32) throws(Errno) {
         #if canImport(Glibc)
         if Glibc.mkdir(path, mode_t(permissions)) != 0 { throw Errno.current }

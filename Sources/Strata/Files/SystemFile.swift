@@ -213,6 +213,15 @@ enum FileSystem {
         } catch {}
     }
 
+    /// Removes an empty directory.
+    static func removeDirectory(_ path: String) throws {
+        do {
+            try SystemCalls.removeDirectory(path)
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "rmdir")
+        }
+    }
+
     static func createDirectory(_ path: String) throws {
         if let status = try? SystemCalls.status(path) {
             if status.isDirectory { return }

@@ -41,6 +41,21 @@ private func filesMatching(_ pattern: String, in files: [(path: String, text: St
         #expect(importers == ["Strata/Files/SystemCalls.swift"])
     }
 
+    /// Foundation re-exports the C library on Linux, so a file that imports Foundation compiles
+    /// with a raw call; this finds the calls Strata makes through the seam anywhere else.
+    @Test func noRawSystemCallOutsideTheSeam() throws {
+        // (`open`, `read`, `write`, `close`, `rename` are left out: Strata's own methods have them.)
+        let names = "memcmp|memcpy|memmove|pread|pwrite|fsync|fdatasync|fcntl|ftruncate|lseek|fstat|"
+            + "stat|unlink|mkdir|rmdir|opendir|readdir|closedir|flock|mmap|munmap|madvise|getpid|"
+            + "strerror|clock_gettime|pthread_[a-z_]+"
+        // A call of a free function: not a method (`.read(`), a declaration (`func read(`) or a
+        // label, and not in a comment.
+        let call = #"^(?!\s*//)[^"\n]*(?<![.\w])(?<!func )(?<!case )("# + names + #")\("#
+        let offenders = try filesMatching(call, in: try librarySources())
+            .filter { $0 != "Strata/Files/SystemCalls.swift" }
+        #expect(offenders == [])
+    }
+
     @Test func onlyTheLZ4SeamImportsLiblz4() throws {
         let importers = try filesMatching(#"^\s*(@\w+\s+)*import\s+CLZ4\b"#, in: try librarySources())
         #expect(importers == ["Strata/Format/LZ4.swift"])
