@@ -58,7 +58,9 @@ final class SystemFile: Sendable {
 
     static func open(_ path: String, flags: OpenFlags, permissions: UInt32 = 0o644) throws -> SystemFile {
         try IOFaultInjection.check(.open, path)
-        let fd = try failing(path, "open") { () throws(Errno) in try SystemCalls.open(path, flags, permissions: permissions) }
+        let fd = try failing(path, "open") { () throws(Errno) in
+            try SystemCalls.open(path, flags, permissions: permissions)
+        }
         if !flags.isDisjoint(with: [.create, .truncate]) { IOObserver.report(.opened(path: path, descriptor: fd)) }
         return SystemFile(descriptor: fd, path: path)
     }
