@@ -15,11 +15,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.11.0"),
     ],
     targets: [
-        // liblz4 through pkg-config; Debian's liblz4-dev provides the header and the .pc file.
+        // liblz4 through pkg-config; Debian's liblz4-dev and Homebrew's lz4 provide the header
+        // and the .pc file. Only Sources/Strata/Format/LZ4.swift imports it.
         .systemLibrary(
             name: "CLZ4",
             pkgConfig: "liblz4",
-            providers: [.apt(["liblz4-dev"])]
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
         // Small C helpers the byte layers need: hardware CRC32C and acquire/release atomics.
         .target(name: "CStrataSupport"),

@@ -29,6 +29,8 @@ import Strata
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Writes `line` plus a newline to standard output with one unbuffered write.

@@ -6,11 +6,23 @@
 
 /// Extends a CRC32C (Castagnoli) over `length` bytes. `crc` is the running value as returned by a
 /// previous call (0 to start); the usual pre/post inversion happens inside. Uses the SSE4.2 `crc32`
-/// instruction when the CPU has it, a slicing-by-8 table otherwise.
+/// instruction when the x86-64 CPU has it, the ARMv8 `crc32c` instructions on an AArch64 build
+/// with the CRC extension, a slicing-by-8 table otherwise.
 uint32_t strata_crc32c_extend(uint32_t crc, const void *data, size_t length);
 
-/// 1 when `strata_crc32c_extend` uses the hardware instruction on this CPU.
+/// 1 when `strata_crc32c_extend` uses a hardware instruction on this CPU.
 int strata_crc32c_is_hardware(void);
+
+/// Which path `strata_crc32c_extend` takes here: 0 the software table, 1 SSE4.2, 2 ARMv8 CRC32.
+int strata_crc32c_hardware_kind(void);
+
+/// `strata_crc32c_extend` through the software table, whatever the CPU (for tests that compare
+/// the paths).
+uint32_t strata_crc32c_extend_software(uint32_t crc, const void *data, size_t length);
+
+/// `strata_crc32c_extend` through the hardware instruction: returns 1 and stores the value in
+/// `*result`, or returns 0 when this build or CPU has none.
+int strata_crc32c_extend_hardware(uint32_t crc, const void *data, size_t length, uint32_t *result);
 
 /// Acquire load / release store of a pointer-sized word, for the memtable's lock-free readers.
 static inline uintptr_t strata_atomic_load_acquire(const uintptr_t *p) {

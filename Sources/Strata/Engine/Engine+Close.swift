@@ -1,7 +1,4 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // Durability of buffered writes (the sync timer and `sync()`) and closing.
 extension Engine {

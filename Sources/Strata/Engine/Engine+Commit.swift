@@ -1,7 +1,4 @@
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // The commit queue: group commit of write batches through the write-ahead log into the
 // active memtable, and the switch to a new memtable and log when it is full.
@@ -129,7 +126,7 @@ extension Engine {
         } catch let e as StrataError {
             failure = e
         } catch {
-            failure = .io(path: log.path, errno: EIO, operation: "write")
+            failure = .io(path: log.path, errno: Errno.ioError.code, operation: "write")
         }
 
         lock.lock()

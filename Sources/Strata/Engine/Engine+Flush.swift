@@ -1,7 +1,4 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // Flush: an immutable memtable becomes a sorted run of segment files, published by a
 // manifest edit (FORMAT.md 9.2); the log it came from is then deleted.

@@ -1,8 +1,5 @@
 import Dispatch
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The storage engine under every collection: atomic batches through a group-committed
 /// write-ahead log into a memtable, flushed to sorted segment files, merged in the background.
@@ -161,7 +158,7 @@ final class Engine: @unchecked Sendable {
 
     /// `error` as a ``StrataError``: any other error becomes an I/O error of `operation` on `path`.
     static func strataError(_ error: Error, path: String, operation: String) -> StrataError {
-        error as? StrataError ?? .io(path: path, errno: EIO, operation: operation)
+        error as? StrataError ?? .io(path: path, errno: Errno.ioError.code, operation: operation)
     }
 
     /// Enters the failed state (see `writeError`) and tells the failure observer, once. Called

@@ -15,11 +15,9 @@ struct Keyspace: Hashable, Sendable {
     init(id: UInt64, name: String = "") {
         self.id = id
         self.name = name
-        var p: [UInt8] = []
-        let n = (64 - id.leadingZeroBitCount + 7) / 8
-        p.append(0x10 + UInt8(n))
-        for i in stride(from: n - 1, through: 0, by: -1) { p.append(UInt8(truncatingIfNeeded: id >> (8 * UInt64(i)))) }
-        self.prefix = p
+        var encoder = TupleKeyEncoder(reservingCapacity: 9)
+        encoder.append(id)
+        self.prefix = encoder.bytes
     }
 
     static func == (a: Keyspace, b: Keyspace) -> Bool { a.id == b.id }

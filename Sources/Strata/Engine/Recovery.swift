@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Opening a store: reading what is on disk, replaying the logs, and making the result durable
 /// (FORMAT.md 4.5). Called by ``Engine`` once it holds the lock.
 ///

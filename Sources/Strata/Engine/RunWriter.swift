@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Writes one sorted run: records in key order into as many segment files as the target size
 /// asks for, plus the run's range tombstones. Used by flushes and compactions alike.
 final class RunWriter {
@@ -67,7 +63,7 @@ final class RunWriter {
         for m in finished {
             let path = directory + "/" + FileNames.segment(m.number)
             do { try FileSystem.remove(path) } catch {
-                if failure == nil { failure = error as? StrataError ?? .io(path: path, errno: EIO, operation: "unlink") }
+                if failure == nil { failure = error as? StrataError ?? .io(path: path, errno: Errno.ioError.code, operation: "unlink") }
             }
         }
         finished = []

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The store's `LOCK` file, held with `flock(LOCK_EX | LOCK_NB)` while the store is open.
 ///
 /// The file's content is the owning process id (for people; the lock is the `flock`). The lock
@@ -13,19 +7,19 @@ final class FileLock: Sendable {
     private let file: SystemFile
 
     init(path: String) throws {
-        let f = try SystemFile.open(path, flags: O_RDWR | O_CREAT)
+        let f = try SystemFile.open(path, flags: [.readWrite, .create])
         try IOFaultInjection.check(.flock, path)
-        while flock(f.descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
+        do {
+            try SystemCalls.lockExclusive(f.descriptor)
+        } catch {
             f.close()
-            if code == EWOULDBLOCK { throw StrataError.locked(path: path) }
-            throw StrataError.io(path: path, errno: code, operation: "flock")
+            if error == .wouldBlock { throw StrataError.locked(path: path) }
+            throw StrataError.io(path: path, errno: error.code, operation: "flock")
         }
         self.path = path
         self.file = f
         try? f.truncate(to: 0)
-        _ = try? f.write(Array("\(getpid())\n".utf8))
+        _ = try? f.write(Array("\(SystemCalls.processID)\n".utf8))
     }
 
     /// Releases the lock.
@@ -35,7 +29,7 @@ final class FileLock: Sendable {
     /// holds a copy of every descriptor until its `exec` closes the close-on-exec ones. In that
     /// window a close-then-reopen of the store in this process failed with `.locked`.
     func release() {
-        _ = flock(file.descriptor, LOCK_UN)
+        SystemCalls.unlock(file.descriptor)
         file.close()
     }
 }

@@ -6,13 +6,14 @@ enum IOEvent: Sendable {
     case opened(path: String, descriptor: Int32)
     /// `write` handed `count` bytes to the OS.
     case wrote(path: String, descriptor: Int32, count: Int)
-    /// `fdatasync` of a file returned.
+    /// A data sync of a file returned (``SystemCalls/syncData(_:)``: `fdatasync`, or
+    /// `F_FULLFSYNC` on Darwin).
     case synced(path: String, descriptor: Int32)
     /// `ftruncate` to `size` returned.
     case truncated(path: String, descriptor: Int32, size: Int)
     case renamed(from: String, to: String)
     case removed(path: String)
-    /// `fsync` of a directory returned.
+    /// A sync of a directory returned (``SystemCalls/syncAll(_:)``).
     case syncedDirectory(path: String)
     case createdDirectory(path: String)
 }

@@ -73,7 +73,7 @@ final class LogWriter: @unchecked Sendable {
     init(path: String, number: UInt64) throws {
         self.path = path
         self.number = number
-        self.file = try SystemFile.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
+        self.file = try SystemFile.open(path, flags: [.writeOnly, .create, .exclusive, .append])
         let header = LogFormat.header(logNumber: number)
         do { try file.write(header) } catch { file.close(); throw error }
         self.size = header.count
@@ -94,7 +94,3 @@ final class LogWriter: @unchecked Sendable {
 
     func close() { file.close() }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reads the records of a log file, front to back (FORMAT.md 4.3).
 ///
 /// A log ends in one of three ways: cleanly; with a *torn tail* — what a crash in the middle of
@@ -44,7 +40,7 @@ struct LogReader {
 
     /// Reads and checks the whole log.
     init(path: String) throws {
-        let bytes = try SystemFile.withFile(path, flags: O_RDONLY) { (f) in
+        let bytes = try SystemFile.withFile(path, flags: .readOnly) { (f) in
             try f.read(at: 0, count: try f.size())
         }
         try self.init(path: path, bytes: bytes)

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The store's table of contents (FORMAT.md, "Manifest"): which segment files are live, in which
 /// sorted runs, and the counters recovery resumes from.
 ///
@@ -135,7 +131,7 @@ struct Manifest: Equatable, Sendable {
     static func read(directory: String) throws -> Manifest? {
         let path = directory + "/" + FileNames.manifest
         guard FileSystem.exists(path) else { return nil }
-        let bytes = try SystemFile.withFile(path, flags: O_RDONLY) { (f) in
+        let bytes = try SystemFile.withFile(path, flags: .readOnly) { (f) in
             try f.read(at: 0, count: try f.size())
         }
         return try decode(bytes, file: path)

@@ -27,12 +27,8 @@ struct SegmentProperties: Equatable, Sendable {
     /// The keyspace of a key: its leading unsigned tuple element, or `UInt64.max` ("no keyspace")
     /// when the key does not start with one.
     static func keyspace(of key: UnsafeRawBufferPointer) -> UInt64 {
-        guard let tag = key.first, tag >= 0x10, tag <= 0x18 else { return .max }
-        let n = Int(tag - 0x10)
-        guard key.count >= 1 + n else { return .max }
-        var v: UInt64 = 0
-        for i in 0..<n { v = (v << 8) | UInt64(key[1 + i]) }
-        return v
+        var offset = 0
+        return TupleKey.readUInt(key, at: &offset) ?? .max
     }
 
     /// Accounts for one record, added in key order.

@@ -1,7 +1,4 @@
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Reads a segment file through a read-only memory map of the whole file.
 ///
@@ -32,7 +29,7 @@ final class SegmentReader: @unchecked Sendable {
         self.path = path
         self.number = number
         self.cache = cache
-        let file = try SystemFile.open(path, flags: O_RDONLY)
+        let file = try SystemFile.open(path, flags: .readOnly)
         var mapped: UnsafeRawBufferPointer?
         do {
             let size = try file.size()
@@ -44,10 +41,12 @@ final class SegmentReader: @unchecked Sendable {
                 throw StrataError.corrupted(file: path, offset: 0, reason: "file of \(size) bytes is too short for a segment")
             }
             try IOFaultInjection.check(.mmap, path)
-            guard let p = mmap(nil, size, PROT_READ, MAP_SHARED, file.descriptor, 0), p != MAP_FAILED else {
-                throw StrataError.io(path: path, errno: errno, operation: "mmap")
+            let m: UnsafeRawBufferPointer
+            do {
+                m = try SystemCalls.mapReadOnly(file.descriptor, count: size)
+            } catch {
+                throw StrataError.io(path: path, errno: error.code, operation: "mmap")
             }
-            let m = UnsafeRawBufferPointer(start: UnsafeRawPointer(p), count: size)
             mapped = m
             self.fileSize = size
             self.file = file
@@ -95,14 +94,14 @@ final class SegmentReader: @unchecked Sendable {
             self.rangeTombstones = tombstones
             self.root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil)
         } catch {
-            if let mapped { munmap(UnsafeMutableRawPointer(mutating: mapped.baseAddress), mapped.count) }
+            if let mapped { SystemCalls.unmap(mapped) }
             file.close()
             throw error
         }
     }
 
     deinit {
-        munmap(UnsafeMutableRawPointer(mutating: map.baseAddress), map.count)
+        SystemCalls.unmap(map)
         file.close()
         if obsolete.load(ordering: .acquiring) {
             cache?.evict(file: number)

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a segment file holds, as the manifest records it.
 struct SegmentMetadata: Equatable, Sendable {
     var number: UInt64
@@ -53,7 +49,7 @@ final class SegmentWriter {
         self.tempPath = finalPath + ".tmp"
         self.options = options
         self.data = BlockBuilder(restartInterval: options.restartInterval)
-        self.file = try SystemFile.open(tempPath, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        self.file = try SystemFile.open(tempPath, flags: [.writeOnly, .create, .truncate])
         out.reserveCapacity(1 << 20)
     }
 
@@ -198,7 +194,7 @@ final class SegmentWriter {
     @discardableResult
     func abandon() -> StrataError? {
         file.close()
-        do { try FileSystem.remove(tempPath) } catch { return error as? StrataError ?? .io(path: tempPath, errno: EIO, operation: "unlink") }
+        do { try FileSystem.remove(tempPath) } catch { return error as? StrataError ?? .io(path: tempPath, errno: Errno.ioError.code, operation: "unlink") }
         return nil
     }
 }

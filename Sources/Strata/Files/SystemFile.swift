@@ -1,10 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The system calls Strata makes, named for error messages and fault injection.
 enum IOOperation: String, Sendable {
@@ -31,9 +26,9 @@ enum IOFaultInjection {
     }
 }
 
-/// The one owner of an open file descriptor, with the path it was opened from. Every call retries
-/// `EINTR`, and every failure is a ``StrataError/io(path:errno:operation:)`` naming the path and
-/// the call.
+/// The one owner of an open file descriptor, with the path it was opened from. Every call goes
+/// through ``SystemCalls`` (which retries `EINTR`), and every failure is a
+/// ``StrataError/io(path:errno:operation:)`` naming the path and the call.
 ///
 /// The descriptor is closed exactly once: by ``close()`` or, failing that, when the last reference
 /// goes away. A call that is under way when another thread closes the file keeps the descriptor
@@ -57,32 +52,38 @@ final class SystemFile: Sendable {
 
     deinit { close() }
 
-    /// The raw descriptor, or -1 once closed: only for calls this type does not wrap (`mmap`,
-    /// `flock`), made while the caller keeps the file open.
+    /// The raw descriptor, or -1 once closed: only for the calls of ``SystemCalls`` this type does
+    /// not wrap (`mmap`, `flock`), made while the caller keeps the file open.
     var descriptor: Int32 { state.withLock { $0.closeRequested ? -1 : $0.descriptor } }
 
-    static func open(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> SystemFile {
+    static func open(_ path: String, flags: OpenFlags, permissions: UInt32 = 0o644) throws -> SystemFile {
         try IOFaultInjection.check(.open, path)
-        while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
-            if fd >= 0 {
-                if flags & (O_CREAT | O_TRUNC) != 0 { IOObserver.report(.opened(path: path, descriptor: fd)) }
-                return SystemFile(descriptor: fd, path: path)
-            }
-            if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "open") }
+        let fd = try failing(path, "open") { () throws(Errno) in
+            try SystemCalls.open(path, flags, permissions: permissions)
+        }
+        if !flags.isDisjoint(with: [.create, .truncate]) { IOObserver.report(.opened(path: path, descriptor: fd)) }
+        return SystemFile(descriptor: fd, path: path)
+    }
+
+    /// Runs a system call, turning its `Errno` into a ``StrataError/io(path:errno:operation:)``.
+    private static func failing<R>(_ path: String, _ op: String, _ call: () throws(Errno) -> R) throws -> R {
+        do {
+            return try call()
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: op)
         }
     }
 
     /// Runs `body` with the descriptor, which stays open until `body` returns.
-    private func using<R>(_ op: String, _ body: (Int32) throws -> R) throws -> R {
+    private func using<R>(_ op: String, _ body: (Int32) throws(Errno) -> R) throws -> R {
         let fd: Int32? = state.withLock { s in
             guard !s.closeRequested else { return nil }
             s.users += 1
             return s.descriptor
         }
-        guard let fd else { throw StrataError.io(path: path, errno: EBADF, operation: op) }
+        guard let fd else { throw StrataError.io(path: path, errno: Errno.badFileDescriptor.code, operation: op) }
         defer { release() }
-        return try body(fd)
+        return try Self.failing(path, op) { () throws(Errno) in try body(fd) }
     }
 
     /// Ends a call or a close; whichever comes last closes the descriptor.
@@ -98,22 +99,14 @@ final class SystemFile: Sendable {
             defer { s.descriptor = -1 }
             return s.descriptor
         }
-        if let fd { _ = Glibc.close(fd) }  // not retried on EINTR on Linux: the fd is gone either way
+        if let fd { SystemCalls.close(fd) }
     }
 
     /// Writes all of `bytes` at the current offset.
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         try IOFaultInjection.check(.write, path)
-        try using("write") { descriptor in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw StrataError.io(path: path, errno: errno, operation: "write")
-                }
-                done += n
-            }
+        try using("write") { (descriptor) throws(Errno) in
+            try SystemCalls.writeAll(descriptor, bytes)
             IOObserver.report(.wrote(path: path, descriptor: descriptor, count: bytes.count))
         }
     }
@@ -125,72 +118,55 @@ final class SystemFile: Sendable {
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
     func read(at offset: Int, count: Int) throws -> [UInt8] {
         try IOFaultInjection.check(.read, path)
-        return try using("read") { descriptor in
+        return try using("read") { (descriptor) throws(Errno) in
             var out = [UInt8](repeating: 0, count: count)
-            var done = 0
-            let err: Int32? = out.withUnsafeMutableBytes { buf in
-                while done < count {
-                    let n = pread(descriptor, buf.baseAddress! + done, count - done, off_t(offset + done))
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        return errno
-                    }
-                    if n == 0 { break }
-                    done += n
+            var failure: Errno?
+            let done = out.withUnsafeMutableBytes { buffer in
+                do throws(Errno) {
+                    return try SystemCalls.read(descriptor, into: buffer, at: offset)
+                } catch {
+                    failure = error
+                    return 0
                 }
-                return nil
             }
-            if let err { throw StrataError.io(path: path, errno: err, operation: "read") }
+            if let failure { throw failure }
             out.removeLast(count - done)
             return out
         }
     }
 
-    /// `fdatasync`: the file's data (and the size) on stable storage.
+    /// The file's data (and the size) on stable storage: ``SystemCalls/syncData(_:)``, which is
+    /// `fdatasync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
     func sync() throws {
         try IOFaultInjection.check(.fsync, path)
-        try using("fsync") { descriptor in
-            while fdatasync(descriptor) != 0 {
-                if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
-            }
+        try using("fsync") { (descriptor) throws(Errno) in
+            try SystemCalls.syncData(descriptor)
             IOObserver.report(.synced(path: path, descriptor: descriptor))
         }
     }
 
-    /// `fsync`: the file and its metadata; for a directory, the entries created, renamed or
-    /// removed in it.
+    /// The file and its metadata; for a directory, the entries created, renamed or removed in
+    /// it: ``SystemCalls/syncAll(_:)``, which is `fsync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
     func syncAll() throws {
         try IOFaultInjection.check(.fsync, path)
-        try using("fsync") { descriptor in
-            while fsync(descriptor) != 0 {
-                if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "fsync") }
-            }
-        }
+        try using("fsync") { (descriptor) throws(Errno) in try SystemCalls.syncAll(descriptor) }
     }
 
     func truncate(to size: Int) throws {
         try IOFaultInjection.check(.ftruncate, path)
-        try using("ftruncate") { descriptor in
-            while ftruncate(descriptor, off_t(size)) != 0 {
-                if errno != EINTR { throw StrataError.io(path: path, errno: errno, operation: "ftruncate") }
-            }
+        try using("ftruncate") { (descriptor) throws(Errno) in
+            try SystemCalls.truncate(descriptor, to: size)
             IOObserver.report(.truncated(path: path, descriptor: descriptor, size: size))
         }
     }
 
     func size() throws -> Int {
         try IOFaultInjection.check(.fstat, path)
-        return try using("fstat") { descriptor in
-            var st = stat()
-            guard fstat(descriptor, &st) == 0 else { throw StrataError.io(path: path, errno: errno, operation: "fstat") }
-            return Int(st.st_size)
-        }
+        return try using("fstat") { (descriptor) throws(Errno) in try SystemCalls.size(descriptor) }
     }
 
     func seekToEnd() throws {
-        try using("lseek") { descriptor in
-            if lseek(descriptor, 0, SEEK_END) < 0 { throw StrataError.io(path: path, errno: errno, operation: "lseek") }
-        }
+        try using("lseek") { (descriptor) throws(Errno) in try SystemCalls.seekToEnd(descriptor) }
     }
 
     /// Closes the descriptor, at once or when the calls under way return. Later calls, a second
@@ -201,10 +177,10 @@ final class SystemFile: Sendable {
 
     /// Runs `body` with the file, closing it afterwards whatever happens.
     static func withFile<R>(
-        _ path: String, flags: Int32, mode: mode_t = 0o644,
+        _ path: String, flags: OpenFlags, permissions: UInt32 = 0o644,
         _ body: (SystemFile) throws -> R
     ) throws -> R {
-        let file = try open(path, flags: flags, mode: mode)
+        let file = try open(path, flags: flags, permissions: permissions)
         defer { file.close() }
         return try body(file)
     }
@@ -213,7 +189,7 @@ final class SystemFile: Sendable {
 /// Directory-level operations: the directory sync after creates, renames and deletes.
 enum FileSystem {
     static func syncDirectory(_ path: String) throws {
-        let dir = try SystemFile.open(path, flags: O_RDONLY | O_DIRECTORY)
+        let dir = try SystemFile.open(path, flags: [.readOnly, .directory])
         defer { dir.close() }
         try dir.syncAll()
         IOObserver.report(.syncedDirectory(path: path))
@@ -221,61 +197,73 @@ enum FileSystem {
 
     static func rename(_ from: String, _ to: String) throws {
         try IOFaultInjection.check(.rename, to)
-        if Glibc.rename(from, to) != 0 { throw StrataError.io(path: to, errno: errno, operation: "rename") }
+        do {
+            try SystemCalls.rename(from, to)
+        } catch {
+            throw StrataError.io(path: to, errno: error.code, operation: "rename")
+        }
         IOObserver.report(.renamed(from: from, to: to))
     }
 
     static func remove(_ path: String) throws {
         try IOFaultInjection.check(.unlink, path)
-        if unlink(path) == 0 {
+        do {
+            try SystemCalls.unlink(path)
             IOObserver.report(.removed(path: path))
-        } else if errno != ENOENT {
-            throw StrataError.io(path: path, errno: errno, operation: "unlink")
+        } catch where error != .noSuchFileOrDirectory {
+            throw StrataError.io(path: path, errno: error.code, operation: "unlink")
+        } catch {}
+    }
+
+    /// Removes an empty directory.
+    static func removeDirectory(_ path: String) throws {
+        do {
+            try SystemCalls.removeDirectory(path)
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "rmdir")
         }
     }
 
     static func createDirectory(_ path: String) throws {
-        var st = stat()
-        if stat(path, &st) == 0 {
-            if (st.st_mode & S_IFMT) == S_IFDIR { return }
-            throw StrataError.io(path: path, errno: ENOTDIR, operation: "mkdir")
+        if let status = try? SystemCalls.status(path) {
+            if status.isDirectory { return }
+            throw StrataError.io(path: path, errno: Errno.notDirectory.code, operation: "mkdir")
         }
         // Create parents first, like `mkdir -p`.
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty && parent != path && parent != "/" { try createDirectory(parent) }
         try IOFaultInjection.check(.mkdir, path)
-        if mkdir(path, 0o755) == 0 {
-            IOObserver.report(.createdDirectory(path: path))
-            // A new directory's entry is durable only once its parent is synced (FORMAT.md §9.1).
-            try syncDirectory(parent.isEmpty ? "." : parent)
-        } else if errno != EEXIST {
-            throw StrataError.io(path: path, errno: errno, operation: "mkdir")
+        do {
+            try SystemCalls.makeDirectory(path, permissions: 0o755)
+        } catch where error == .fileExists {
+            return
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "mkdir")
         }
+        IOObserver.report(.createdDirectory(path: path))
+        // A new directory's entry is durable only once its parent is synced (FORMAT.md §9.1).
+        try syncDirectory(parent.isEmpty ? "." : parent)
     }
 
     static func exists(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0
+        (try? SystemCalls.status(path)) != nil
     }
 
     static func fileSize(_ path: String) throws -> Int {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw StrataError.io(path: path, errno: errno, operation: "stat") }
-        return Int(st.st_size)
+        do {
+            return try SystemCalls.status(path).size
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "stat")
+        }
     }
 
     static func listDirectory(_ path: String) throws -> [String] {
         try IOFaultInjection.check(.readdir, path)
-        guard let dir = opendir(path) else { throw StrataError.io(path: path, errno: errno, operation: "opendir") }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
+        do {
+            return try SystemCalls.directoryEntries(path)
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "opendir")
         }
-        return names
     }
 
     /// Writes `bytes` to `path` atomically: a temporary file, synced, renamed over `path`,
@@ -291,7 +279,7 @@ enum FileSystem {
     static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String,
                                 mayHaveReplaced: inout Bool) throws {
         let temp = path + ".tmp"
-        try SystemFile.withFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC) { (f) in
+        try SystemFile.withFile(temp, flags: [.writeOnly, .create, .truncate]) { (f) in
             try f.write(bytes)
             try f.sync()
         }

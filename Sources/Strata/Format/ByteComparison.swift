@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The one key order of every file: unsigned byte-wise lexicographic, a prefix first.
 enum ByteComparison {
     @inline(__always)
@@ -11,7 +5,7 @@ enum ByteComparison {
         let n = min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
             if n > 64 {
-                let c = memcmp(pa, pb, n)
+                let c = SystemCalls.compareMemory(pa, pb, count: n)
                 if c != 0 { return c < 0 ? -1 : 1 }
             } else {
                 // Short keys (the common case): eight bytes at a time, compared as big-endian words.

@@ -1,6 +1,8 @@
 import CStrataSupport
 
-/// CRC32C (Castagnoli), computed with the SSE4.2 instruction where the CPU has it.
+/// CRC32C (Castagnoli), computed with the CPU's instruction where it has one (SSE4.2 on x86-64,
+/// the CRC extension on ARMv8) and a software table otherwise — all in the C helper
+/// `Sources/CStrataSupport/crc32c.c`, which only this file calls.
 ///
 /// Stored checksums are *masked* (rotated and offset, as LevelDB does) so that the CRC of data
 /// that itself contains CRCs stays strong. Every checksum Strata writes to disk is a masked one.
@@ -37,4 +39,29 @@ enum CRC32C {
 
     /// Whether the hardware instruction is in use on this machine.
     static var isHardwareAccelerated: Bool { strata_crc32c_is_hardware() != 0 }
+
+    /// The way `checksum(_:extending:)` computes here, for people.
+    static var implementation: String {
+        switch strata_crc32c_hardware_kind() {
+        case 1: return "x86-64 SSE4.2"
+        case 2: return "ARMv8 CRC32"
+        default: return "software table"
+        }
+    }
+
+    /// One of the implementations, for tests that check they agree.
+    enum Path: CaseIterable, Sendable { case software, hardware }
+
+    /// The CRC through `path`, or nil when this build or CPU lacks it (hardware).
+    static func checksum(_ bytes: UnsafeRawBufferPointer, extending crc: UInt32 = 0, using path: Path) -> UInt32? {
+        if path == .hardware && strata_crc32c_hardware_kind() == 0 { return nil }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
+        switch path {
+        case .software:
+            return strata_crc32c_extend_software(crc, base, bytes.count)
+        case .hardware:
+            var result: UInt32 = 0
+            return strata_crc32c_extend_hardware(crc, base, bytes.count, &result) != 0 ? result : nil
+        }
+    }
 }

@@ -1,9 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Every error Strata throws.
 ///
@@ -56,7 +51,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupportedFormatVersion(let file, let found):
             return "\(file) has format version \(found), which this build of Strata does not read"
         case .io(let path, let code, let operation):
-            return "\(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))"
+            return "\(operation) failed for \(path): \(Errno.message(code)) (errno \(code))"
         case .notFound(let what):
             return "not found: \(what)"
         case .conflict(let what):

@@ -95,9 +95,7 @@ struct TupleKeyEncoder: Sendable {
 
     /// Appends an unsigned integer: `0x10 + n`, then the `n` significant bytes big-endian.
     mutating func append(_ value: UInt64) {
-        let count = TupleKey.significantByteCount(value)
-        bytes.append(TupleKey.TypeCode.uintZero &+ UInt8(truncatingIfNeeded: count))
-        appendBigEndian(value, count: count)
+        TupleKey.appendUInt(value, to: &bytes)
     }
 
     /// Appends a signed integer.
@@ -532,6 +530,48 @@ enum TupleKey {
         var out = ""
         renderTuple(elements, into: &out)
         return out
+    }
+
+    // MARK: - Unsigned integers on hot paths
+
+    /// Appends the encoding of one unsigned integer element to `out` — the bytes
+    /// `TupleKeyEncoder.append(_: UInt64)` writes — for hot paths that reuse a buffer of their
+    /// own (keys of time-series events and history messages). Allocates nothing beyond the
+    /// buffer's growth.
+    @inline(__always)
+    static func appendUInt(_ value: UInt64, to out: inout [UInt8]) {
+        let count = significantByteCount(value)
+        out.append(TypeCode.uintZero &+ UInt8(truncatingIfNeeded: count))
+        var shift = count &* 8
+        while shift > 0 {
+            shift &-= 8
+            out.append(UInt8(truncatingIfNeeded: value &>> UInt64(shift)))
+        }
+    }
+
+    /// Reads the unsigned integer element at `offset` of `bytes` and moves `offset` past it; nil,
+    /// with `offset` unchanged, when the bytes there are not one.
+    ///
+    /// Accepts exactly what ``TupleKeyDecoder/nextUInt()`` accepts — the type byte `0x10...0x18`,
+    /// all its body bytes present, the shortest form (no leading 0x00) — without throwing or
+    /// allocating, for decoding keys in cursors.
+    @inline(__always)
+    static func readUInt(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) -> UInt64? {
+        guard offset >= 0, offset < bytes.count else { return nil }
+        let type = bytes[offset]
+        guard type >= TypeCode.uintZero, type <= TypeCode.uintZero &+ 8 else { return nil }
+        let count = Int(type &- TypeCode.uintZero)
+        guard bytes.count &- offset &- 1 >= count else { return nil }
+        if count > 0 && bytes[offset &+ 1] == 0x00 { return nil }  // not the shortest form
+        var value: UInt64 = 0
+        var index = offset &+ 1
+        let end = index &+ count
+        while index < end {
+            value = (value &<< 8) | UInt64(bytes[index])
+            index &+= 1
+        }
+        offset = end
+        return value
     }
 
     // MARK: - Helpers

@@ -24,40 +24,25 @@ enum MessageRecord {
     @inline(__always)
     static func encodeTimetoken(_ timetoken: UInt64, into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
-        let n = TupleKey.significantByteCount(timetoken)
-        out.append(0x10 &+ UInt8(truncatingIfNeeded: n))
-        var shift = 8 * (n - 1)
-        while shift >= 0 {
-            out.append(UInt8(truncatingIfNeeded: timetoken >> UInt64(shift)))
-            shift -= 8
-        }
+        TupleKey.appendUInt(timetoken, to: &out)
     }
 
     /// The timetoken of a key whose channel prefix is `prefixLength` bytes, or nil if the rest of
     /// the key is not exactly one unsigned integer.
     @inline(__always)
     static func timetoken(ofKey key: UnsafeRawBufferPointer, prefixLength: Int) -> UInt64? {
-        guard key.count > prefixLength else { return nil }
-        let type = key[prefixLength]
-        guard type >= 0x10 && type <= 0x18 else { return nil }
-        let n = Int(type - 0x10)
-        guard key.count == prefixLength + 1 + n else { return nil }
-        var v: UInt64 = 0
-        for i in 0..<n { v = v << 8 | UInt64(key[prefixLength + 1 + i]) }
-        return v
+        var offset = prefixLength
+        guard let timetoken = TupleKey.readUInt(key, at: &offset), offset == key.count else { return nil }
+        return timetoken
     }
 
     /// The channel id and timetoken of any key of keyspace 3, or nil if it is not one.
     static func parse(key: UnsafeRawBufferPointer) -> (channelId: UInt64, timetoken: UInt64)? {
-        // (3, …): 0x11 0x03
-        guard key.count >= 4, key[0] == 0x11, key[1] == 0x03 else { return nil }
-        let type = key[2]
-        guard type >= 0x10 && type <= 0x18 else { return nil }
-        let n = Int(type - 0x10)
-        guard key.count > 3 + n else { return nil }
-        var id: UInt64 = 0
-        for i in 0..<n { id = id << 8 | UInt64(key[3 + i]) }
-        guard let tt = timetoken(ofKey: key, prefixLength: 3 + n) else { return nil }
+        var offset = 0
+        guard TupleKey.readUInt(key, at: &offset) == Keyspace.channelMessages.id,
+              let id = TupleKey.readUInt(key, at: &offset),
+              let tt = timetoken(ofKey: key, prefixLength: offset)
+        else { return nil }
         return (id, tt)
     }
 

@@ -189,7 +189,7 @@ public final class Store: Sendable {
         for name in try FileSystem.listDirectory(path) where FileNames.parse(name) != .other {
             try FileSystem.remove(path + "/" + name)
         }
-        if try FileSystem.listDirectory(path).isEmpty { _ = rmdir(path) }
+        if try FileSystem.listDirectory(path).isEmpty { try? FileSystem.removeDirectory(path) }
     }
 
     /// Waits for background work, makes every write durable and releases the directory.

@@ -88,30 +88,18 @@ struct EventRecord {
         return e.bytes
     }
 
-    /// Appends the tuple encoding of `value` (an unsigned integer element) to `out`.
+    /// Appends the tuple encoding of `value` (an unsigned integer element) to `out`:
+    /// ``TupleKey/appendUInt(_:to:)``.
     @inline(__always)
     static func appendUInt(_ value: UInt64, to out: inout [UInt8]) {
-        let n = (64 - value.leadingZeroBitCount + 7) / 8
-        out.append(TupleKey.TypeCode.uintZero &+ UInt8(truncatingIfNeeded: n))
-        var i = n - 1
-        while i >= 0 {
-            out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i))))
-            i -= 1
-        }
+        TupleKey.appendUInt(value, to: &out)
     }
 
-    /// Reads an unsigned integer tuple element at `p`; nil if the bytes there are not one.
+    /// Reads an unsigned integer tuple element at `p`; nil if the bytes there are not one:
+    /// ``TupleKey/readUInt(_:at:)``.
     @inline(__always)
     static func readUInt(_ bytes: UnsafeRawBufferPointer, at p: inout Int) -> UInt64? {
-        guard p < bytes.count else { return nil }
-        let code = bytes[p]
-        guard code >= TupleKey.TypeCode.uintZero, code <= TupleKey.TypeCode.uintZero + 8 else { return nil }
-        let n = Int(code - TupleKey.TypeCode.uintZero)
-        guard p + 1 + n <= bytes.count else { return nil }
-        var v: UInt64 = 0
-        for i in 0..<n { v = v << 8 | UInt64(bytes[p + 1 + i]) }
-        p += 1 + n
-        return v
+        TupleKey.readUInt(bytes, at: &p)
     }
 
     /// The sequence of an event key of series `prefix` (`(2, id)`), or nil if it is not one.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Why an inspection could not start: the path names nothing Strata can read.
 ///
 /// Damage inside a Strata file is not an ``InspectionError``: the readers report it as
@@ -43,12 +37,11 @@ enum PathStatus {
     case missing, regularFile(size: Int), directory, other
 
     static func of(_ path: String) -> PathStatus {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return .missing }
-        switch st.st_mode & S_IFMT {
-        case S_IFREG: return .regularFile(size: Int(st.st_size))
-        case S_IFDIR: return .directory
-        default: return .other
+        guard let status = try? SystemCalls.status(path) else { return .missing }
+        switch status.kind {
+        case .regularFile: return .regularFile(size: status.size)
+        case .directory: return .directory
+        case .other: return .other
         }
     }
 

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A problem found in a file: where, and what.
 struct FileFault: Sendable, Equatable {
     var offset: Int
@@ -115,7 +109,7 @@ struct SegmentTrailerReader {
     }
 
     static func withFile<R>(_ path: String, _ body: (SegmentTrailerReader) throws -> R) throws -> R {
-        try SystemFile.withFile(path, flags: O_RDONLY) { try body(SegmentTrailerReader(file: $0)) }
+        try SystemFile.withFile(path, flags: .readOnly) { try body(SegmentTrailerReader(file: $0)) }
     }
 
     /// The trailer of the stored block at `handle`; nil if the file ends before it.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The kinds of files a store directory holds (FORMAT.md, "Store directory").
 public enum StrataFileKind: String, Codable, Sendable, CaseIterable {
     /// `MANIFEST`: the live segments, their runs and the recovery counters.
@@ -44,7 +38,7 @@ public enum StoreInspector {
     ///   when reading fails.
     public static func kind(ofFileAt path: String) throws -> StrataFileKind {
         let size = try PathStatus.requireFile(path)
-        return try SystemFile.withFile(path, flags: O_RDONLY) { f in
+        return try SystemFile.withFile(path, flags: .readOnly) { f in
             let head = try f.read(at: 0, count: min(size, 8))
             if head == LogFormat.magic { return .log }
             if head == Manifest.magic { return .manifest }
@@ -111,9 +105,9 @@ public enum StoreInspector {
         // meanwhile, read again.
         var summary = try summaryOnce(dir)
         for _ in 0..<2 where !summary.problems.isEmpty {
-            let before = try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: O_RDONLY) { f in try f.read(at: 0, count: try f.size()) }
+            let before = try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
             let again = try summaryOnce(dir)
-            let after = try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: O_RDONLY) { f in try f.read(at: 0, count: try f.size()) }
+            let after = try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
             summary = again
             if again.problems.isEmpty || before == after { break }
         }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Checks every byte of a store that the engine would trust: `strata-dump verify`.
 ///
 /// For each segment the manifest lists: that it exists with the size the manifest records; the
@@ -76,7 +70,7 @@ public enum StoreVerifier {
 
     /// The bytes of `MANIFEST` now (nil if it cannot be read), to tell whether it changed.
     private static func manifestBytes(_ dir: String) -> [UInt8]? {
-        try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: O_RDONLY) { f in try f.read(at: 0, count: try f.size()) }
+        try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
     }
 
     /// One pass over the store.
@@ -186,7 +180,7 @@ public enum StoreVerifier {
             checkLog(path: path, number: number, replay: &replay, into: &report)
         case .manifest:
             do {
-                let bytes = try SystemFile.withFile(path, flags: O_RDONLY) { f in try f.read(at: 0, count: try f.size()) }
+                let bytes = try SystemFile.withFile(path, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
                 _ = try Manifest.decode(bytes, file: path)
             } catch {
                 report.fault(path, FileFault(error, at: 0))
@@ -221,7 +215,7 @@ public enum StoreVerifier {
         let reader: SegmentReader
         do {
             reader = try SegmentReader(path: path, number: number, cache: nil)
-        } catch StrataError.io(_, let code, "open") where code == ENOENT && expected != nil {
+        } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code && expected != nil {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "segment listed in the manifest is missing"))
             return nil
         } catch {
@@ -356,7 +350,7 @@ public enum StoreVerifier {
         let reader: LogReader
         do {
             reader = try LogReader(path: path)
-        } catch StrataError.io(_, let code, "open") where code == ENOENT {
+        } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "log is missing"))
             return
         } catch {

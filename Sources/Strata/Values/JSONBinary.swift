@@ -108,7 +108,7 @@ enum UTF8Text {
         let valid = s.withUTF8 { utf8 -> Bool in
             guard utf8.count == bytes.count else { return false }
             guard let a = utf8.baseAddress, let b = bytes.baseAddress else { return true }
-            return memcmp(a, b, bytes.count) == 0
+            return SystemCalls.compareMemory(a, b, count: bytes.count) == 0
         }
         return valid ? s : nil
     }
@@ -333,7 +333,7 @@ enum JSONBinary {
     static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = Swift.min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-            let c = memcmp(pa, pb, n)
+            let c = SystemCalls.compareMemory(pa, pb, count: n)
             if c != 0 { return Int(c) }
         }
         return a.count - b.count

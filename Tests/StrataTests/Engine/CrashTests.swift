@@ -4,6 +4,8 @@ import Testing
 @testable import Strata
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 // Crash tests: a child process (`strata-crash-helper write`) writes acknowledged batches with

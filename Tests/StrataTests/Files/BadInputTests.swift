@@ -3,6 +3,8 @@ import Testing
 @testable import Strata
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 // Bad input: damaged, truncated, foreign or future-version files, a store locked by another

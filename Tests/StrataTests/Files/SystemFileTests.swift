@@ -25,10 +25,10 @@ struct SystemFileTests {
     func closeIsOnce() throws {
         let dir = try scratch("close")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let a = try SystemFile.open(dir + "/a", flags: O_WRONLY | O_CREAT)
+        let a = try SystemFile.open(dir + "/a", flags: [.writeOnly, .create])
         a.close()
         // Opened right after, `b` usually gets `a`'s old number (lowest free descriptor).
-        let b = try SystemFile.open(dir + "/b", flags: O_WRONLY | O_CREAT)
+        let b = try SystemFile.open(dir + "/b", flags: [.writeOnly, .create])
         defer { b.close() }
         a.close()
         try b.write([1, 2, 3])
@@ -44,7 +44,7 @@ struct SystemFileTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/f"
         do {
-            let f = try SystemFile.open(path, flags: O_WRONLY | O_CREAT)
+            let f = try SystemFile.open(path, flags: [.writeOnly, .create])
             try f.write([1])
             #expect(descriptors(of: path) == 1)
         }
@@ -62,7 +62,7 @@ struct SystemFileTests {
             _ = #expect(throws: StrataError.io(path: target, errno: EIO, operation: "rename")) { _ = try writer.finish() }
         }
         // The writer's descriptor is closed: a new file may take its number.
-        let other = try SystemFile.open(dir + "/other", flags: O_WRONLY | O_CREAT)
+        let other = try SystemFile.open(dir + "/other", flags: [.writeOnly, .create])
         defer { other.close() }
         writer.abandon()
         try other.write([1, 2, 3])

@@ -3,6 +3,8 @@ import Testing
 @testable import Strata
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 // kill -9 while publishing: `strata-crash-helper history` publishes single messages and batches

@@ -2,6 +2,8 @@ import Foundation
 @testable import Strata
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A running `strata-crash-helper` child process with its standard output and error on pipes.

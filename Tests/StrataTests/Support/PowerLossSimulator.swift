@@ -1,9 +1,11 @@
 import Foundation
 import Synchronization
 @testable import Strata
+import Testing
 #if canImport(Glibc)
 import Glibc
-import Testing
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Simulates power loss on one store directory, from the system calls the engine reports to

@@ -3,6 +3,8 @@ import Testing
 @testable import Strata
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 @Suite("TimeSeries kill -9", .serialized)
