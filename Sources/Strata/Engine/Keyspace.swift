@@ -1,10 +1,10 @@
 /// The keyspaces of a store: the first element of every key (DESIGN.md, "Keys").
 ///
 /// Ids are written into every key on disk: never change or reuse one.
-struct Keyspace: Hashable, Sendable {
-    let id: UInt64
+package struct Keyspace: Hashable, Sendable {
+    package let id: UInt64
     /// The encoded first tuple element shared by every key of the keyspace.
-    let prefix: [UInt8]
+    package let prefix: [UInt8]
 
     init(id: UInt64) {
         self.id = id
@@ -18,7 +18,7 @@ struct Keyspace: Hashable, Sendable {
     /// Collection catalog: names to ids, options, head state.
     static let catalog = Keyspace(id: 0)
     /// The raw key-value API of ``Store`` (``Store/put(_:_:)`` and friends).
-    static let keyValue = Keyspace(id: 1)
+    package static let keyValue = Keyspace(id: 1)
     /// Time-series events: `(2, seriesId, sequence)`.
     static let timeSeriesEvents = Keyspace(id: 2)
     /// History messages: `(3, channelId, timetoken)`.
@@ -26,7 +26,7 @@ struct Keyspace: Hashable, Sendable {
     /// Documents: `(4, databaseId, documentId)`.
     static let documents = Keyspace(id: 4)
     /// Index rows: `(5, indexId, collated key, documentId)`.
-    static let indexRows = Keyspace(id: 5)
+    package static let indexRows = Keyspace(id: 5)
     /// The persistent change feed of document databases: `(6, databaseId, changeSequence)`.
     static let documentChanges = Keyspace(id: 6)
     /// Attachments, apart from their documents so that queries never read them:
@@ -36,7 +36,7 @@ struct Keyspace: Hashable, Sendable {
     // (History/ChannelHead.swift); 9, 11 and 12…15 stay reserved for the collections.
 
     /// Names for tools.
-    static func name(of id: UInt64) -> String {
+    package static func name(of id: UInt64) -> String {
         switch id {
         case 0: return "catalog"
         case 1: return "key-value"

@@ -10,7 +10,7 @@ import Synchronization
 /// (briefly): the head as of the last completed write, with the engine snapshot taken under it so
 /// that the two agree. `subscribers` is never held while a stream is yielded to or finished, so a
 /// stream's termination handler may take it.
-final class SeriesState: CollectionState {
+package final class SeriesState: CollectionState {
     let engine: Engine
     let id: UInt64
     let path: String
@@ -82,7 +82,7 @@ final class SeriesState: CollectionState {
     /// The head of a series from its records and catalog payload (FORMAT.md §14.4): next and
     /// latest from the last record, the cutoff as the largest of the stored one, the first record
     /// present, and what the stored retained range gives.
-    static func recover(snapshot: Snapshot, id: UInt64, payload: SeriesPayload, path: String)
+    package static func recover(snapshot: Snapshot, id: UInt64, payload: SeriesPayload, path: String)
         throws -> (head: SeriesHead, latest: [UInt8]?) {
         let prefix = EventRecord.seriesPrefix(id)
         guard let upper = TupleKey.prefixSuccessor(prefix) else { throw StrataError.invalidArgument("series id \(id)") }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import Strata
+@testable import StrataInspection
 #if canImport(Glibc)
 import Glibc
 import Testing

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Strata
 
 /// The kinds of files a store directory holds (FORMAT.md, "Store directory").
 public enum StrataFileKind: String, Codable, Sendable, CaseIterable {
@@ -22,8 +23,8 @@ public enum StrataFileKind: String, Codable, Sendable, CaseIterable {
 
 /// The library side of `strata-dump`: read-only inspection of a store's files.
 ///
-/// Everything here reads files through the Files-layer readers (``Manifest``, ``LogReader``,
-/// ``SegmentReader``…), never through the engine: a store may be damaged, or open in another
+/// Everything here reads files through the Files-layer readers (`Manifest`, `LogReader`,
+/// `SegmentReader`…), never through the engine: a store may be damaged, or open in another
 /// process. The inspector neither takes the `LOCK` nor writes anything, so it may run next to the
 /// process that owns the store — a log being appended may then show a torn tail, which is only
 /// the write in flight.
@@ -40,7 +41,7 @@ public enum StoreInspector {
     /// files without one, by its name (`LOCK`, `*.tmp`, and a log whose header a crash cut short).
     ///
     /// - Throws: ``InspectionError/notFound(path:)`` or ``InspectionError/notAFile(path:expected:)``
-    ///   when `path` is not a readable regular file; an ``StrataError/io(path:errno:operation:)``
+    ///   when `path` is not a readable regular file; an `StrataError.io(path:errno:operation:)`
     ///   when reading fails.
     public static func kind(ofFileAt path: String) throws -> StrataFileKind {
         let size = try PathStatus.requireFile(path)

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Strata
 
 /// A problem found in a file: where, and what.
 struct FileFault: Sendable, Equatable {
@@ -105,7 +106,7 @@ struct SegmentTree {
 }
 
 /// Reads block trailers (compression, uncompressed length) with `pread`, beside a
-/// ``SegmentReader`` that owns the mapping and checks the blocks.
+/// `SegmentReader` that owns the mapping and checks the blocks.
 struct SegmentTrailerReader {
     let file: SystemFile
 
