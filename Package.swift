@@ -5,6 +5,9 @@ let package = Package(
     name: "Strata",
     products: [
         .library(name: "Strata", targets: ["Strata"]),
+        // The inspectors and the verifier behind strata-dump, for programs that read a store's
+        // files without opening it; kept out of Strata so that its API is the store's.
+        .library(name: "StrataInspection", targets: ["StrataInspection"]),
         .executable(name: "strata-dump", targets: ["strata-dump"]),
         .executable(name: "strata-quickstart", targets: ["strata-quickstart"]),
     ],
@@ -32,10 +35,16 @@ let package = Package(
             // Foundation on Linux (module `_FoundationICU`); nothing to install.
             linkerSettings: [.linkedLibrary("_FoundationICU", .when(platforms: [.linux]))]
         ),
+        .target(
+            name: "StrataInspection",
+            dependencies: ["Strata"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "strata-dump",
             dependencies: [
                 "Strata",
+                "StrataInspection",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -60,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "strata-crash-helper", "strata-dump"],
+            dependencies: ["Strata", "StrataInspection", "strata-crash-helper", "strata-dump"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

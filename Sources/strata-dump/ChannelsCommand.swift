@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Strata
+import StrataInspection
 
 extension StrataDump {
     /// `strata-dump channels <store> [<name>]`: the channels of a store, or one channel's messages.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Strata
+import StrataInspection
 
 extension StrataDump {
     /// `strata-dump documents <store> [<database>]`: the document databases of a store, or one

@@ -1,4 +1,5 @@
 import Strata
+import StrataInspection
 
 /// The human-readable output of each subcommand: aligned tables, sizes in KiB/MiB.
 enum Render {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Strata
+import StrataInspection
 
 extension StrataDump {
     /// `strata-dump series <store> [<path>]`: the time series of a store, or one series' events.

@@ -8,6 +8,7 @@
 import ArgumentParser
 import Foundation
 import Strata
+import StrataInspection
 
 struct StrataDump: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -16,7 +16,7 @@ import Synchronization
 ///   attached indexes are the same, and starts over otherwise. Revisions grow with every write
 ///   of an id, so an equal revision means the same stored version.
 /// - ``indexes`` changes only while ``writer`` is held.
-final class DatabaseState: CollectionState {
+package final class DatabaseState: CollectionState {
     let name: String
     let id: UInt64
     let engine: Engine
@@ -145,7 +145,7 @@ final class DatabaseState: CollectionState {
 
     // MARK: Reading
 
-    static func documentID(fromKey key: [UInt8], prefixLength: Int) throws -> String {
+    package static func documentID(fromKey key: [UInt8], prefixLength: Int) throws -> String {
         var decoder = TupleKeyDecoder(key[prefixLength...])
         guard let id = try? decoder.nextString(), decoder.isAtEnd else {
             throw StrataError.corrupted(file: "documents", offset: 0, reason: "bad document key \(TupleKey.describe(key))")
@@ -154,7 +154,7 @@ final class DatabaseState: CollectionState {
     }
 
     /// The document of a live record (fields and metadata, no attachments).
-    static func document(id: String, record: DocumentRecord, value: UnsafeRawBufferPointer) throws -> Document {
+    package static func document(id: String, record: DocumentRecord, value: UnsafeRawBufferPointer) throws -> Document {
         let body = UnsafeRawBufferPointer(rebasing: value[record.bodyOffset...])
         let json: JSON
         do {

@@ -18,27 +18,27 @@ import Foundation
 ///      varint byte length, u32 LE CRC32C of the bytes]          if flag bit 2
 ///     body                    the fields as a binary JSON object (FORMAT.md §13.1), to the end;
 ///                             empty for a tombstone
-struct DocumentRecord: Sendable, Equatable {
+package struct DocumentRecord: Sendable, Equatable {
     /// What the record says of one attachment (its bytes are in keyspace 7).
-    struct AttachmentInfo: Sendable, Equatable {
-        var name: String
-        var contentType: String
-        var length: Int
+    package struct AttachmentInfo: Sendable, Equatable {
+        package var name: String
+        package var contentType: String
+        package var length: Int
         var crc: UInt32
     }
 
-    static let deletedFlag: UInt8 = 1
+    package static let deletedFlag: UInt8 = 1
     static let typeFlag: UInt8 = 2
     static let attachmentsFlag: UInt8 = 4
 
-    var isDeleted: Bool
-    var revision: UInt64
+    package var isDeleted: Bool
+    package var revision: UInt64
     var changeSequence: UInt64
-    var createDate: Date
-    var lastChange: Date
-    var type: String?
-    var channels: [String]
-    var attachments: [AttachmentInfo]
+    package var createDate: Date
+    package var lastChange: Date
+    package var type: String?
+    package var channels: [String]
+    package var attachments: [AttachmentInfo]
     /// Offset of the body in the encoded value (decoding only).
     var bodyOffset: Int = 0
 
@@ -82,7 +82,7 @@ struct DocumentRecord: Sendable, Equatable {
     /// Decodes the header of a stored record; ``bodyOffset`` tells where the body starts.
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming the document.
-    init(decoding value: UnsafeRawBufferPointer, documentID: String) throws {
+    package init(decoding value: UnsafeRawBufferPointer, documentID: String) throws {
         var reader = DocumentLayout.Reader(buffer: value, kind: "document", name: documentID)
         let flags = try reader.byte()
         guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag) == 0 else {
@@ -132,7 +132,7 @@ struct DocumentRecord: Sendable, Equatable {
 }
 
 /// Keys and small encodings of the document keyspaces.
-enum DocumentLayout {
+package enum DocumentLayout {
     /// Layout version of a database's catalog payload (FORMAT.md §12, §16.1).
     static let layoutVersion: UInt8 = 1
     /// Index entry states in the catalog payload (FORMAT.md §16.1). Written to disk: never change.
@@ -140,10 +140,10 @@ enum DocumentLayout {
     static let indexBuilding: UInt8 = 0
     /// Current: the rows follow every commit of the database while it is open, so at the next
     /// open they reflect every change in the feed.
-    static let indexReady: UInt8 = 1
+    package static let indexReady: UInt8 = 1
     /// Behind: the rows reflect the changes up to the payload's reflected sequence; later changes
     /// are applied from the feed when the index is next named.
-    static let indexBehind: UInt8 = 2
+    package static let indexBehind: UInt8 = 2
 
     @inline(__always)
     static func appendString(_ s: String, to out: inout [UInt8]) {
@@ -151,7 +151,7 @@ enum DocumentLayout {
     }
 
     /// `(4, databaseId)`: the prefix of every document key of a database.
-    static func documentPrefix(_ databaseId: UInt64) -> [UInt8] {
+    package static func documentPrefix(_ databaseId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)
         e.append(Keyspace.documents.id)
         e.append(databaseId)
@@ -187,7 +187,7 @@ enum DocumentLayout {
     }
 
     /// `(7, databaseId)`: the prefix of every attachment key of a database.
-    static func attachmentDatabasePrefix(_ databaseId: UInt64) -> [UInt8] {
+    package static func attachmentDatabasePrefix(_ databaseId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)
         e.append(Keyspace.attachments.id)
         e.append(databaseId)
@@ -195,7 +195,7 @@ enum DocumentLayout {
     }
 
     /// `(6, databaseId)`: the prefix of a database's change feed.
-    static func changePrefix(_ databaseId: UInt64) -> [UInt8] {
+    package static func changePrefix(_ databaseId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)
         e.append(Keyspace.documentChanges.id)
         e.append(databaseId)
@@ -235,7 +235,7 @@ enum DocumentLayout {
     }
 
     /// `(5, indexId)`: the prefix of an index's rows.
-    static func indexPrefix(_ indexId: UInt64) -> [UInt8] {
+    package static func indexPrefix(_ indexId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)
         e.append(Keyspace.indexRows.id)
         e.append(indexId)
@@ -294,7 +294,7 @@ enum DocumentLayout {
         }
     }
 
-    static func reductionName(_ code: UInt8) -> String {
+    package static func reductionName(_ code: UInt8) -> String {
         switch code {
         case 0: return "none"
         case 1: return "count"
@@ -306,23 +306,23 @@ enum DocumentLayout {
     }
 
     /// A decoded index payload.
-    struct IndexPayload: Sendable, Equatable {
-        var state: UInt8
-        var version: String
-        var reduction: UInt8
+    package struct IndexPayload: Sendable, Equatable {
+        package var state: UInt8
+        package var version: String
+        package var reduction: UInt8
         /// The payload's layout version (1: written before `null` keys were rows).
         var layout: UInt8 = indexLayoutVersion
-        var collation: DocumentIndex.Collation = .raw
+        package var collation: DocumentIndex.Collation = .raw
         /// The ICU collator version a `.unicode` index's rows were built with.
         var collatorVersion: [UInt8]? = nil
         /// The last change sequence the rows reflect (meaningful in state behind; 0 in a
         /// layout-1 payload).
-        var reflected: UInt64 = 0
+        package var reflected: UInt64 = 0
     }
 
     /// Decodes an index payload of layout 1 (states building and current, no reflected
     /// sequence) or 2.
-    static func decodeIndexPayload(_ payload: [UInt8], name: String) throws -> IndexPayload {
+    package static func decodeIndexPayload(_ payload: [UInt8], name: String) throws -> IndexPayload {
         let file = "catalog entry \(CollectionKind.documentIndex.name) \(name.debugDescription)"
         guard let layout = payload.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
@@ -368,7 +368,7 @@ enum DocumentLayout {
         return collation == .raw || payload.collatorVersion == UnicodeCollation.version
     }
 
-    static func checkDatabasePayload(_ payload: [UInt8], name: String) throws {
+    package static func checkDatabasePayload(_ payload: [UInt8], name: String) throws {
         let file = "catalog entry \(CollectionKind.documentDatabase.name) \(name.debugDescription)"
         guard let version = payload.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Works on any ``Snapshot``, so tools reading a store image share it (they pass the reduction
 /// code stored in the catalog and cannot run custom reductions).
-enum IndexReader {
+package enum IndexReader {
     /// One scan of a query: row-key suffixes (after `(5, indexId)`) in `[lower, upper)`, nil for
     /// an open bound.
     struct Span: Sendable {
@@ -118,7 +118,7 @@ enum IndexReader {
     }
 
     /// Decodes a row: the key's collation key and document id, and the value.
-    static func decodeRow(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int,
+    package static func decodeRow(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, prefixLength: Int,
                           collation: DocumentIndex.Collation = .raw) throws -> QueryRow {
         var offset = try originalKeyOffset(key: key, prefixLength: prefixLength, collation: collation)
         let json = try JSON.decodeCollationKey(key, at: &offset)

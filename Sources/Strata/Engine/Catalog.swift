@@ -2,9 +2,9 @@ import Synchronization
 
 /// A collection's catalog record: the small id its data keys carry, and what its collection
 /// keeps about itself (value type, options, head state), in the collection's own encoding.
-struct CatalogEntry: Sendable, Equatable {
-    var id: UInt64
-    var payload: [UInt8]
+package struct CatalogEntry: Sendable, Equatable {
+    package var id: UInt64
+    package var payload: [UInt8]
 }
 
 /// Names to ids for every collection of a store, in the catalog keyspace (FORMAT.md §12).
@@ -12,7 +12,7 @@ struct CatalogEntry: Sendable, Equatable {
 /// Keys: `(0, kind, name)` → `varint(id) ‖ payload`; `(0, 0)` → `varint(next id)`. Ids start at 1
 /// and are never reused, also after a collection is dropped, so stale data of a dropped
 /// collection can never be read as a new one's.
-final class Catalog: Sendable {
+package final class Catalog: Sendable {
     private let engine: Engine
     /// Serializes id allocation (read the counter, write entry and counter in one batch).
     private let allocation = Mutex<Void>(())
@@ -99,7 +99,7 @@ final class Catalog: Sendable {
     }
 
     /// Every collection of `kind` in a snapshot, in name order.
-    static func entries(kind: CollectionKind, in snapshot: Snapshot) throws -> [(name: String, entry: CatalogEntry)] {
+    package static func entries(kind: CollectionKind, in snapshot: Snapshot) throws -> [(name: String, entry: CatalogEntry)] {
         var e = TupleKeyEncoder()
         e.append(Keyspace.catalog.id)
         e.append(kind.id)

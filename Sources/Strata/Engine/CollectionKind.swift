@@ -4,10 +4,10 @@
 /// The engine does not enumerate the kinds: each collection declares its own in the store's
 /// keyspace table (Store/KeyspaceTable.swift), so that a new collection adds a kind without
 /// editing the engine. The id is written into keys: never change or reuse one.
-struct CollectionKind: Hashable, Sendable, CustomStringConvertible {
-    let id: UInt64
+package struct CollectionKind: Hashable, Sendable, CustomStringConvertible {
+    package let id: UInt64
     /// For messages and tools, e.g. "time series".
-    let name: String
+    package let name: String
 
     init(id: UInt64, name: String) {
         precondition(id > 0, "kind 0 is the catalog's id counter")
@@ -15,8 +15,8 @@ struct CollectionKind: Hashable, Sendable, CustomStringConvertible {
         self.name = name
     }
 
-    var description: String { name }
+    package var description: String { name }
 
-    static func == (a: CollectionKind, b: CollectionKind) -> Bool { a.id == b.id }
-    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    package static func == (a: CollectionKind, b: CollectionKind) -> Bool { a.id == b.id }
+    package func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }

@@ -4,12 +4,12 @@
 /// The engine itself knows none of them but the catalog's; every id a store uses is in the one
 /// table of Store/KeyspaceTable.swift. Ids are written into every key on disk: never change or
 /// reuse one.
-struct Keyspace: Hashable, Sendable {
-    let id: UInt64
+package struct Keyspace: Hashable, Sendable {
+    package let id: UInt64
     /// For tools, e.g. "time-series events".
-    let name: String
+    package let name: String
     /// The encoded first tuple element shared by every key of the keyspace.
-    let prefix: [UInt8]
+    package let prefix: [UInt8]
 
     /// A keyspace; `name` is for tools (the table names every keyspace of a store).
     init(id: UInt64, name: String = "") {
@@ -20,12 +20,12 @@ struct Keyspace: Hashable, Sendable {
         self.prefix = encoder.bytes
     }
 
-    static func == (a: Keyspace, b: Keyspace) -> Bool { a.id == b.id }
-    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    package static func == (a: Keyspace, b: Keyspace) -> Bool { a.id == b.id }
+    package func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     /// The name of keyspace `id` for tools: from the table, or "keyspace N" for an id no
     /// collection of this version uses.
-    static func name(of id: UInt64) -> String {
+    package static func name(of id: UInt64) -> String {
         if id == .max { return "(no keyspace)" }
         return all.first { $0.id == id }?.name ?? "keyspace \(id)"
     }

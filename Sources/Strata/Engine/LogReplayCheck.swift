@@ -7,20 +7,20 @@
 /// logs numbered below it) and, in a version 2 log, equal to the one in the record header; and
 /// its last sequence number must not exceed ``LogFormat/maxCounter``, so that the counters the
 /// engine continues from it cannot overflow.
-struct LogReplayCheck {
+package struct LogReplayCheck {
     /// The last sequence number of the records checked so far (0: none).
     private(set) var lastSequence: UInt64 = 0
     /// The batches checked so far.
     private(set) var batches = 0
 
-    init() {}
+    package init() {}
 
     /// Checks `record` of the log at `path` and moves past it; returns its first sequence number
     /// and operation count.
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming `path` and the record's offset.
     @discardableResult
-    mutating func check(_ record: LogReader.Record, path: String) throws -> (firstSequence: UInt64, count: Int) {
+    package mutating func check(_ record: LogReader.Record, path: String) throws -> (firstSequence: UInt64, count: Int) {
         func bad(_ reason: String) -> StrataError { .corrupted(file: path, offset: record.offset, reason: reason) }
         guard record.type == LogFormat.RecordType.batch.rawValue else { throw bad("unknown record type \(record.type)") }
         guard record.payload.count >= 12 else {

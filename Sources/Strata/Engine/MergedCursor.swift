@@ -1,7 +1,7 @@
 /// One ordered view of a snapshot: the layers (memtables newest first, then sorted runs newest
 /// first) merged so that for each key the newest layer wins, tombstones hide the key, and range
 /// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
-final class MergedCursor {
+package final class MergedCursor {
     @exclusivity(unchecked) private var sources: [RecordCursor]
     /// Keeps the cursors that `sources` refers to unretained alive.
     private let owners: [AnyObject]
@@ -22,7 +22,7 @@ final class MergedCursor {
 
     /// Calls `body` with a view of the current key, valid only inside `body`.
     @inline(__always)
-    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try sources[current].withKey { try body($0) }
     }
 
@@ -59,13 +59,13 @@ final class MergedCursor {
     var isValid: Bool { current >= 0 }
 
     /// The current value; valid until the cursor moves.
-    var value: UnsafeRawBufferPointer { sources[current].value }
+    package var value: UnsafeRawBufferPointer { sources[current].value }
 
     /// The kind of the current record (always `.value` unless `keepTombstones`).
     var kind: RecordKind { sources[current].kind }
 
     /// Moves to the next record (the first one on the first call). Returns false at the end.
-    func next() throws -> Bool {
+    package func next() throws -> Bool {
         if !started {
             started = true
             for i in sources.indices {

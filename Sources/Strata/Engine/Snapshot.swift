@@ -1,6 +1,6 @@
 /// A consistent, read-only view of the store at one moment: later writes, flushes and compactions
 /// do not change what it reads. It keeps its memtables and segment files alive until released.
-final class Snapshot: Sendable {
+package final class Snapshot: Sendable {
     let sequence: UInt64
     /// Newest first.
     let memtables: [Memtable]
@@ -35,7 +35,7 @@ final class Snapshot: Sendable {
     }
 
     /// A cursor over the engine keys in `[lower, upper)`.
-    func cursor(lower: [UInt8]? = nil, upper: [UInt8]? = nil, reverse: Bool = false) -> MergedCursor {
+    package func cursor(lower: [UInt8]? = nil, upper: [UInt8]? = nil, reverse: Bool = false) -> MergedCursor {
         MergedCursor(memtables: memtables, runs: version.runs, sequence: sequence,
                      lower: lower, upper: upper, reverse: reverse)
     }

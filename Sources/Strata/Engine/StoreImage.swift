@@ -1,10 +1,10 @@
 /// The state of a store read from its files without opening it: no lock is taken and nothing is
 /// written, so tools may read a store that another process has open (what they see is then the
 /// state at some moment of that process's writes, with a torn log tail left out).
-enum StoreImage {
+package enum StoreImage {
     /// A snapshot of everything the files in `directory` hold: the manifest's segments plus the
     /// records of the logs it does not cover. Segments are read without a block cache.
-    static func snapshot(directory: String) throws -> Snapshot {
+    package static func snapshot(directory: String) throws -> Snapshot {
         guard let manifest = try Manifest.read(directory: directory) else {
             throw StrataError.notFound("no Strata store at \(directory) (no \(FileNames.manifest))")
         }

@@ -12,7 +12,7 @@
 /// time series, channels and documents.
 public struct WriteBatch: Sendable {
     /// Operation codes as stored in the write-ahead log. Never change them.
-    enum Op: UInt8 {
+    package enum Op: UInt8 {
         case put = 1
         case delete = 2
         case deleteRange = 3
@@ -87,7 +87,7 @@ public struct WriteBatch: Sendable {
 
     /// Calls `body` for each operation of an encoded operation list; throws
     /// ``StrataError/corrupted(file:offset:reason:)`` naming `file` if it is malformed.
-    static func forEachOperation(
+    package static func forEachOperation(
         in ops: UnsafeRawBufferPointer, count: Int, file: String, offset: Int,
         _ body: (Op, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void
     ) throws {

@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// Sharded by key; each shard evicts with the CLOCK algorithm (a second chance for blocks used
 /// since the hand last passed), which costs O(1) per hit with no list to maintain.
-final class BlockCache: Sendable {
+package final class BlockCache: Sendable {
     struct Key: Hashable, Sendable {
         var file: UInt64
         var offset: UInt64

@@ -1,14 +1,14 @@
 /// The names of the files in a store directory (FORMAT.md, "Store directory").
-enum FileNames {
+package enum FileNames {
     static let lock = "LOCK"
-    static let manifest = "MANIFEST"
+    package static let manifest = "MANIFEST"
 
-    static func log(_ number: UInt64) -> String { pad(number) + ".log" }
-    static func segment(_ number: UInt64) -> String { pad(number) + ".seg" }
+    package static func log(_ number: UInt64) -> String { pad(number) + ".log" }
+    package static func segment(_ number: UInt64) -> String { pad(number) + ".seg" }
 
-    enum Kind: Equatable { case log(UInt64), segment(UInt64), manifest, lock, temporary, other }
+    package enum Kind: Equatable { case log(UInt64), segment(UInt64), manifest, lock, temporary, other }
 
-    static func parse(_ name: String) -> Kind {
+    package static func parse(_ name: String) -> Kind {
         if name == lock { return .lock }
         if name == manifest { return .manifest }
         if name.hasSuffix(".tmp") { return .temporary }

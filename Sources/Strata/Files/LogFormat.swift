@@ -8,13 +8,13 @@
 /// record v1 := maskedCRC:u32 | length:u32 | type:u8 | payload[length]   (read only; the CRC
 ///              covers the length, type and payload bytes)
 /// ```
-enum LogFormat {
-    static let magic: [UInt8] = Array("STRATLOG".utf8)  // never change
+package enum LogFormat {
+    package static let magic: [UInt8] = Array("STRATLOG".utf8)  // never change
     /// The version new logs are written in.
     static let version: UInt32 = 2
     /// Versions this build reads.
     static let readableVersions: ClosedRange<UInt32> = 1...2
-    static let headerSize = 24
+    package static let headerSize = 24
     /// The record header of the version written now.
     static let recordHeaderSize = recordHeaderSizeV2
     static let recordHeaderSizeV1 = 9
@@ -24,10 +24,10 @@ enum LogFormat {
     /// Sequence numbers and file numbers above this are damage, not history (2⁶³ − 1; FORMAT.md
     /// section 1, "Limits"): refusing them keeps every counter that continues from them far from
     /// overflowing.
-    static let maxCounter: UInt64 = UInt64(Int64.max)
+    package static let maxCounter: UInt64 = UInt64(Int64.max)
 
     /// Record types. Never change a value; a retired one stays reserved.
-    enum RecordType: UInt8 {
+    package enum RecordType: UInt8 {
         /// A ``WriteBatch``: its operations, applied atomically.
         case batch = 1
     }

@@ -11,16 +11,16 @@
 /// with nothing but zeros after its 21 bytes. Version 1 logs are still read with the version 1
 /// rule (a bad record with no valid record after it). Either way the scan of a damaged region runs
 /// at memory speed: no message is formatted until the verdict.
-struct LogReader {
-    struct Record {
-        let offset: Int
-        let type: UInt8
+package struct LogReader {
+    package struct Record {
+        package let offset: Int
+        package let type: UInt8
         /// The header's sequence number (version 2); nil in a version 1 log.
         let sequence: UInt64?
-        let payload: ArraySlice<UInt8>
+        package let payload: ArraySlice<UInt8>
     }
 
-    enum End: Equatable {
+    package enum End: Equatable {
         /// Every byte belonged to a valid record.
         case clean
         /// A torn tail starts at `offset`; `reason` says what was wrong with it.
@@ -28,18 +28,18 @@ struct LogReader {
     }
 
     let path: String
-    let logNumber: UInt64
+    package let logNumber: UInt64
     /// The header's format version; nil when the header was cut short.
-    let formatVersion: UInt32?
-    let records: [Record]
-    let end: End
+    package let formatVersion: UInt32?
+    package let records: [Record]
+    package let end: End
     /// The length of the valid prefix of the file (where a torn tail starts).
-    let validLength: Int
+    package let validLength: Int
     /// The file's length.
-    let fileLength: Int
+    package let fileLength: Int
 
     /// Reads and checks the whole log.
-    init(path: String) throws {
+    package init(path: String) throws {
         let bytes = try SystemFile.withFile(path, flags: .readOnly) { (f) in
             try f.read(at: 0, count: try f.size())
         }

@@ -11,8 +11,8 @@
 /// segment  := number:varint fileSize:varint records:varint smallestKey:bytes largestKey:bytes
 /// bytes    := length:varint byte*
 /// ```
-struct Manifest: Equatable, Sendable {
-    static let magic: [UInt8] = Array("STRATMAN".utf8)  // never change
+package struct Manifest: Equatable, Sendable {
+    package static let magic: [UInt8] = Array("STRATMAN".utf8)  // never change
     /// The version written. Version 2 promises that the log named by `logNumber` was created (and
     /// its directory entry synced) before the manifest named it; version 1 did not (FORMAT.md 4.5).
     static let version: UInt32 = 2
@@ -21,16 +21,19 @@ struct Manifest: Equatable, Sendable {
     static let headerSize = 20
 
     /// The version the manifest was read in (``version`` for one made in memory).
-    var formatVersion: UInt32 = Manifest.version
+    package var formatVersion: UInt32 = Manifest.version
 
     /// The next number to give a new file (logs and segments share the sequence).
-    var nextFileNumber: UInt64 = 1
+    package var nextFileNumber: UInt64 = 1
     /// The last write sequence number covered by the segments.
-    var lastSequence: UInt64 = 0
+    package var lastSequence: UInt64 = 0
     /// Logs numbered below this have been flushed into segments and are not replayed.
-    var logNumber: UInt64 = 0
+    package var logNumber: UInt64 = 0
     /// Sorted runs, newest first; each run's segments are in key order and do not overlap.
-    var runs: [[SegmentMetadata]] = []
+    package var runs: [[SegmentMetadata]] = []
+
+    /// An empty manifest: a new store's.
+    package init() {}
 
     func encode() -> [UInt8] {
         var p: [UInt8] = []
@@ -58,7 +61,7 @@ struct Manifest: Equatable, Sendable {
         return out
     }
 
-    static func decode(_ bytes: [UInt8], file: String) throws -> Manifest {
+    package static func decode(_ bytes: [UInt8], file: String) throws -> Manifest {
         guard bytes.count >= headerSize else {
             throw StrataError.corrupted(file: file, offset: bytes.count, reason: "manifest of \(bytes.count) bytes is too short")
         }
@@ -128,7 +131,7 @@ struct Manifest: Equatable, Sendable {
         }
     }
 
-    static func read(directory: String) throws -> Manifest? {
+    package static func read(directory: String) throws -> Manifest? {
         let path = directory + "/" + FileNames.manifest
         guard FileSystem.exists(path) else { return nil }
         let bytes = try SystemFile.withFile(path, flags: .readOnly) { (f) in

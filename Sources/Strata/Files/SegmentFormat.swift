@@ -13,11 +13,11 @@
 /// ```
 /// All integers little-endian. A size of 0 means the block is absent (only the filter and the
 /// range tombstone block may be), and its offset is then 0.
-enum SegmentFormat {
-    static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
+package enum SegmentFormat {
+    package static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
     static let version: UInt32 = 1
-    static let footerSize = 68
-    static let blockTrailerSize = 9
+    package static let footerSize = 68
+    package static let blockTrailerSize = 9
     /// Versions this build reads.
     static let supportedVersions: ClosedRange<UInt32> = 1...1
     /// The index heights a reader accepts (FORMAT.md 5.5). Each index level has at most half the
@@ -32,9 +32,9 @@ enum SegmentFormat {
 }
 
 /// Where a stored block is: the offset of its payload and the payload's length (without trailer).
-struct BlockHandle: Hashable, Sendable {
-    var offset: UInt64
-    var length: UInt64
+package struct BlockHandle: Hashable, Sendable {
+    package var offset: UInt64
+    package var length: UInt64
 
     static let empty = BlockHandle(offset: 0, length: 0)
 
@@ -52,13 +52,13 @@ struct BlockHandle: Hashable, Sendable {
 }
 
 /// The fixed-size trailer of a segment file.
-struct SegmentFooter: Equatable, Sendable {
-    var rootIndex: BlockHandle
-    var indexHeight: UInt32
-    var filter: BlockHandle
-    var rangeTombstones: BlockHandle
-    var properties: BlockHandle
-    var formatVersion: UInt32 = SegmentFormat.version
+package struct SegmentFooter: Equatable, Sendable {
+    package var rootIndex: BlockHandle
+    package var indexHeight: UInt32
+    package var filter: BlockHandle
+    package var rangeTombstones: BlockHandle
+    package var properties: BlockHandle
+    package var formatVersion: UInt32 = SegmentFormat.version
 
     func encode() -> [UInt8] {
         var b: [UInt8] = []

@@ -1,38 +1,41 @@
 /// The summary a segment carries about its records (FORMAT.md, "Properties block"):
 /// counts, sizes, and the key range of each keyspace.
-struct SegmentProperties: Equatable, Sendable {
-    struct KeyspaceSummary: Equatable, Sendable {
-        var id: UInt64
-        var records: UInt64 = 0
-        var tombstones: UInt64 = 0
-        var keyBytes: UInt64 = 0
-        var valueBytes: UInt64 = 0
-        var smallestKey: [UInt8] = []
-        var largestKey: [UInt8] = []
+package struct SegmentProperties: Equatable, Sendable {
+    package struct KeyspaceSummary: Equatable, Sendable {
+        package var id: UInt64
+        package var records: UInt64 = 0
+        package var tombstones: UInt64 = 0
+        package var keyBytes: UInt64 = 0
+        package var valueBytes: UInt64 = 0
+        package var smallestKey: [UInt8] = []
+        package var largestKey: [UInt8] = []
     }
 
-    var records: UInt64 = 0
-    var tombstones: UInt64 = 0
-    var rangeTombstones: UInt64 = 0
-    var keyBytes: UInt64 = 0
-    var valueBytes: UInt64 = 0
-    var dataBlocks: UInt64 = 0
-    var indexBlocks: UInt64 = 0
-    var storedDataBytes: UInt64 = 0
-    var uncompressedDataBytes: UInt64 = 0
-    var smallestKey: [UInt8] = []
-    var largestKey: [UInt8] = []
-    var keyspaces: [KeyspaceSummary] = []
+    package var records: UInt64 = 0
+    package var tombstones: UInt64 = 0
+    package var rangeTombstones: UInt64 = 0
+    package var keyBytes: UInt64 = 0
+    package var valueBytes: UInt64 = 0
+    package var dataBlocks: UInt64 = 0
+    package var indexBlocks: UInt64 = 0
+    package var storedDataBytes: UInt64 = 0
+    package var uncompressedDataBytes: UInt64 = 0
+    package var smallestKey: [UInt8] = []
+    package var largestKey: [UInt8] = []
+    package var keyspaces: [KeyspaceSummary] = []
+
+    /// No records yet; ``add(key:kind:valueLength:)`` counts them.
+    package init() {}
 
     /// The keyspace of a key: its leading unsigned tuple element, or `UInt64.max` ("no keyspace")
     /// when the key does not start with one.
-    static func keyspace(of key: UnsafeRawBufferPointer) -> UInt64 {
+    package static func keyspace(of key: UnsafeRawBufferPointer) -> UInt64 {
         var offset = 0
         return TupleKey.readUInt(key, at: &offset) ?? .max
     }
 
     /// Accounts for one record, added in key order.
-    mutating func add(key: UnsafeRawBufferPointer, kind: RecordKind, valueLength: Int) {
+    package mutating func add(key: UnsafeRawBufferPointer, kind: RecordKind, valueLength: Int) {
         if records == 0 { smallestKey = Array(key) }
         records += 1
         keyBytes += UInt64(key.count)
@@ -49,13 +52,13 @@ struct SegmentProperties: Equatable, Sendable {
     }
 
     /// Records the last key (called once, when the segment is finished).
-    mutating func finish(lastKey: [UInt8]) {
+    package mutating func finish(lastKey: [UInt8]) {
         largestKey = lastKey
         if !keyspaces.isEmpty { keyspaces[keyspaces.count - 1].largestKey = lastKey }
     }
 
     /// Closes the current keyspace's range at `key` (called when the keyspace changes).
-    mutating func closeKeyspace(lastKey: [UInt8]) {
+    package mutating func closeKeyspace(lastKey: [UInt8]) {
         if !keyspaces.isEmpty { keyspaces[keyspaces.count - 1].largestKey = lastKey }
     }
 

@@ -10,14 +10,14 @@ import Synchronization
 ///
 /// A reader is shared by every version and snapshot that lists its segment; when the engine marks
 /// it obsolete, the file is deleted once the last of them lets go (in `deinit`).
-final class SegmentReader: @unchecked Sendable {
+package final class SegmentReader: @unchecked Sendable {
     let number: UInt64
     let path: String
-    let fileSize: Int
-    let footer: SegmentFooter
-    let properties: SegmentProperties
+    package let fileSize: Int
+    package let footer: SegmentFooter
+    package let properties: SegmentProperties
     /// Sorted, disjoint `[start, end)` ranges this segment deletes in older segments.
-    let rangeTombstones: [RangeTombstone]
+    package let rangeTombstones: [RangeTombstone]
     private let file: SystemFile
     private let map: UnsafeRawBufferPointer
     private let filter: [UInt8]
@@ -25,7 +25,7 @@ final class SegmentReader: @unchecked Sendable {
     private let cache: BlockCache?
     private let obsolete = Atomic<Bool>(false)
 
-    init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil) throws {
+    package init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil) throws {
         self.path = path
         self.number = number
         self.cache = cache
@@ -181,7 +181,7 @@ final class SegmentReader: @unchecked Sendable {
     }
 
     /// The block at `handle`, from the cache or decoded from the file.
-    func block(_ handle: BlockHandle) throws -> Block {
+    package func block(_ handle: BlockHandle) throws -> Block {
         let key = BlockCache.Key(file: number, offset: handle.offset)
         if let hit = cache?.lookup(key) { return hit }
         let b = try Self.decodeBlock(map, handle, path: path, checkSize: file)
@@ -189,12 +189,12 @@ final class SegmentReader: @unchecked Sendable {
         return b
     }
 
-    var rootBlock: Block { root }
+    package var rootBlock: Block { root }
 
     /// The handle an index entry of `block` holds (FORMAT.md 5.5): the entry's kind MUST be 0,
     /// its value exactly two varints, and the block it names MUST lie, trailer included, before
     /// the footer. A fault names the index block holding the entry, not the place it points to.
-    func childHandle(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> BlockHandle {
+    package func childHandle(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> BlockHandle {
         guard kind == .value else {
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry has kind \(kind.rawValue), not 0")
         }
@@ -208,7 +208,7 @@ final class SegmentReader: @unchecked Sendable {
     }
 
     /// Whether the bloom filter allows `key` to be here (always true without a filter).
-    func mayContain(hash: UInt64) -> Bool {
+    package func mayContain(hash: UInt64) -> Bool {
         if filter.isEmpty { return true }
         return filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
     }
@@ -238,9 +238,9 @@ final class SegmentReader: @unchecked Sendable {
 }
 
 /// A deleted key range `[start, end)`.
-struct RangeTombstone: Equatable, Sendable {
-    var start: [UInt8]
-    var end: [UInt8]
+package struct RangeTombstone: Equatable, Sendable {
+    package var start: [UInt8]
+    package var end: [UInt8]
 
     @inline(__always)
     func covers(_ key: UnsafeRawBufferPointer) -> Bool {

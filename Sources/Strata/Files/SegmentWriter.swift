@@ -1,12 +1,12 @@
 /// What a segment file holds, as the manifest records it.
-struct SegmentMetadata: Equatable, Sendable {
-    var number: UInt64
-    var fileSize: UInt64
+package struct SegmentMetadata: Equatable, Sendable {
+    package var number: UInt64
+    package var fileSize: UInt64
     /// The smallest and largest key the segment speaks for, range tombstones included
     /// (a range tombstone's exclusive end counts as its largest key).
-    var smallestKey: [UInt8]
-    var largestKey: [UInt8]
-    var records: UInt64
+    package var smallestKey: [UInt8]
+    package var largestKey: [UInt8]
+    package var records: UInt64
 }
 
 /// Tuning for the files a ``SegmentWriter`` produces.

@@ -21,10 +21,10 @@ import Darwin
 #endif
 
 /// An error number of a failed system call, with the ones Strata tells apart named.
-struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
-    let code: Int32
+package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+    package let code: Int32
 
-    init(code: Int32) { self.code = code }
+    package init(code: Int32) { self.code = code }
 
     /// The calling thread's `errno`, right after a call failed.
     static var current: Errno {
@@ -37,7 +37,7 @@ struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
 
     static let interrupted = Errno(code: EINTR)
     static let badFileDescriptor = Errno(code: EBADF)
-    static let noSuchFileOrDirectory = Errno(code: ENOENT)
+    package static let noSuchFileOrDirectory = Errno(code: ENOENT)
     static let ioError = Errno(code: EIO)
     static let notDirectory = Errno(code: ENOTDIR)
     static let fileExists = Errno(code: EEXIST)
@@ -53,17 +53,17 @@ struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
         return String(cString: text)
     }
 
-    var description: String { Errno.message(code) }
+    package var description: String { Errno.message(code) }
 }
 
 /// The `open(2)` flags Strata uses, spelled the same on every platform. `O_CLOEXEC` is always
 /// added. ``readOnly`` is the empty set (its raw value, `O_RDONLY`, is 0 everywhere).
-struct OpenFlags: OptionSet, Sendable {
-    let rawValue: Int32
+package struct OpenFlags: OptionSet, Sendable {
+    package let rawValue: Int32
 
-    init(rawValue: Int32) { self.rawValue = rawValue }
+    package init(rawValue: Int32) { self.rawValue = rawValue }
 
-    static let readOnly = OpenFlags(rawValue: O_RDONLY)
+    package static let readOnly = OpenFlags(rawValue: O_RDONLY)
     static let writeOnly = OpenFlags(rawValue: O_WRONLY)
     static let readWrite = OpenFlags(rawValue: O_RDWR)
     static let create = OpenFlags(rawValue: O_CREAT)
@@ -74,18 +74,18 @@ struct OpenFlags: OptionSet, Sendable {
 }
 
 /// What `stat(2)` says about a path, as far as Strata needs it.
-struct FileStatus: Sendable {
-    enum Kind: Sendable { case regularFile, directory, other }
+package struct FileStatus: Sendable {
+    package enum Kind: Sendable { case regularFile, directory, other }
 
-    var kind: Kind
-    var size: Int
+    package var kind: Kind
+    package var size: Int
 
-    var isDirectory: Bool { kind == .directory }
+    package var isDirectory: Bool { kind == .directory }
 }
 
 /// The system calls, one thin function each. Each retries `EINTR` (but for `close`), and throws
 /// the `errno` of a failure.
-enum SystemCalls {
+package enum SystemCalls {
     // MARK: - Descriptors
 
     static func open(_ path: String, _ flags: OpenFlags, permissions: UInt32) throws(Errno) -> Int32 {
@@ -220,7 +220,7 @@ enum SystemCalls {
     }
 
     /// `stat(2)` of a path, following symbolic links.
-    static func status(_ path: String) throws(Errno) -> FileStatus {
+    package static func status(_ path: String) throws(Errno) -> FileStatus {
         var st = stat()
         guard stat(path, &st) == 0 else { throw Errno.current }
         let kind: FileStatus.Kind

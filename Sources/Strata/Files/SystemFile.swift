@@ -34,7 +34,7 @@ enum IOFaultInjection {
 /// goes away. A call that is under way when another thread closes the file keeps the descriptor
 /// open until it returns, so a number is never used after it may belong to another file; calls
 /// that start after ``close()`` fail with `EBADF`.
-final class SystemFile: Sendable {
+package final class SystemFile: Sendable {
     let path: String
     private let state: Mutex<State>
 
@@ -116,7 +116,7 @@ final class SystemFile: Sendable {
     }
 
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
-    func read(at offset: Int, count: Int) throws -> [UInt8] {
+    package func read(at offset: Int, count: Int) throws -> [UInt8] {
         try IOFaultInjection.check(.read, path)
         return try using("read") { (descriptor) throws(Errno) in
             var out = [UInt8](repeating: 0, count: count)
@@ -160,7 +160,7 @@ final class SystemFile: Sendable {
         }
     }
 
-    func size() throws -> Int {
+    package func size() throws -> Int {
         try IOFaultInjection.check(.fstat, path)
         return try using("fstat") { (descriptor) throws(Errno) in try SystemCalls.size(descriptor) }
     }
@@ -176,7 +176,7 @@ final class SystemFile: Sendable {
     }
 
     /// Runs `body` with the file, closing it afterwards whatever happens.
-    static func withFile<R>(
+    package static func withFile<R>(
         _ path: String, flags: OpenFlags, permissions: UInt32 = 0o644,
         _ body: (SystemFile) throws -> R
     ) throws -> R {
@@ -187,7 +187,7 @@ final class SystemFile: Sendable {
 }
 
 /// Directory-level operations: the directory sync after creates, renames and deletes.
-enum FileSystem {
+package enum FileSystem {
     static func syncDirectory(_ path: String) throws {
         let dir = try SystemFile.open(path, flags: [.readOnly, .directory])
         defer { dir.close() }
@@ -257,7 +257,7 @@ enum FileSystem {
         }
     }
 
-    static func listDirectory(_ path: String) throws -> [String] {
+    package static func listDirectory(_ path: String) throws -> [String] {
         try IOFaultInjection.check(.readdir, path)
         do {
             return try SystemCalls.directoryEntries(path)

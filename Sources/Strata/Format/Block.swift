@@ -5,14 +5,14 @@
 /// `< restartsOffset`, increasing, and the offset of an entry that stores its key whole, and the
 /// entries, decoded one after another from 0, end exactly at `restartsOffset` (FORMAT.md 5.3).
 /// Entries are still bounds-checked as they are decoded.
-final class Block: @unchecked Sendable {
+package final class Block: @unchecked Sendable {
     // Owned, immutable after init; freed in deinit. Never handed out beyond a cursor's lifetime.
-    let bytes: UnsafeRawBufferPointer
+    package let bytes: UnsafeRawBufferPointer
     let restartsOffset: Int
     let restartCount: Int
     /// Where the block came from, for error messages.
     let file: String
-    let fileOffset: Int
+    package let fileOffset: Int
 
     /// Takes ownership of `storage` (allocated with `UnsafeMutableRawBufferPointer.allocate`).
     init(adopting storage: UnsafeMutableRawBufferPointer, file: String, fileOffset: Int) throws {
@@ -219,13 +219,13 @@ final class Block: @unchecked Sendable {
 ///
 /// The cursor keeps the current key in a buffer of its own; `value` is a view of the block's
 /// bytes, valid while the cursor (which holds the block) lives.
-struct BlockCursor {
+package struct BlockCursor {
     let block: Block
     /// Offset of the current entry; `nil` when the cursor is not on an entry.
     private(set) var current: Int?
     private var nextOffset = 0
-    private(set) var key: [UInt8] = []
-    private(set) var kind: RecordKind = .value
+    package private(set) var key: [UInt8] = []
+    package private(set) var kind: RecordKind = .value
     private var valueStart = 0
     private var valueLength = 0
     /// The entries of one restart interval as `previous()` decoded them, with their keys
@@ -246,15 +246,15 @@ struct BlockCursor {
         var valueLength: Int
     }
 
-    init(_ block: Block) {
+    package init(_ block: Block) {
         self.block = block
         key.reserveCapacity(64)
     }
 
-    var isValid: Bool { current != nil }
+    package var isValid: Bool { current != nil }
 
     @inline(__always)
-    var value: UnsafeRawBufferPointer {
+    package var value: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: block.bytes[valueStart..<(valueStart + valueLength)])
     }
 
@@ -303,13 +303,13 @@ struct BlockCursor {
         nextOffset = p + vlen
     }
 
-    mutating func seekToFirst() throws {
+    package mutating func seekToFirst() throws {
         key.removeAll(keepingCapacity: true)
         if block.restartsOffset == 0 { current = nil; return }
         try decode(at: 0)
     }
 
-    mutating func next() throws {
+    package mutating func next() throws {
         guard current != nil else { return }
         if nextOffset >= block.restartsOffset { current = nil; return }
         try decode(at: nextOffset)

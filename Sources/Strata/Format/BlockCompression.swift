@@ -1,5 +1,5 @@
 /// How a block's payload is stored. The raw values are written to disk: never change them.
-enum BlockCompression: UInt8, Sendable {
+package enum BlockCompression: UInt8, Sendable {
     /// The payload is the block itself.
     case none = 0
     /// The payload is one raw LZ4 block (no frame, no sizes); the trailer carries the sizes.

@@ -53,7 +53,7 @@ struct BloomFilter {
 }
 
 /// The 64-bit key hash stored filters are built with (FORMAT.md, "Key hash"). Never change it.
-enum KeyHash {
+package enum KeyHash {
     private static let k0: UInt64 = 0x9E37_79B9_7F4A_7C15
     private static let k1: UInt64 = 0x87C3_7B91_1142_53D5
     private static let k2: UInt64 = 0x4CF5_AD43_2745_937F
@@ -65,7 +65,7 @@ enum KeyHash {
         return x &* k2
     }
 
-    static func hash64(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    package static func hash64(_ key: UnsafeRawBufferPointer) -> UInt64 {
         var h = k0 ^ (UInt64(key.count) &* k0)
         var i = 0
         while i + 8 <= key.count {

@@ -1,7 +1,7 @@
 /// The one key order of every file: unsigned byte-wise lexicographic, a prefix first.
-enum ByteComparison {
+package enum ByteComparison {
     @inline(__always)
-    static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+    package static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
             if n > 64 {
@@ -27,7 +27,7 @@ enum ByteComparison {
     }
 
     @inline(__always)
-    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    package static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
         a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in compare(pa, pb) } }
     }
 

@@ -23,14 +23,14 @@
 /// Equality and hashing are byte-exact: two elements are equal exactly when their encodings are.
 /// Strings therefore compare by UTF-8 code units, not by Swift's canonical equivalence — the
 /// precomposed `"é"` and `"e\u{301}"` are different keys.
-enum TupleElement: Hashable, Sendable, CustomStringConvertible {
+package enum TupleElement: Hashable, Sendable, CustomStringConvertible {
     case bytes([UInt8])
     case string(String)
     case tuple([TupleElement])
     case uint(UInt64)
     case int(Int64)
 
-    static func == (lhs: TupleElement, rhs: TupleElement) -> Bool {
+    package static func == (lhs: TupleElement, rhs: TupleElement) -> Bool {
         switch (lhs, rhs) {
         case let (.bytes(a), .bytes(b)): return a == b
         case let (.string(a), .string(b)): return a.utf8.elementsEqual(b.utf8)
@@ -41,7 +41,7 @@ enum TupleElement: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .bytes(let value):
             hasher.combine(TupleKey.TypeCode.bytes)
@@ -64,7 +64,7 @@ enum TupleElement: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The element rendered the way ``TupleKey/describe(_:)`` renders it.
-    var description: String {
+    package var description: String {
         var out = ""
         TupleKey.render(self, into: &out)
         return out
@@ -196,12 +196,12 @@ struct TupleKeyEncoder: Sendable {
 }
 
 /// A malformed tuple key: where in the key (a byte offset from its start) and what is wrong.
-struct TupleKeyError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct TupleKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The offset of the offending byte, or the key's length when more bytes were expected.
     let offset: Int
     let reason: String
 
-    var description: String { "malformed tuple key at offset \(offset): \(reason)" }
+    package var description: String { "malformed tuple key at offset \(offset): \(reason)" }
 }
 
 /// Reads the elements of an encoded tuple key back, one at a time.
@@ -210,29 +210,29 @@ struct TupleKeyError: Error, Sendable, Equatable, CustomStringConvertible {
 /// minimal length, strings must be well-formed UTF-8 — so a key that decodes re-encodes to the
 /// same bytes. Anything else throws a ``TupleKeyError``; no input traps or reads out of bounds.
 /// A call that throws leaves the decoder where it was.
-struct TupleKeyDecoder: Sendable {
+package struct TupleKeyDecoder: Sendable {
     private let bytes: ArraySlice<UInt8>
     /// The index into `bytes` of the next element.
     private var position: Int
 
-    init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.init(bytes[...])
     }
 
     /// Decodes a slice; error offsets count from the slice's first byte.
-    init(_ bytes: ArraySlice<UInt8>) {
+    package init(_ bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
         self.position = bytes.startIndex
     }
 
     /// Whether every element has been read.
-    var isAtEnd: Bool { position >= bytes.endIndex }
+    package var isAtEnd: Bool { position >= bytes.endIndex }
 
     /// The offset of the next element from the start of the key.
-    var offset: Int { position - bytes.startIndex }
+    package var offset: Int { position - bytes.startIndex }
 
     /// Reads the next element, whatever its kind.
-    mutating func next() throws(TupleKeyError) -> TupleElement {
+    package mutating func next() throws(TupleKeyError) -> TupleElement {
         let start = position
         do throws(TupleKeyError) {
             return try element(depth: 0)
@@ -243,7 +243,7 @@ struct TupleKeyDecoder: Sendable {
     }
 
     /// Reads the next element, which must be an unsigned integer.
-    mutating func nextUInt() throws(TupleKeyError) -> UInt64 {
+    package mutating func nextUInt() throws(TupleKeyError) -> UInt64 {
         try expect(TupleKey.TypeCode.uintZero...TupleKey.TypeCode.uintZero + 8, "an unsigned integer")
         return try readUInt()
     }
@@ -474,7 +474,7 @@ struct TupleKeyDecoder: Sendable {
 }
 
 /// Whole-key operations on the tuple encoding.
-enum TupleKey {
+package enum TupleKey {
     /// The type bytes. Normative: they never change, and a retired one stays reserved.
     enum TypeCode {
         static let bytes: UInt8 = 0x01
@@ -500,7 +500,7 @@ enum TupleKey {
         return encoder.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) throws(TupleKeyError) -> [TupleElement] {
+    package static func decode(_ bytes: [UInt8]) throws(TupleKeyError) -> [TupleElement] {
         var decoder = TupleKeyDecoder(bytes)
         var elements: [TupleElement] = []
         while !decoder.isAtEnd {
@@ -512,7 +512,7 @@ enum TupleKey {
     /// The smallest byte string greater than every key that starts with `prefix` (for prefix range
     /// scans): drop trailing 0xFF bytes and increment the last byte; nil if the prefix is empty or
     /// all 0xFF, when no such bound exists.
-    static func prefixSuccessor(_ prefix: [UInt8]) -> [UInt8]? {
+    package static func prefixSuccessor(_ prefix: [UInt8]) -> [UInt8]? {
         guard let last = prefix.lastIndex(where: { $0 != 0xFF }) else { return nil }
         var successor = Array(prefix[...last])
         successor[last] += 1  // cannot overflow: the byte is not 0xFF
@@ -525,7 +525,7 @@ enum TupleKey {
     /// `+0`), so the two kinds stay distinguishable; strings print as Swift string literals, bytes
     /// in hex like `x'00ff'`, nested tuples in parentheses. A key that does not decode prints as
     /// the hex of all its bytes, without parentheses.
-    static func describe(_ key: [UInt8]) -> String {
+    package static func describe(_ key: [UInt8]) -> String {
         guard let elements = try? decode(key) else { return hex(key) }
         var out = ""
         renderTuple(elements, into: &out)
@@ -602,7 +602,7 @@ enum TupleKey {
 
     private static let hexDigits: [Character] = Array("0123456789abcdef")
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         var out = "x'"
         out.reserveCapacity(bytes.count * 2 + 3)
         for byte in bytes {

@@ -67,7 +67,7 @@ enum Varint {
 }
 
 /// Fixed-width little-endian integers, the width of every stored field that is not a varint.
-enum LittleEndian {
+package enum LittleEndian {
     @inline(__always)
     static func append(_ value: UInt32, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
@@ -80,13 +80,13 @@ enum LittleEndian {
 
     /// Reads a `UInt32` at `offset`; the caller has checked `offset + 4 <= buffer.count`.
     @inline(__always)
-    static func uint32(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
+    package static func uint32(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
         UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
 
     /// Reads a `UInt64` at `offset`; the caller has checked `offset + 8 <= buffer.count`.
     @inline(__always)
-    static func uint64(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
+    package static func uint64(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
         UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }
 }

@@ -6,12 +6,12 @@
 ///     u8      option flags               bit 0: retention present, bit 1: limit present
 ///     varint  retention in 100-ns units  if bit 0
 ///     varint  limit                      if bit 1
-struct ChannelDescriptor: Equatable, Sendable {
+package struct ChannelDescriptor: Equatable, Sendable {
     static let layoutVersion: UInt8 = 1
 
-    var typeName: String
+    package var typeName: String
     /// In 100-ns units.
-    var retention: UInt64?
+    package var retention: UInt64?
     var limit: UInt64?
 
     init(typeName: String, options: ChannelOptions) {
@@ -27,7 +27,7 @@ struct ChannelDescriptor: Equatable, Sendable {
     }
 
     /// The options the descriptor records.
-    var options: ChannelOptions {
+    package var options: ChannelOptions {
         ChannelOptions(retention: retention.map { Self.duration(units: $0) },
                        limit: limit.map { Int(clamping: $0) })
     }
@@ -46,7 +46,7 @@ struct ChannelDescriptor: Equatable, Sendable {
     }
 
     /// Decodes the payload of channel `name`'s catalog entry.
-    init(decoding payload: [UInt8], channel name: String) throws {
+    package init(decoding payload: [UInt8], channel name: String) throws {
         let what = "catalog entry channel \"\(name)\""
         func bad(_ reason: String) -> StrataError { .corrupted(file: what, offset: 0, reason: reason) }
         guard let version = payload.first else { throw bad("empty payload") }

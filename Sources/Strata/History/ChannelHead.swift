@@ -7,8 +7,8 @@
 /// It is rewritten in the batch of every publish (and of an options change), so that the store's
 /// timetoken clock restarts above every timetoken it handed out, and readers see the floor that
 /// belongs to the snapshot they read.
-struct ChannelHead: Equatable, Sendable {
-    var last: UInt64 = 0
+package struct ChannelHead: Equatable, Sendable {
+    package var last: UInt64 = 0
     var floor: UInt64 = 0
 
     static func key(_ channelId: UInt64) -> [UInt8] {
@@ -26,7 +26,7 @@ struct ChannelHead: Equatable, Sendable {
         return out
     }
 
-    init(last: UInt64 = 0, floor: UInt64 = 0) {
+    package init(last: UInt64 = 0, floor: UInt64 = 0) {
         self.last = last
         self.floor = floor
     }
@@ -47,7 +47,7 @@ struct ChannelHead: Equatable, Sendable {
     }
 
     /// Every head in a snapshot, by channel id.
-    static func all(in snapshot: Snapshot) throws -> [UInt64: ChannelHead] {
+    package static func all(in snapshot: Snapshot) throws -> [UInt64: ChannelHead] {
         let ks = Keyspace.channelHeads
         let cursor = snapshot.cursor(lower: ks.prefix, upper: ks.end)
         var heads: [UInt64: ChannelHead] = [:]

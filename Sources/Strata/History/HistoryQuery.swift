@@ -1,6 +1,6 @@
 /// The reads of message history, over a ``Snapshot`` so that the store and the inspector of
 /// `strata-dump` share them: the bound rules of API.md turned into key ranges, pages and counts.
-enum HistoryQuery {
+package enum HistoryQuery {
     /// The largest `limit` of a history call (``HistoryPage/maximumLimit``).
     static let maximumLimit = 100
 
@@ -37,7 +37,7 @@ enum HistoryQuery {
 
     /// The oldest timetoken a channel still shows: its persisted floor, raised by its retention
     /// measured at `now`.
-    static func floor(head: ChannelHead, retention: UInt64?, now: UInt64) -> UInt64 {
+    package static func floor(head: ChannelHead, retention: UInt64?, now: UInt64) -> UInt64 {
         guard let retention else { return head.floor }
         return max(head.floor, now >= retention ? now - retention : 0)
     }
@@ -119,7 +119,7 @@ enum HistoryQuery {
 
     /// Decodes a message record of a channel as JSON, given the type name the channel stored.
     @inline(__always)
-    static func json(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
+    package static func json(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
                      typeName: String) throws -> HistoryMessage<JSON> {
         let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)")
         let message: JSON
@@ -133,15 +133,15 @@ enum HistoryQuery {
 }
 
 /// The engine keys of one channel.
-struct ChannelKeys: Sendable {
+package struct ChannelKeys: Sendable {
     let name: String
-    let id: UInt64
+    package let id: UInt64
     /// `(3, id)`.
-    let prefix: [UInt8]
+    package let prefix: [UInt8]
     /// `(3, id + 1)`: above every key of the channel.
-    let end: [UInt8]
+    package let end: [UInt8]
 
-    init(name: String, id: UInt64) {
+    package init(name: String, id: UInt64) {
         self.name = name
         self.id = id
         prefix = MessageRecord.channelPrefix(id)
@@ -149,7 +149,7 @@ struct ChannelKeys: Sendable {
     }
 
     /// The key of the message at `timetoken`.
-    func key(_ timetoken: UInt64) -> [UInt8] {
+    package func key(_ timetoken: UInt64) -> [UInt8] {
         var suffix: [UInt8] = []
         MessageRecord.encodeTimetoken(timetoken, into: &suffix)
         return prefix + suffix

@@ -8,7 +8,7 @@
 ///
 /// The message comes last so it needs no length. Bits 2–7 of `flags` are zero; a reader refuses
 /// a record with any of them set.
-enum MessageRecord {
+package enum MessageRecord {
     static let hasMeta: UInt8 = 1
     static let hasPublisher: UInt8 = 2
 
@@ -30,7 +30,7 @@ enum MessageRecord {
     /// The timetoken of a key whose channel prefix is `prefixLength` bytes, or nil if the rest of
     /// the key is not exactly one unsigned integer.
     @inline(__always)
-    static func timetoken(ofKey key: UnsafeRawBufferPointer, prefixLength: Int) -> UInt64? {
+    package static func timetoken(ofKey key: UnsafeRawBufferPointer, prefixLength: Int) -> UInt64? {
         var offset = prefixLength
         guard let timetoken = TupleKey.readUInt(key, at: &offset), offset == key.count else { return nil }
         return timetoken

@@ -50,7 +50,7 @@ public struct Timetoken: RawRepresentable, Hashable, Comparable, Sendable, Codab
     }
 
     /// 100-ns units per second.
-    static let unitsPerSecond: Double = 10_000_000
+    package static let unitsPerSecond: Double = 10_000_000
 
     /// The smallest timetoken.
     public static let zero = Timetoken(0)

@@ -5,40 +5,40 @@
 
 extension Keyspace {
     /// Collection catalog: names to ids, options, head state: `(0, kind, name)`.
-    static let catalog = Keyspace(id: 0, name: "catalog")
+    package static let catalog = Keyspace(id: 0, name: "catalog")
     /// The raw key-value API of ``Store`` (``Store/put(_:_:)`` and friends).
-    static let keyValue = Keyspace(id: 1, name: "key-value")
+    package static let keyValue = Keyspace(id: 1, name: "key-value")
     /// Time-series events: `(2, seriesId, sequence)`.
-    static let timeSeriesEvents = Keyspace(id: 2, name: "time-series events")
+    package static let timeSeriesEvents = Keyspace(id: 2, name: "time-series events")
     /// History messages: `(3, channelId, timetoken)`.
-    static let channelMessages = Keyspace(id: 3, name: "history messages")
+    package static let channelMessages = Keyspace(id: 3, name: "history messages")
     /// Documents: `(4, databaseId, documentId)`.
-    static let documents = Keyspace(id: 4, name: "documents")
+    package static let documents = Keyspace(id: 4, name: "documents")
     /// Index rows: `(5, indexId, collated key, documentId)`.
-    static let indexRows = Keyspace(id: 5, name: "index rows")
+    package static let indexRows = Keyspace(id: 5, name: "index rows")
     /// The persistent change feed of document databases: `(6, databaseId, changeSequence)`.
-    static let documentChanges = Keyspace(id: 6, name: "document changes")
+    package static let documentChanges = Keyspace(id: 6, name: "document changes")
     /// Attachments, apart from their documents so that queries never read them:
     /// `(7, databaseId, documentId, name)`.
-    static let attachments = Keyspace(id: 7, name: "attachments")
+    package static let attachments = Keyspace(id: 7, name: "attachments")
     /// The time-series edit index: `(8, seriesId, original, edit)`.
-    static let timeSeriesEditIndex = Keyspace(id: 8, name: "time-series edit index")
+    package static let timeSeriesEditIndex = Keyspace(id: 8, name: "time-series edit index")
     /// Channel heads (last timetoken and floor): `(10, channelId)`.
-    static let channelHeads = Keyspace(id: 10, name: "channel heads")
+    package static let channelHeads = Keyspace(id: 10, name: "channel heads")
     // 9, 11 and 12…15 stay reserved for the collections.
 
     /// Every keyspace of this version, in id order.
-    static let all: [Keyspace] = [
+    package static let all: [Keyspace] = [
         .catalog, .keyValue, .timeSeriesEvents, .channelMessages, .documents, .indexRows,
         .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads,
     ]
 }
 
 extension CollectionKind {
-    static let timeSeries = CollectionKind(id: 1, name: "time series")
-    static let channel = CollectionKind(id: 2, name: "channel")
-    static let documentDatabase = CollectionKind(id: 3, name: "document database")
-    static let documentIndex = CollectionKind(id: 4, name: "document index")
+    package static let timeSeries = CollectionKind(id: 1, name: "time series")
+    package static let channel = CollectionKind(id: 2, name: "channel")
+    package static let documentDatabase = CollectionKind(id: 3, name: "document database")
+    package static let documentIndex = CollectionKind(id: 4, name: "document index")
 
     /// Every kind of this version.
     static let all: [CollectionKind] = [.timeSeries, .channel, .documentDatabase, .documentIndex]

@@ -9,17 +9,17 @@
 /// `flags` bit 0: edit event (the bracketed original fields follow); bit 1: an author index
 /// follows (absent means author 0). Timestamps are milliseconds relative to the series' base
 /// timestamp (the first event's), never negative since timestamps never decrease.
-struct EventRecord {
+package struct EventRecord {
     static let editFlag: UInt8 = 0x01
     static let authorFlag: UInt8 = 0x02
     static let knownFlags: UInt8 = 0x03
 
-    var timestampDelta: UInt64
-    var author: UInt64
+    package var timestampDelta: UInt64
+    package var author: UInt64
     /// For an edit: the original's sequence, timestamp delta and author index.
-    var original: (sequence: UInt64, timestampDelta: UInt64, author: UInt64)?
+    package var original: (sequence: UInt64, timestampDelta: UInt64, author: UInt64)?
     /// Where the value bytes start in the record.
-    var valueOffset: Int
+    package var valueOffset: Int
 
     var isEdit: Bool { original != nil }
 
@@ -42,7 +42,7 @@ struct EventRecord {
 
     /// Decodes a record's header; nil if malformed.
     @inline(__always)
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> EventRecord? {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) -> EventRecord? {
         guard bytes.count >= 2 else { return nil }
         let flags = bytes[0]
         guard flags & ~knownFlags == 0 else { return nil }
@@ -65,7 +65,7 @@ struct EventRecord {
 
     /// Whether the record is an edit, from its first byte alone.
     @inline(__always)
-    static func isEdit(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func isEdit(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count > 0 && bytes[0] & editFlag != 0
     }
 

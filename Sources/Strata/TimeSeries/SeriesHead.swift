@@ -1,10 +1,10 @@
 /// The state of a series that reads need besides its records: which sequences exist and are
 /// retained, the latest timestamp, whether edits may be retained.
-struct SeriesHead: Sendable, Equatable {
+package struct SeriesHead: Sendable, Equatable {
     /// The sequence the next event gets.
-    var next: UInt64
+    package var next: UInt64
     /// The first retained sequence; `cutoff ..< next` are the retained events.
-    var cutoff: UInt64
+    package var cutoff: UInt64
     /// The latest event's timestamp (ms since 1970), nil for an empty series.
     var latestTimestamp: Int64?
     /// The sequence of the latest edit event ever appended.
@@ -17,5 +17,5 @@ struct SeriesHead: Sendable, Equatable {
     }
 
     /// The number of retained events.
-    var count: UInt64 { next - cutoff }
+    package var count: UInt64 { next - cutoff }
 }

@@ -1,23 +1,23 @@
 /// What a time series keeps in its catalog entry (FORMAT.md §14.1): value type, options, the
 /// base of its timestamps, the durable part of its head state and its author table.
-struct SeriesPayload: Sendable, Equatable {
+package struct SeriesPayload: Sendable, Equatable {
     static let layoutVersion: UInt8 = 1
 
-    var typeName: String
+    package var typeName: String
     /// ``RetainedRange/count``.
     var retainedCount: Int?
     /// ``RetainedRange/duration`` in milliseconds.
     var retainedMilliseconds: Int64?
     var subscription: SubscriptionKind
     /// The timestamp (ms since 1970) event timestamps are stored relative to; set by the first append.
-    var baseTimestamp: Int64?
+    package var baseTimestamp: Int64?
     /// The first retained sequence as of the last write of this payload. The live cutoff may be
     /// higher: it is recomputed on open from the options and the events (§14.4).
     var cutoff: UInt64
     /// The sequence of the latest edit event ever appended, if any.
     var lastEditSequence: UInt64?
     /// Authors by index; events store the index.
-    var authors: [String]
+    package var authors: [String]
 
     /// The subscription range as stored: durations in milliseconds.
     enum SubscriptionKind: Sendable, Equatable {
@@ -51,7 +51,7 @@ struct SeriesPayload: Sendable, Equatable {
         }
     }
 
-    var retainedRange: RetainedRange {
+    package var retainedRange: RetainedRange {
         switch (retainedCount, retainedMilliseconds) {
         case (nil, nil): return .all
         case let (n?, nil): return .limit(n)
@@ -60,7 +60,7 @@ struct SeriesPayload: Sendable, Equatable {
         }
     }
 
-    var subscriptionRange: SubscriptionRange {
+    package var subscriptionRange: SubscriptionRange {
         switch subscription {
         case .latest: return .latest
         case .none: return .none
@@ -101,7 +101,7 @@ struct SeriesPayload: Sendable, Equatable {
     }
 
     /// Decodes a payload; `name` is the series path, for errors.
-    static func decode(_ bytes: [UInt8], name: String) throws -> SeriesPayload {
+    package static func decode(_ bytes: [UInt8], name: String) throws -> SeriesPayload {
         let file = "catalog entry time series \"\(name)\""
         guard let version = bytes.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")

@@ -1,8 +1,8 @@
 /// Reads one series in a snapshot: its records, timestamps, the views of ``RangeQuery`` and their
-/// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by ``SeriesInspector``.
+/// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by StrataInspection's `SeriesInspector`.
 ///
 /// Sequences are handled as `Int64` here: a series never reaches 2^63 events.
-struct SeriesReader {
+package struct SeriesReader {
     let snapshot: Snapshot
     let id: UInt64
     let head: SeriesHead
@@ -13,7 +13,7 @@ struct SeriesReader {
     /// `(8, id)`.
     let indexPrefix: [UInt8]
 
-    init(snapshot: Snapshot, id: UInt64, head: SeriesHead, baseTimestamp: Int64, path: String) {
+    package init(snapshot: Snapshot, id: UInt64, head: SeriesHead, baseTimestamp: Int64, path: String) {
         self.snapshot = snapshot
         self.id = id
         self.head = head
@@ -26,11 +26,11 @@ struct SeriesReader {
     private var cutoff: Int64 { Int64(head.cutoff) }
     private var next: Int64 { Int64(head.next) }
 
-    func corrupted(_ reason: String, sequence: Int64) -> StrataError {
+    package func corrupted(_ reason: String, sequence: Int64) -> StrataError {
         .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(sequence): \(reason)")
     }
 
-    func key(_ sequence: Int64) -> [UInt8] {
+    package func key(_ sequence: Int64) -> [UInt8] {
         var k = prefix
         EventRecord.appendUInt(UInt64(sequence), to: &k)
         return k
@@ -298,7 +298,7 @@ struct SeriesReader {
     /// order, and returns how many events the range selected (before the limit).
     ///
     /// For the values view, an edited original is returned as its latest edit's record.
-    func evaluate(_ query: RangeQuery, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+    package func evaluate(_ query: RangeQuery, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws -> Int {
         guard let (a0, b0) = try select(query) else { return 0 }
         let a = max(a0, cutoff), b = min(b0, next - 1)
         guard a <= b else { return 0 }

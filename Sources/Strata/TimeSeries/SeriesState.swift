@@ -13,7 +13,7 @@ import Synchronization
 /// reader pairs a snapshot with the newest head published at or below the snapshot's sequence:
 /// the two always agree, and a reader that sees any part of a transaction sees the series' part.
 /// Subscribers are streams of the store's ``CommitBroadcaster``.
-final class SeriesState: CollectionState {
+package final class SeriesState: CollectionState {
     let engine: Engine
     let broadcaster: CommitBroadcaster
     let id: UInt64
@@ -110,7 +110,7 @@ final class SeriesState: CollectionState {
     /// The head of a series from its records and catalog payload (FORMAT.md §14.4): next and
     /// latest from the last record, the cutoff as the largest of the stored one, the first record
     /// present, and what the stored retained range gives.
-    static func recover(snapshot: Snapshot, id: UInt64, payload: SeriesPayload, path: String)
+    package static func recover(snapshot: Snapshot, id: UInt64, payload: SeriesPayload, path: String)
         throws -> (head: SeriesHead, latest: [UInt8]?) {
         let prefix = EventRecord.seriesPrefix(id)
         guard let upper = TupleKey.prefixSuccessor(prefix) else { throw StrataError.invalidArgument("series id \(id)") }

@@ -217,7 +217,7 @@ extension JSON: Comparable {
     }
 
     /// Decodes one collation key from an array slice, advancing `offset` (an index of `bytes`).
-    static func decodeCollationKey(_ bytes: ArraySlice<UInt8>, at offset: inout Int) throws -> JSON {
+    package static func decodeCollationKey(_ bytes: ArraySlice<UInt8>, at offset: inout Int) throws -> JSON {
         try bytes.withUnsafeBytes { buffer in
             var local = offset - bytes.startIndex
             let value = try decodeCollationKey(buffer, at: &local)

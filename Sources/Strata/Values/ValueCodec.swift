@@ -22,7 +22,7 @@ import Foundation
 /// try codec.encode(21.5, into: &bytes)                       // 8 bytes
 /// let value = try bytes.withUnsafeBytes { try codec.decode($0) }   // 21.5
 /// ```
-struct ValueCodec<Value: Codable & Sendable>: Sendable {
+package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     init() {}
 
     /// The stable name stored in catalogs: `Int64`, `Double`, `String`, `Data`, `Bool`, `JSON`
@@ -104,7 +104,7 @@ struct ValueCodec<Value: Codable & Sendable>: Sendable {
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` for malformed bytes,
     ///   ``StrataError/invalidArgument(_:)`` for a type name this build does not know.
-    static func json(typeName: String, bytes: UnsafeRawBufferPointer) throws -> JSON {
+    package static func json(typeName: String, bytes: UnsafeRawBufferPointer) throws -> JSON {
         switch typeName {
         case "Int64": return .int(try ValueCodec<Int64>().decode(bytes))
         case "Double": return .double(try ValueCodec<Double>().decode(bytes))

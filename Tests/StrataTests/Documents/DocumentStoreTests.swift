@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+@testable import StrataInspection
 
 // The document store: save/add/update/delete/fetch, metadata, attachments, the Codable helpers,
 // atomic batches, the persistent change feed and errors.

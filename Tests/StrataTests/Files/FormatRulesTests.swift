@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Strata
+@testable import StrataInspection
 
 // The rules of FORMAT.md that a reader written from the specification alone found unstated or
 // contradicted (issue 10). Each is checked on a crafted file whose checksums are all valid, so

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+@testable import StrataInspection
 
 // Power loss at the collection level: the workloads of the collections' crash helpers
 // (Sources/strata-crash-helper/SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift) run

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 @testable import Strata
 import Testing
+@testable import StrataInspection
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,3 +1,5 @@
+import Strata
+
 /// Reads a write-ahead log for people and scripts: its header, each record (one committed batch,
 /// or several merged by group commit) and, on request, each operation with its decoded key.
 ///
@@ -13,8 +15,8 @@ public enum LogInspector {
     /// whose payload does not decode as a batch carries an ``LogDump/Record/error``.
     ///
     /// - Throws: ``InspectionError`` when `path` is not a log;
-    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for a log of a future version;
-    ///   ``StrataError/corrupted(file:offset:reason:)`` when a damaged record is followed by valid
+    ///   `StrataError.unsupportedFormatVersion(file:found:)` for a log of a future version;
+    ///   `StrataError.corrupted(file:offset:reason:)` when a damaged record is followed by valid
     ///   ones (which a crash cannot produce) or the header fails its checksum.
     public static func dump(logAt path: String, includeOperations: Bool = false) throws -> LogDump {
         try StoreInspector.require(.log, at: path)

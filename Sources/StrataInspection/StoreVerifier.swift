@@ -1,3 +1,5 @@
+import Strata
+
 /// Checks every byte of a store that the engine would trust: `strata-dump verify`.
 ///
 /// For each segment the manifest lists: that it exists with the size the manifest records; the
@@ -11,7 +13,7 @@
 /// key ranges match what the blocks hold; that the manifest's record count and key range match
 /// the segment. Across a run: that no two segments' keys overlap. For each log at or above the
 /// manifest's log number: that it reads, that its header names it, and that each record passes
-/// ``LogReplayCheck``, the check recovery makes (batches that decode, sequence numbers that
+/// `LogReplayCheck`, the check recovery makes (batches that decode, sequence numbers that
 /// increase across logs and stay below the limit). A torn log tail is a *note*, not a fault: a
 /// crash leaves one and recovery discards it (and reports it); damage a crash cannot leave is a
 /// fault. So is everything else open refuses: a missing MANIFEST beside logs or segments, a log
@@ -345,7 +347,7 @@ public enum StoreVerifier {
     // MARK: Logs
 
     /// Checks one log as recovery reads it: the header, where a torn tail starts, and each record
-    /// with ``LogReplayCheck`` — the function recovery uses — continuing `replay` across logs.
+    /// with `LogReplayCheck` — the function recovery uses — continuing `replay` across logs.
     static func checkLog(path: String, number: UInt64?, replay: inout LogReplayCheck, into report: inout VerifyReport) {
         let reader: LogReader
         do {

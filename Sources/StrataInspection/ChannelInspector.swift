@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 
 /// One channel of a store, as `strata-dump channels` lists it.
 public struct ChannelSummary: Codable, Sendable, Equatable {
@@ -63,7 +64,7 @@ public enum ChannelInspector {
 
     /// Channel `name` and its newest `limit` messages (all of them when nil), oldest first.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` if the store has no such channel.
+    /// - Throws: `StrataError.notFound(_:)` if the store has no such channel.
     public static func dump(channel name: String, ofStoreAt directory: String, limit: Int? = nil,
                             now: Date = Date()) throws -> ChannelDump {
         let image = try Image(directory: directory, now: now)

@@ -1,3 +1,5 @@
+import Strata
+
 /// The kinds of files a store directory holds (FORMAT.md, "Store directory").
 public enum StrataFileKind: String, Codable, Sendable, CaseIterable {
     /// `MANIFEST`: the live segments, their runs and the recovery counters.
@@ -16,8 +18,8 @@ public enum StrataFileKind: String, Codable, Sendable, CaseIterable {
 
 /// The library side of `strata-dump`: read-only inspection of a store's files.
 ///
-/// Everything here reads files through the Files-layer readers (``Manifest``, ``LogReader``,
-/// ``SegmentReader``…), never through the engine: a store may be damaged, or open in another
+/// Everything here reads files through the Files-layer readers (`Manifest`, `LogReader`,
+/// `SegmentReader`…), never through the engine: a store may be damaged, or open in another
 /// process. The inspector neither takes the `LOCK` nor writes anything, so it may run next to the
 /// process that owns the store — a log being appended may then show a torn tail, which is only
 /// the write in flight.
@@ -34,7 +36,7 @@ public enum StoreInspector {
     /// files without one, by its name (`LOCK`, `*.tmp`, and a log whose header a crash cut short).
     ///
     /// - Throws: ``InspectionError/notFound(path:)`` or ``InspectionError/notAFile(path:expected:)``
-    ///   when `path` is not a readable regular file; an ``StrataError/io(path:errno:operation:)``
+    ///   when `path` is not a readable regular file; an `StrataError.io(path:errno:operation:)`
     ///   when reading fails.
     public static func kind(ofFileAt path: String) throws -> StrataFileKind {
         let size = try PathStatus.requireFile(path)

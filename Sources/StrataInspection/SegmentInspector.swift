@@ -1,3 +1,5 @@
+import Strata
+
 /// Reads a segment file for people and scripts: its footer, properties, index shape, each data
 /// block (where it is, how it is stored, which keys it holds), the filter, the range tombstones
 /// and, on request, every record with its decoded key.
@@ -15,8 +17,8 @@ public enum SegmentInspector {
     /// ``SegmentDump/DataBlock/error`` of the block, and the dump goes on.
     ///
     /// - Throws: ``InspectionError`` when `path` is not a segment;
-    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for a future format version;
-    ///   ``StrataError/corrupted(file:offset:reason:)`` when the file cannot be opened.
+    ///   `StrataError.unsupportedFormatVersion(file:found:)` for a future format version;
+    ///   `StrataError.corrupted(file:offset:reason:)` when the file cannot be opened.
     public static func dump(segmentAt path: String, includeRecords: Bool = false) throws -> SegmentDump {
         try StoreInspector.require(.segment, at: path)
         var number: UInt64?

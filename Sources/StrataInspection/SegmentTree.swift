@@ -1,3 +1,5 @@
+import Strata
+
 /// A problem found in a file: where, and what.
 struct FileFault: Sendable, Equatable {
     var offset: Int
@@ -99,7 +101,7 @@ struct SegmentTree {
 }
 
 /// Reads block trailers (compression, uncompressed length) with `pread`, beside a
-/// ``SegmentReader`` that owns the mapping and checks the blocks.
+/// `SegmentReader` that owns the mapping and checks the blocks.
 struct SegmentTrailerReader {
     let file: SystemFile
 

@@ -1,8 +1,10 @@
+import Strata
+
 /// Why an inspection could not start: the path names nothing Strata can read.
 ///
 /// Damage inside a Strata file is not an ``InspectionError``: the readers report it as
-/// ``StrataError/corrupted(file:offset:reason:)`` (or
-/// ``StrataError/unsupportedFormatVersion(file:found:)``), and ``StoreVerifier`` lists it as a fault.
+/// `StrataError.corrupted(file:offset:reason:)` (or
+/// `StrataError.unsupportedFormatVersion(file:found:)`), and ``StoreVerifier`` lists it as a fault.
 public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Nothing exists at `path`.
     case notFound(path: String)

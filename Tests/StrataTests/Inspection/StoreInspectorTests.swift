@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+@testable import StrataInspection
 
 // MARK: - Deterministic randomness
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Strata
+@testable import StrataInspection
 
 @Suite("TimeSeries inspector")
 struct SeriesInspectorTests {

@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 
 /// One index of a document database, as ``DocumentInspector`` lists it.
 public struct DocumentIndexSummary: Codable, Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 
 /// One time series of a store, as ``SeriesInspector`` lists it.
 public struct SeriesSummary: Codable, Sendable, Equatable {
@@ -32,7 +33,7 @@ public struct SeriesEventDump: Codable, Sendable, Equatable {
     public let author: String
     /// For an edit event, the original's sequence.
     public let originalSequence: UInt64?
-    /// The value as JSON (``ValueCodec`` "json(typeName:bytes:)": `Data` as base64).
+    /// The value as JSON (`ValueCodec` "json(typeName:bytes:)": `Data` as base64).
     public let value: JSON
 }
 

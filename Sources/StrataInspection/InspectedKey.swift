@@ -1,6 +1,8 @@
+import Strata
+
 /// A stored key as the inspection tools show it: rendered for people and, exactly, in hex.
 ///
-/// The rendering decodes the key as a tuple (``TupleKey``), so `(3, "prices/AAPL", 42)` shows
+/// The rendering decodes the key as a tuple (`TupleKey`), so `(3, "prices/AAPL", 42)` shows
 /// what the engine stored. Keys whose tail is not a tuple — the raw key-value API stores the
 /// caller's bytes after the keyspace prefix — print the tuple prefix that does decode, then
 /// `+` and the rest: as a quoted string when it starts with printable ASCII (other bytes escaped
