@@ -205,6 +205,8 @@ public final class Store: Sendable {
                 gate.open()
             }
         }
+        // The `async` twins queued and not started throw `.closed` now, as every later one does.
+        engine.executor.stop()
         defer { collections.closeAll() }
         try engine.close()
     }
