@@ -119,8 +119,11 @@ final class StoreExecutor: Sendable {
         }
         wakeup.withLock { wakeup.broadcast() }
         if case .startThread = outcome {
-            let thread = Thread { [self] in self.work() }
-            thread.name = name
+            let thread = Thread { [self] in
+                // Named here: on Linux a name set before `start()` does not reach the thread.
+                Thread.current.name = name
+                work()
+            }
             thread.stackSize = 4 << 20
             thread.start()
         }

@@ -45,18 +45,27 @@ func runBounded<R: Sendable>(seconds: Double = 20, _ body: @escaping @Sendable (
 /// is for threads: a guard against hanging the suite, not a measure of speed.
 func awaitBounded<R: Sendable>(seconds: Double = 20,
                                _ body: @escaping @Sendable () async throws -> R) async -> Result<R, any Error>? {
-    let waiter = Mutex<CheckedContinuation<Result<R, any Error>?, Never>?>(nil)
+    let waiter = BoundedWaiter<R>()
     return await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, any Error>?, Never>) in
-        waiter.withLock { $0 = continuation }
+        waiter.continuation.withLock { $0 = continuation }
         let timer = Task {
             try? await Task.sleep(for: .seconds(seconds))
-            waiter.withLock { $0.take() }?.resume(returning: nil)
+            waiter.resume(nil)
         }
         Task {
             let result: Result<R, any Error>
             do { result = .success(try await body()) } catch { result = .failure(error) }
             timer.cancel()
-            waiter.withLock { $0.take() }?.resume(returning: result)
+            waiter.resume(result)
         }
+    }
+}
+
+/// The continuation of ``awaitBounded(seconds:_:)``, resumed by whichever comes first.
+private final class BoundedWaiter<R: Sendable>: Sendable {
+    let continuation = Mutex<CheckedContinuation<Result<R, any Error>?, Never>?>(nil)
+
+    func resume(_ result: Result<R, any Error>?) {
+        continuation.withLock { $0.take() }?.resume(returning: result)
     }
 }
