@@ -86,9 +86,6 @@ final class StoreExecutor: Sendable {
         }
     }
 
-    /// Whether ``stop()`` was called.
-    var isStopped: Bool { queue.withLock { $0.stopped } }
-
     /// The jobs waiting for a thread (cancelled ones included until a thread passes them).
     var queuedCount: Int { queue.withLock { $0.count } }
 

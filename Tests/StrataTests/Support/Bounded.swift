@@ -49,14 +49,14 @@ func awaitBounded<R: Sendable>(seconds: Double = 20,
     return await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, any Error>?, Never>) in
         waiter.continuation.withLock { $0 = continuation }
         let timer = Task {
-            try? await Task.sleep(for: .seconds(seconds))
+            do { try await Task.sleep(for: .seconds(seconds)) } catch { return }  // cancelled: body finished
             waiter.resume(nil)
         }
         Task {
             let result: Result<R, any Error>
             do { result = .success(try await body()) } catch { result = .failure(error) }
-            timer.cancel()
             waiter.resume(result)
+            timer.cancel()
         }
     }
 }
