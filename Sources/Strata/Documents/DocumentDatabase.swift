@@ -176,12 +176,17 @@ public struct DocumentDatabase: Sendable {
     /// ```
     @discardableResult
     public func save(_ value: some Encodable, id: String) throws -> Document {
+        try save(Self.document(encoding: value, id: id))
+    }
+
+    /// The document `id` whose fields are `value`'s encoding (for both twins of `save(_:id:)`).
+    static func document(encoding value: some Encodable, id: String) throws -> Document {
         let json = try JSONValueEncoder().encode(value)
         guard case .object(let fields) = json else {
             throw StrataError.invalidArgument("document \(id.debugDescription): \(type(of: value)) does not encode to a JSON object")
         }
         guard !id.isEmpty else { throw StrataError.invalidArgument("a document id must not be empty") }
-        return try save(Document(id: id, fields: fields))
+        return Document(id: id, fields: fields)
     }
 
     /// The document `id` decoded as `type`; nil if there is none.
@@ -190,6 +195,11 @@ public struct DocumentDatabase: Sendable {
     ///   decoding when the fields do not fit `type`.
     public func document<T: Decodable>(id: String, as type: T.Type) throws -> T? {
         guard let document = try document(id: id) else { return nil }
-        return try JSONValueDecoder().decode(type, from: .object(document.fields))
+        return try Self.decode(document, as: type)
+    }
+
+    /// `document`'s fields decoded as `type` (for both twins of `document(id:as:)`).
+    static func decode<T: Decodable>(_ document: Document, as type: T.Type) throws -> T {
+        try JSONValueDecoder().decode(type, from: .object(document.fields))
     }
 }

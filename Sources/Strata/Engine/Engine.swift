@@ -50,6 +50,9 @@ final class Engine: @unchecked Sendable {
     var failureObserver: (@Sendable (StrataError) -> Void)?
     /// Runs the failure observer outside the lock, so that the writer that failed is not delayed.
     let failureQueue = DispatchQueue(label: "strata.failure")
+    /// The threads that run the store's `async` twins (Store/StoreExecutor.swift); the store
+    /// stops it when it closes.
+    let executor = StoreExecutor()
     var flushing = false
     var compacting = false
     var closed = false

@@ -39,6 +39,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// query) fell so far behind that its bounded buffer filled: the stream ends with this error
     /// rather than grow without bound or skip events silently. Subscribe again to resume.
     case subscriberOverflow(String)
+    /// The task calling an `async` method was cancelled before the method's work started:
+    /// nothing was done. (Work that has started runs to the end and returns its result.)
+    case cancelled
 
     public var description: String {
         switch self {
@@ -64,6 +67,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "timestamp \(given) is before the latest event's timestamp \(latest)"
         case .subscriberOverflow(let what):
             return "subscriber overflow: \(what)"
+        case .cancelled:
+            return "the task was cancelled before the work started; nothing was done"
         }
     }
 }

@@ -211,6 +211,8 @@ public final class Store: Sendable {
                 gate.open()
             }
         }
+        // The `async` twins queued and not started throw `.closed` now, as every later one does.
+        engine.executor.stop()
         defer {
             collections.closeAll()
             broadcaster.finishAll(throwing: .closed)

@@ -298,13 +298,13 @@ struct IndexCollationTests {
     func unicodeLiveQuery() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        let store = try await Store.open(at: tmp.url, options: documentStoreOptions())
         defer { try? store.close() }
-        let db = try store.documents("l", indexes: [Self.keyIndex(.unicode)])
-        try db.save(Document(id: "1", fields: ["k": "b"]))
+        let db = try await store.documents("l", indexes: [Self.keyIndex(.unicode)])
+        try await db.save(Document(id: "1", fields: ["k": "b"]))
         var iterator = try db.observe("k", .range(start: "a", end: "b")).makeAsyncIterator()
         #expect(try await iterator.next()?.rows.map(\.key) == ["b"])
-        try db.save(Document(id: "2", fields: ["k": "A"]))
+        try await db.save(Document(id: "2", fields: ["k": "A"]))
         #expect(try await iterator.next()?.rows.map(\.key) == ["A", "b"])
     }
 

@@ -121,7 +121,7 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
     func reduceThatReads() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        let store = try await Store.open(at: tmp.url, options: documentStoreOptions())
         defer { try? store.close() }
         // Sums the values, scaled by a factor stored in the database.
         let scaled = DocumentIndex(name: "scaled", version: "1", map: { doc, emit in
@@ -139,10 +139,10 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
         }
         let result = try #require(outcome, "a reduce that reads its database deadlocked")
         #expect(try result.get() == .int(5))
-        let db = try store.documents("f")
+        let db = try await store.documents("f")
         var iterator = try db.observe("scaled", .all).makeAsyncIterator()
         #expect(try await iterator.next()?.rows.first?.value == .int(5))
-        try db.save(Document(id: "c", fields: ["v": 5]))
+        try await db.save(Document(id: "c", fields: ["v": 5]))
         #expect(try await iterator.next()?.rows.first?.value == .int(10))
     }
 
@@ -150,7 +150,7 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
     func liveQueryErrorEndsTheStream() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        let store = try await Store.open(at: tmp.url, options: documentStoreOptions())
         defer { try? store.close() }
         struct Refused: Error {}
         let failing = DocumentIndex(name: "n", version: "1", map: { doc, emit in
@@ -159,10 +159,10 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
             if values.contains(.int(13)) { throw Refused() }
             return .int(Int64(values.count))
         })
-        let db = try store.documents("e", indexes: [failing])
+        let db = try await store.documents("e", indexes: [failing])
         var iterator = try db.observe("n", .all).makeAsyncIterator()
         #expect(try await iterator.next() != nil)
-        try db.save(Document(id: "x", fields: ["v": 13]))
+        try await db.save(Document(id: "x", fields: ["v": 13]))
         await #expect(throws: StrataError.self) { _ = try await iterator.next() }
     }
 

@@ -86,33 +86,33 @@ final class CallCounter: Sendable {
     func liveQueries() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
-        let db = try store.documents("l", indexes: [Self.byCost("1")])
-        try db.save(Document(id: "a", fields: ["cost": 5, "n": 1]))
+        let store = try await Store.open(at: tmp.url, options: documentStoreOptions())
+        let db = try await store.documents("l", indexes: [Self.byCost("1")])
+        try await db.save(Document(id: "a", fields: ["cost": 5, "n": 1]))
         var q = IndexQuery.range(start: 10, end: 20)
         q.reduce = false
         let stream = try db.observe("cost", q)
         var iterator = stream.makeAsyncIterator()
         #expect(try await iterator.next()?.rows.isEmpty == true)
         // Outside the range, and a save that changes no row: nothing.
-        try db.save(Document(id: "b", fields: ["cost": 50, "n": 1]))
-        try db.save(Document(id: "a", fields: ["cost": 5, "n": 1, "other": true]))
+        try await db.save(Document(id: "b", fields: ["cost": 50, "n": 1]))
+        try await db.save(Document(id: "a", fields: ["cost": 5, "n": 1, "other": true]))
         // Inside: a new result.
-        try db.save(Document(id: "c", fields: ["cost": 15, "n": 7]))
+        try await db.save(Document(id: "c", fields: ["cost": 15, "n": 7]))
         let next = try await iterator.next()
         #expect(next?.rows == [QueryRow(key: 15, value: 7, documentID: "c")])
-        try db.delete(id: "c")
+        try await db.delete(id: "c")
         #expect(try await iterator.next()?.rows.isEmpty == true)
         // Changes stream: one array per commit.
         let changes = try db.changes()
         var changeIterator = changes.makeAsyncIterator()
-        try db.save(contentsOf: [Document(id: "x", fields: [:]), Document(id: "y", fields: [:])])
-        try db.delete(id: "x")
+        try await db.save(contentsOf: [Document(id: "x", fields: [:]), Document(id: "y", fields: [:])])
+        try await db.delete(id: "x")
         let first = try await changeIterator.next()
         #expect(first?.map(\.id) == ["x", "y"])
         #expect(try await changeIterator.next()?.map(\.isDeletion) == [true])
         // Closing the store ends both streams by throwing `.closed`.
-        try store.close()
+        try await store.close()
         await #expect(throws: StrataError.closed) { _ = try await iterator.next() }
         await #expect(throws: StrataError.closed) { _ = try await changeIterator.next() }
     }
@@ -121,13 +121,13 @@ final class CallCounter: Sendable {
     func coalescingAndCancellation() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        let store = try await Store.open(at: tmp.url, options: documentStoreOptions())
         defer { try? store.close() }
-        let db = try store.documents("c", indexes: [Self.byCost("1")])
+        let db = try await store.documents("c", indexes: [Self.byCost("1")])
         let stream = try db.observe("cost", .all)
         var iterator = stream.makeAsyncIterator()
         #expect(try await iterator.next()?.rows.isEmpty == true)
-        for i in 0..<200 { try db.save(Document(id: "d\(i)", fields: ["cost": .int(Int64(i)), "n": 1])) }
+        for i in 0..<200 { try await db.save(Document(id: "d\(i)", fields: ["cost": .int(Int64(i)), "n": 1])) }
         // The consumer sees at most a few results, the last one final.
         var last: IndexQueryResult?
         var seen = 0
@@ -153,11 +153,11 @@ final class CallCounter: Sendable {
     func changeStreamOverflow() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: documentStoreOptions())
+        let store = try await Store.open(at: tmp.url, options: documentStoreOptions())
         defer { try? store.close() }
-        let db = try store.documents("o")
+        let db = try await store.documents("o")
         let stream = try db.changes()
-        for i in 0..<(documentChangesBufferLimit + 10) { try db.save(Document(id: "d\(i)")) }
+        for i in 0..<(documentChangesBufferLimit + 10) { try await db.save(Document(id: "d\(i)")) }
         var received = 0
         var ending: (any Error)?
         do {
@@ -173,6 +173,6 @@ final class CallCounter: Sendable {
         db.state.broadcaster.waitForDeliveries()
         #expect(db.state.broadcaster.count == 0)
         // The persistent feed has everything.
-        #expect(try db.changes(since: UInt64(received)).changes.first?.id == "d\(received)")
+        #expect(try await db.changes(since: UInt64(received)).changes.first?.id == "d\(received)")
     }
 }

@@ -667,7 +667,7 @@ private func readBE64(_ b: [UInt8]) -> UInt64? {
         options.segmentSize = 64 << 10
         options.blockSize = 1024
         options.cacheSize = 128 << 10
-        let store = try Store.open(at: directory, options: options)
+        let store = try await Store.open(at: directory, options: options)
         defer { try? store.close() }
 
         let writers = 3, batchesPerWriter = 3_000, pairs = 50
@@ -786,7 +786,7 @@ private func readBE64(_ b: [UInt8]) -> UInt64? {
 
         // After the writers: every counter is at its last batch.
         for w in 0..<writers {
-            #expect(try store.get(counterKey(w)).flatMap(readBE64) == UInt64(batchesPerWriter - 1))
+            #expect(try await store.get(counterKey(w)).flatMap(readBE64) == UInt64(batchesPerWriter - 1))
         }
         #expect(store.statistics.flushes >= 5, "the writes should have flushed several times")
     }

@@ -58,10 +58,10 @@ private struct Unencodable: Codable, Sendable {
     @Test func closedStore() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
-        let room = try store.channel("room", of: String.self)
-        try room.publish("x")
-        try store.close()
+        let store = try await Store.open(at: dir.url, options: HistoryTestStore.options())
+        let room = try await store.channel("room", of: String.self)
+        try await room.publish("x")
+        try await store.close()
         #expect(throws: StrataError.closed) { try room.publish("y") }
         #expect(throws: StrataError.closed) { try room.publish(contentsOf: []) }
         #expect(throws: StrataError.closed) { try room.history() }

@@ -10,12 +10,12 @@ import Testing
     @Test func deliversPublishedMessagesInOrder() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
+        let store = try await Store.open(at: dir.url, options: HistoryTestStore.options())
         defer { try? store.close() }
-        let room = try store.channel("room", of: String.self)
-        try room.publish("before")
+        let room = try await store.channel("room", of: String.self)
+        try await room.publish("before")
         let stream = try room.messages()
-        let other = try store.channel("room", of: String.self).messages()  // a second subscriber
+        let other = try await store.channel("room", of: String.self).messages()  // a second subscriber
         let publisher = Task.detached {
             var tts: [Timetoken] = []
             tts.append(try room.publish("one", meta: ["n": 1], publisher: "alice"))
@@ -40,17 +40,17 @@ import Testing
         }
         #expect(second == ["one", "two", "three", "four"])
         // What the stream delivered is what history holds.
-        #expect(try room.history().messages == [HistoryMessage(message: "before", timetoken: try room.history().start!)] + received)
+        #expect(try await room.history().messages == [HistoryMessage(message: "before", timetoken: try await room.history().start!)] + received)
     }
 
     @Test func overflowEndsTheStreamWithAnError() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
+        let store = try await Store.open(at: dir.url, options: HistoryTestStore.options())
         defer { try? store.close() }
-        let room = try store.channel("room", of: Int64.self)
+        let room = try await store.channel("room", of: Int64.self)
         let stream = try room.messages(bufferSize: 3)
-        try room.publish(contentsOf: (0..<10).map { Int64($0) })
+        try await room.publish(contentsOf: (0..<10).map { Int64($0) })
         room.state.broadcaster.waitForDeliveries()
         #expect(room.state.broadcaster.count == 0, "the overflowed subscriber is gone")
         var received: [Int64] = []
@@ -61,17 +61,17 @@ import Testing
             guard case .subscriberOverflow = error else { Issue.record("got \(error)"); return }
         }
         #expect(received == [0, 1, 2])
-        try room.publish(10)  // nobody listens: nothing grows
+        try await room.publish(10)  // nobody listens: nothing grows
     }
 
     @Test func closingTheStoreEndsStreamsWithClosed() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
-        let room = try store.channel("room", of: Int64.self)
+        let store = try await Store.open(at: dir.url, options: HistoryTestStore.options())
+        let room = try await store.channel("room", of: Int64.self)
         let stream = try room.messages()
-        try room.publish(1)
-        try store.close()
+        try await room.publish(1)
+        try await store.close()
         var received: [Int64] = []
         do {
             for try await m in stream { received.append(m.message) }
@@ -85,9 +85,9 @@ import Testing
     @Test func cancellingUnsubscribes() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
+        let store = try await Store.open(at: dir.url, options: HistoryTestStore.options())
         defer { try? store.close() }
-        let room = try store.channel("room", of: Int64.self)
+        let room = try await store.channel("room", of: Int64.self)
         let stream = try room.messages()
         #expect(room.state.broadcaster.count == 1)
         let task = Task {
@@ -95,11 +95,11 @@ import Testing
             for try await _ in stream { n += 1 }
             return n
         }
-        try room.publish(1)
+        try await room.publish(1)
         task.cancel()
         _ = try? await task.value
         for _ in 0..<100 where room.state.broadcaster.count > 0 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(room.state.broadcaster.count == 0)
-        try room.publish(2)
+        try await room.publish(2)
     }
 }

@@ -67,7 +67,7 @@ import Testing
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let clock = HistoryTestClock()
-        let store = try Store.open(at: dir.url, options: HistoryTestStore.options(clock: clock))
+        let store = try await Store.open(at: dir.url, options: HistoryTestStore.options(clock: clock))
         defer { try? store.close() }
         let threads = 6
         let perThread = 300
@@ -128,11 +128,11 @@ import Testing
         // Every message is stored under its timetoken, in its channel.
         for (c, channel) in channels.enumerated() {
             var stored: [Timetoken] = []
-            var page = try channel.history(limit: 100)
+            var page = try await channel.history(limit: 100)
             while true {
                 stored.insert(contentsOf: page.messages.map(\.timetoken), at: 0)
                 guard page.hasMore, let s = page.start else { break }
-                page = try channel.history(start: s, limit: 100)
+                page = try await channel.history(start: s, limit: 100)
             }
             let expected = results.flatMap { $0 }.filter { $0.0 == c }.map(\.1).sorted()
             #expect(stored == expected)

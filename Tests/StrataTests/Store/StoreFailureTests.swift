@@ -28,16 +28,16 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
     func failureEndsEveryStream() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url, options: StoreOptions(durability: .synchronous))
+        let store = try await Store.open(at: tmp.url, options: StoreOptions(durability: .synchronous))
         defer { try? store.close() }
         let directory = store.directory.path
-        let series = try store.timeSeries("s", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .none))
-        let room = try store.channel("room", of: String.self)
+        let series = try await store.timeSeries("s", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .none))
+        let room = try await store.channel("room", of: String.self)
         let index = DocumentIndex(name: "k", version: "1", map: { doc, emit in emit(doc["k"], nil) })
-        let db = try store.documents("d", indexes: [index])
-        _ = try series.append(1)
-        _ = try room.publish("hello")
-        try db.save(Document(id: "1", fields: ["k": "a"]))
+        let db = try await store.documents("d", indexes: [index])
+        _ = try await series.append(1)
+        _ = try await room.publish("hello")
+        try await db.save(Document(id: "1", fields: ["k": "a"]))
 
         var events = series.subscribe().makeAsyncIterator()
         var messages = try room.messages().makeAsyncIterator()

@@ -224,10 +224,10 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         let url = dir.url
         var outcomes: [String] = []
         for attempt in 0..<20 {
-            let store = try Store.open(at: url, options: smallOptions(.buffered))
+            let store = try await Store.open(at: url, options: smallOptions(.buffered))
             var batch = WriteBatch()
             for i in 0..<300 { batch.put(numbered(i), [UInt8](repeating: UInt8(truncatingIfNeeded: attempt), count: 300)) }
-            try store.write(batch)
+            try await store.write(batch)
             let openError = Mutex<String?>(nil)
             let group = DispatchGroup()
             group.enter()
@@ -242,16 +242,16 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
                 }
                 group.leave()
             }.start()
-            try store.close()
+            try await store.close()
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in group.notify(queue: .global()) { c.resume() } }
             if let e = openError.withLock({ $0 }) { outcomes.append("attempt \(attempt): \(e)") }
-            if let s = Store.opened(at: url) { try s.close() }
+            if let s = await Store.opened(at: url) { try await s.close() }
         }
         #expect(outcomes.isEmpty, Comment(rawValue: "Store.open failed while the same process closed the store:\n" + outcomes.joined(separator: "\n")))
         // Afterwards the store opens and holds the last attempt's data.
-        let store = try Store.open(at: url, options: smallOptions())
-        #expect(try store.get(numbered(7)) == [UInt8](repeating: 19, count: 300))
-        try store.close()
+        let store = try await Store.open(at: url, options: smallOptions())
+        #expect(try await store.get(numbered(7)) == [UInt8](repeating: 19, count: 300))
+        try await store.close()
     }
 
     /// Once `close()` has returned, the store no longer touches its directory: a program may copy
@@ -263,11 +263,11 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         let url = dir.url
         var changes: [String] = []
         for attempt in 0..<6 {
-            let store = try Store.open(at: url, options: smallOptions())
+            let store = try await Store.open(at: url, options: smallOptions())
             for round in 0..<3 {
                 var batch = WriteBatch()
                 for i in 0..<3_000 { batch.put(numbered(i), [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: 100)) }
-                try store.write(batch)
+                try await store.write(batch)
             }
             let group = DispatchGroup()
             group.enter()
@@ -276,7 +276,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
                 group.leave()
             }.start()
             try await Task.sleep(for: .milliseconds(30))
-            try store.close()
+            try await store.close()
             let atClose = Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in group.notify(queue: .global()) { c.resume() } }
             try await Task.sleep(for: .milliseconds(50))

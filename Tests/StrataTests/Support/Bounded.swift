@@ -39,3 +39,33 @@ func runBounded<R: Sendable>(seconds: Double = 20, _ body: @escaping @Sendable (
     guard done.wait(seconds: seconds) else { return nil }
     return result.withLock { $0 }
 }
+
+/// Awaits `body` (run in a task of its own) at most `seconds`: nil if it did not finish (a hang;
+/// the task is left behind), else its result. For `async` code, what ``runBounded(seconds:_:)``
+/// is for threads: a guard against hanging the suite, not a measure of speed.
+func awaitBounded<R: Sendable>(seconds: Double = 20,
+                               _ body: @escaping @Sendable () async throws -> R) async -> Result<R, any Error>? {
+    let waiter = BoundedWaiter<R>()
+    return await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, any Error>?, Never>) in
+        waiter.continuation.withLock { $0 = continuation }
+        let timer = Task {
+            do { try await Task.sleep(for: .seconds(seconds)) } catch { return }  // cancelled: body finished
+            waiter.resume(nil)
+        }
+        Task {
+            let result: Result<R, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            waiter.resume(result)
+            timer.cancel()
+        }
+    }
+}
+
+/// The continuation of ``awaitBounded(seconds:_:)``, resumed by whichever comes first.
+private final class BoundedWaiter<R: Sendable>: Sendable {
+    let continuation = Mutex<CheckedContinuation<Result<R, any Error>?, Never>?>(nil)
+
+    func resume(_ result: Result<R, any Error>?) {
+        continuation.withLock { $0.take() }?.resume(returning: result)
+    }
+}

@@ -21,16 +21,16 @@ struct SubscriptionTests {
         defer { dir.remove() }
         let store = try openStore(dir)
         defer { try? store.close() }
-        let s = try store.timeSeries("s", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .limit(3)))
-        try s.append(contentsOf: [0, 1, 2, 3, 4])
-        try s.edit(originalSequence: 3, value: 33)   // seq 5
+        let s = try await store.timeSeries("s", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .limit(3)))
+        try await s.append(contentsOf: [0, 1, 2, 3, 4])
+        try await s.edit(originalSequence: 3, value: 33)   // seq 5
         var it = s.subscribe().makeAsyncIterator()
         // edits(.latest).fromLast(3): 3 (original), 4, 5 (edit of 3)
         let initial = try await take(3, from: &it)
         #expect(initial.map(\.sequence) == [3, 4, 5])
-        try s.append(6)
-        try s.edit(originalSequence: 0, value: 100)
-        try s.append(contentsOf: [8, 9])
+        try await s.append(6)
+        try await s.edit(originalSequence: 0, value: 100)
+        try await s.append(contentsOf: [8, 9])
         let live = try await take(4, from: &it)
         #expect(live.map(\.sequence) == [6, 7, 8, 9])
         #expect(live[1].isEditEvent && live[1].originalEvent?.sequence == 0 && live[1].value == 100)
@@ -43,23 +43,23 @@ struct SubscriptionTests {
         let store = try openStore(dir)
         defer { try? store.close() }
         let base: Int64 = 1_700_000_000_000
-        let s = try store.timeSeries("r", of: Int64.self)
+        let s = try await store.timeSeries("r", of: Int64.self)
         var it0 = s.subscribe().makeAsyncIterator()   // empty series, .latest: nothing yet
-        try s.append(contentsOf: (0..<10).map { (value: Int64($0), timestamp: SeriesTime.date(base + Int64($0) * 100)) })
+        try await s.append(contentsOf: (0..<10).map { (value: Int64($0), timestamp: SeriesTime.date(base + Int64($0) * 100)) })
         #expect(try await take(10, from: &it0).map(\.value) == Array(0..<10))
         var it1 = s.subscribe().makeAsyncIterator()
-        try s.append(10, timestamp: SeriesTime.date(base + 1_000))
+        try await s.append(10, timestamp: SeriesTime.date(base + 1_000))
         #expect(try await take(2, from: &it1).map(\.value) == [9, 10])
 
-        let none = try store.timeSeries("r", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .none))
+        let none = try await store.timeSeries("r", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .none))
         var it2 = none.subscribe().makeAsyncIterator()
-        try s.append(11, timestamp: SeriesTime.date(base + 1_100))
+        try await s.append(11, timestamp: SeriesTime.date(base + 1_100))
         #expect(try await take(1, from: &it2).map(\.value) == [11])
 
-        let last = try store.timeSeries("r", of: Int64.self,
+        let last = try await store.timeSeries("r", of: Int64.self,
                                         options: TimeSeriesOptions(subscriptionRange: .last(.milliseconds(250))))
         var it3 = last.subscribe().makeAsyncIterator()
-        try s.append(12, timestamp: SeriesTime.date(base + 1_200))
+        try await s.append(12, timestamp: SeriesTime.date(base + 1_200))
         #expect(try await take(4, from: &it3).map(\.value) == [9, 10, 11, 12])
     }
 
@@ -69,7 +69,7 @@ struct SubscriptionTests {
         defer { dir.remove() }
         let store = try openStore(dir)
         defer { try? store.close() }
-        let s = try store.timeSeries("m", of: Double.self, options: TimeSeriesOptions(subscriptionRange: .none))
+        let s = try await store.timeSeries("m", of: Double.self, options: TimeSeriesOptions(subscriptionRange: .none))
         let streams = (0..<4).map { _ in s.subscribe() }
         #expect(s.state.broadcaster.count == 4)
         let writer = Task.detached {
@@ -97,11 +97,11 @@ struct SubscriptionTests {
         defer { dir.remove() }
         let store = try openStore(dir)
         defer { try? store.close() }
-        let s = try store.timeSeries("slow", of: Int64.self,
+        let s = try await store.timeSeries("slow", of: Int64.self,
                                      options: TimeSeriesOptions(subscriptionRange: .limit(2), subscriberBufferSize: 5))
-        try s.append(contentsOf: [0, 1, 2])
+        try await s.append(contentsOf: [0, 1, 2])
         let stream = s.subscribe()
-        try s.append(contentsOf: (3..<100).map { Int64($0) })   // far more than 2 + 5
+        try await s.append(contentsOf: (3..<100).map { Int64($0) })   // far more than 2 + 5
         s.state.broadcaster.waitForDeliveries()
         #expect(s.state.broadcaster.count == 0)
         var received: [Int64] = []
@@ -120,7 +120,7 @@ struct SubscriptionTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let store = try openStore(dir)
-        let s = try store.timeSeries("c", of: Int64.self)
+        let s = try await store.timeSeries("c", of: Int64.self)
         let consumer = Task {
             var n = 0
             for try await _ in s.subscribe() { n += 1 }
@@ -134,8 +134,8 @@ struct SubscriptionTests {
         #expect(s.state.broadcaster.count == 0)
 
         let stream = s.subscribe()
-        try s.append(1)
-        try store.close()
+        try await s.append(1)
+        try await store.close()
         var it = stream.makeAsyncIterator()
         #expect(try await it.next()?.value == 1)
         await #expect(throws: StrataError.closed) { _ = try await it.next() }
