@@ -9,10 +9,10 @@ let package = Package(
         .executable(name: "strata-quickstart", targets: ["strata-quickstart"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // `swift package generate-documentation --target Strata` builds the DocC catalog
-        // (Sources/Strata/Strata.docc); a plugin only, nothing of it is linked.
+        // `swift package generate-documentation --target Strata` (Scripts/docs) builds the
+        // DocC catalog, Sources/Strata/Strata.docc; a plugin only, nothing of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // liblz4 through pkg-config; Debian's liblz4-dev provides the header and the .pc file.
