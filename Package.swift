@@ -9,8 +9,8 @@ let package = Package(
         .executable(name: "strata-quickstart", targets: ["strata-quickstart"]),
     ],
     dependencies: [
-        // `swift package generate-documentation --target Strata` (Scripts/docs) builds the
-        // DocC catalog, Sources/Strata/Strata.docc; a plugin only, nothing of it is linked.
+        // `swift package generate-documentation --target Strata` (README "Documentation",
+        // Scripts/docs) builds the DocC catalog, Sources/Strata/Strata.docc; a plugin only.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
