@@ -12,6 +12,9 @@ let package = Package(
         .executable(name: "strata-quickstart", targets: ["strata-quickstart"]),
     ],
     dependencies: [
+        // `swift package generate-documentation --target Strata` (README "Documentation",
+        // Scripts/docs) builds the DocC catalog, Sources/Strata/Strata.docc; a plugin only.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The library needs only swift-log 1.0's API; the tests' log handler implements
         // `log(event:)`, which 1.11 added.

@@ -1,6 +1,6 @@
 /// One change of a database: a document saved or deleted.
 ///
-/// ``DocumentDatabase/changes()`` streams them as they commit; ``DocumentDatabase/changes(since:)``
+/// ``DocumentDatabase/changes()`` streams them as they commit; ``DocumentDatabase/changes(since:limit:)``
 /// reads them back from the persistent change feed.
 public struct DocumentChange: Sendable, Hashable {
     /// The id of the document.
@@ -11,7 +11,7 @@ public struct DocumentChange: Sendable, Hashable {
     public let revision: UInt64
     /// The change's position in the database's change feed: unique and increasing within the
     /// database, across close and reopen. Pass the last one seen to
-    /// ``DocumentDatabase/changes(since:)`` to resume.
+    /// ``DocumentDatabase/changes(since:limit:)`` to resume.
     public let sequence: UInt64
 
     /// A change record.

@@ -11,9 +11,13 @@
 ///   function must give the same result however the rows are split: `count` is
 ///   `rereduce ? sum(values) : values.count`.
 public enum Reduction: Sendable {
+    /// The number of rows.
     case count
+    /// The sum of the rows' numeric values.
     case sum
+    /// `{"sum", "count", "min", "max", "sumsqr"}` of the rows' numeric values.
     case stats
+    /// A function of the keys and values of a chunk of rows, or of partial results (`rereduce`).
     case custom(@Sendable (_ keys: [JSON], _ values: [JSON], _ rereduce: Bool) throws -> JSON)
 
     /// How many rows a custom reduction receives at once before its partial results are

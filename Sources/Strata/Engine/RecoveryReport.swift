@@ -36,5 +36,6 @@ public struct RecoveryReport: Sendable, Equatable, Codable {
     /// True when open discarded nothing.
     public var isClean: Bool { cutTails.isEmpty }
 
+    /// A report of a recovery that replayed nothing and cut nothing.
     public init() {}
 }

@@ -18,12 +18,15 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
     public var lastSequence: UInt64
     /// Bytes of write batches committed (what the write-ahead log received).
     public var bytesWritten: UInt64
-    /// Memtable flushes, and the bytes of segments they wrote.
+    /// Memtable flushes.
     public var flushes: UInt64
+    /// Bytes of segments written by flushes.
     public var flushBytesWritten: UInt64
-    /// Compactions, and the bytes they read and wrote.
+    /// Compactions.
     public var compactions: UInt64
+    /// Bytes of segments read by compactions.
     public var compactionBytesRead: UInt64
+    /// Bytes of segments written by compactions.
     public var compactionBytesWritten: UInt64
     /// The most sorted runs there have been at once.
     public var mostSortedRuns: Int

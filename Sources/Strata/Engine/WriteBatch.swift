@@ -23,8 +23,10 @@ public struct WriteBatch: Sendable {
     /// The number of operations.
     public private(set) var count = 0
 
+    /// An empty batch.
     public init() {}
 
+    /// Whether the batch holds no operation.
     public var isEmpty: Bool { count == 0 }
 
     /// The bytes the batch will take in the log.

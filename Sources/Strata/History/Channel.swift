@@ -33,6 +33,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// Stores `message` with a new timetoken and hands it to the live subscribers.
     ///
     /// - Parameters:
+    ///   - message: the message to store.
     ///   - meta: metadata kept with the message (PubNub's `meta`), returned by history.
     ///   - publisher: who published it; nil uses the store's ``StoreOptions/principal`` (none if
     ///     that is empty).

@@ -15,6 +15,8 @@ public struct Event<Value: Sendable>: Sendable {
     /// The value (for an edit event, the replacement value).
     public let value: Value
 
+    /// An event with its metadata, the original's metadata for an edit event (nil for an
+    /// original), and its value.
     public init(metadata: EventMetadata, originalEvent: EventMetadata?, value: Value) {
         self.metadata = metadata
         self.originalEvent = originalEvent

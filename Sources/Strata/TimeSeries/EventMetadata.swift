@@ -13,6 +13,7 @@ public struct EventMetadata: Sendable, Hashable, CustomStringConvertible {
     /// Who wrote it (``StoreOptions/principal`` unless given explicitly).
     public let author: String
 
+    /// Metadata of the event `sequence`, with its timestamp and author.
     public init(sequence: UInt64, timestamp: Date, author: String) {
         self.sequence = sequence
         self.timestamp = timestamp

@@ -5,6 +5,7 @@ public struct QueryResult<Value: Sendable>: Sendable {
     /// How many events the range selected before the limit applied.
     public let selectedCount: Int
 
+    /// A result of `events`, of the `selectedCount` events the query selected.
     public init(events: [Event<Value>], selectedCount: Int) {
         self.events = events
         self.selectedCount = selectedCount

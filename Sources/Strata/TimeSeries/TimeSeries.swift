@@ -22,7 +22,8 @@ import Foundation
 ///   timestamp, edits) is raised to the latest timestamp when the clock is behind. Timestamps are
 ///   whole milliseconds: a given `Date` is truncated, and the returned metadata carries the
 ///   truncated date, equal to what queries return.
-/// - **Atomic appends**: ``append(contentsOf:)-(S)`` writes all its events in one batch, or none.
+/// - **Atomic appends**: ``append(contentsOf:)-vnog`` (and, with timestamps,
+///   ``append(contentsOf:)-5vhhl``) writes all its events in one batch, or none.
 /// - **Serialized writes**: appends and edits of one series are numbered, committed and delivered
 ///   to subscribers in one order; writes to different series run concurrently and share group
 ///   commits.

@@ -19,6 +19,7 @@ public struct TimeSeriesOptions: Sendable, Hashable {
     /// Default 1,024.
     public var subscriberBufferSize: Int
 
+    /// Options with the given retained range, subscription range and subscriber buffer size.
     public init(retainedRange: RetainedRange = .all, subscriptionRange: SubscriptionRange = .latest,
                 subscriberBufferSize: Int = 1_024) {
         self.retainedRange = retainedRange

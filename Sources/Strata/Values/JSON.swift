@@ -18,13 +18,21 @@ import Foundation
 /// a larger expression may become `.some(.null)`: `let v: JSON? = flag ? nil : x` holds `.null`,
 /// not `nil`. Write `flag ? JSON?.none : x` (or an `if`) when you mean "no value".
 public enum JSON: Sendable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number without a fraction, as a 64-bit integer.
     case int(Int64)
+    /// A number as a double.
     case double(Double)
+    /// A string.
     case string(String)
+    /// A date: an ISO 8601 string in JSON text.
     case date(Date)
+    /// An array.
     case array([JSON])
+    /// An object: members by name.
     case object([String: JSON])
 
     /// The member named `key` of an object; nil for a missing member or a non-object.
