@@ -76,7 +76,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
         return (0..<list.count).map { Timetoken(first + UInt64($0)) }
     }
 
-    private func encode(_ message: Message, meta: JSON?, publisher: String?, into out: inout [UInt8]) throws {
+    func encode(_ message: Message, meta: JSON?, publisher: String?, into out: inout [UInt8]) throws {
         do {
             try MessageRecord.encode(message: { try codec.encode(message, into: &$0) }, meta: meta,
                                      publisher: publisher, into: &out)

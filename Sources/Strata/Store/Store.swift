@@ -34,6 +34,8 @@ public final class Store: Sendable {
     let collections = CollectionRegistry()
     /// Delivers commits to every stream of the store (subscriptions, live queries, changes).
     let broadcaster = CommitBroadcaster()
+    /// Held by the transaction running (``transaction(durability:_:)``): one at a time.
+    let transactionLock = ConditionLock()
 
     /// The stores this process has open, by canonical path. An entry that is opening or closing
     /// holds the gate that waiters block on, so that the engine is opened and closed outside the

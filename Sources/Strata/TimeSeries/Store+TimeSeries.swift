@@ -14,8 +14,17 @@ extension Store {
     ///   ``StrataError/typeMismatch(_:)`` if the series was created with another value type.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
                                                       options: TimeSeriesOptions = TimeSeriesOptions()) throws -> TimeSeries<Value> {
-        guard !path.isEmpty else { throw StrataError.invalidArgument("time series path is empty") }
         try options.validate()
+        let state = try seriesState(path, of: type, options: options)
+        try state.apply(options)
+        return TimeSeries(state: state)
+    }
+
+    /// The shared state of series `path` (created with `options` if missing), checked to hold
+    /// `Value`s. Stored options are not changed.
+    func seriesState<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
+                                                options: TimeSeriesOptions) throws -> SeriesState {
+        guard !path.isEmpty else { throw StrataError.invalidArgument("time series path is empty") }
         let typeName = ValueCodec<Value>.typeName
         let retention = try SeriesRetention.of(self)
         let state = try collections.state(kind: .timeSeries, name: path, as: SeriesState.self) {
@@ -31,7 +40,6 @@ extension Store {
         guard state.typeName == typeName else {
             throw StrataError.typeMismatch("time series \"\(path)\" holds \(state.typeName), not \(typeName)")
         }
-        try state.apply(options)
-        return TimeSeries(state: state)
+        return state
     }
 }
