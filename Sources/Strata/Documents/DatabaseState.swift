@@ -307,18 +307,9 @@ package final class DatabaseState: CollectionState {
         return (out, revisions)
     }
 
-    /// Saves `documents` in one atomic batch.
-    ///
-    /// Two phases: the rows are computed from a snapshot without any lock (the maps may read or
-    /// write this database), then the commit takes ``writer``, checks that the stored versions and
-    /// the attached indexes are those the rows were computed from, and writes; if not, it starts
-    /// over. So concurrent saves of other documents never make it start over. When no write of the
-    /// database committed since phase 1 read its change sequence (every document write advances it
-    /// under ``writer``, after its batch is in the engine), the versions phase 1 read are the stored
-    /// ones, and its steps are committed without reading them again.
-    func write(_ documents: [Document], mode: WriteMode) throws -> [Document] {
-        if documents.isEmpty { return [] }
-        let now = clock()
+    /// `documents` with ids from the id factory where they have none, and their attachments'
+    /// descriptions (sorted by name).
+    private func identified(_ documents: [Document]) throws -> ([Document], [[DocumentRecord.AttachmentInfo]]) {
         var documents = documents
         for i in documents.indices where documents[i].metadata.id.isEmpty {
             documents[i].metadata.id = idFactory()
@@ -332,6 +323,39 @@ package final class DatabaseState: CollectionState {
                                               crc: attachment.data.withUnsafeBytes { CRC32C.checksum($0) })
             }
         }
+        return (documents, attachments)
+    }
+
+    /// The rows each step removes and adds in each of `indexes` (runs the maps).
+    private func rowChanges(of steps: [Step], indexes: [String: ActiveIndex]) throws -> [RowChanges] {
+        var rows: [RowChanges] = []
+        rows.reserveCapacity(steps.count)
+        for step in steps {
+            var mapped = step.document
+            mapped.attachments = [:]
+            var changes: RowChanges = [:]
+            for index in indexes.values {
+                let old = try step.oldDocument.map { try IndexMaintenance.rows(of: $0, index: index) } ?? []
+                changes[index.name] = (old, try IndexMaintenance.rows(of: mapped, index: index))
+            }
+            rows.append(changes)
+        }
+        return rows
+    }
+
+    /// Saves `documents` in one atomic batch.
+    ///
+    /// Two phases: the rows are computed from a snapshot without any lock (the maps may read or
+    /// write this database), then the commit takes ``writer``, checks that the stored versions and
+    /// the attached indexes are those the rows were computed from, and writes; if not, it starts
+    /// over. So concurrent saves of other documents never make it start over. When no write of the
+    /// database committed since phase 1 read its change sequence (every document write advances it
+    /// under ``writer``, after its batch is in the engine), the versions phase 1 read are the stored
+    /// ones, and its steps are committed without reading them again.
+    func write(_ documents: [Document], mode: WriteMode) throws -> [Document] {
+        if documents.isEmpty { return [] }
+        let now = clock()
+        let (documents, attachments) = try identified(documents)
         while true {
             // Phase 1, no lock: the versions replaced and every attached index's rows (nothing
             // to do without indexes).
@@ -348,17 +372,7 @@ package final class DatabaseState: CollectionState {
                                                    snapshot: try engine.snapshot(), firstSequence: firstSequence,
                                                    withOldDocuments: true)
                 phaseOne = (prepared, stored, firstSequence)
-                rows.reserveCapacity(prepared.count)
-                for step in prepared {
-                    var mapped = step.document
-                    mapped.attachments = [:]
-                    var changes: RowChanges = [:]
-                    for index in active.values {
-                        let old = try step.oldDocument.map { try IndexMaintenance.rows(of: $0, index: index) } ?? []
-                        changes[index.name] = (old, try IndexMaintenance.rows(of: mapped, index: index))
-                    }
-                    rows.append(changes)
-                }
+                rows = try rowChanges(of: prepared, indexes: active)
             }
             // Phase 2, under the writer lock: check, then commit.
             let committed = try writer.withLock { w -> [Document]? in
@@ -569,36 +583,12 @@ package final class DatabaseState: CollectionState {
         guard !w.closed else { throw StrataError.closed }
         if documents.isEmpty { return [] }
         let now = clock()
-        var documents = documents
-        for i in documents.indices where documents[i].metadata.id.isEmpty {
-            documents[i].metadata.id = idFactory()
-            guard !documents[i].metadata.id.isEmpty else {
-                throw StrataError.invalidArgument("StoreOptions.documentIDFactory returned an empty id")
-            }
-        }
-        let attachments = documents.map { document in
-            document.attachments.sorted { $0.key < $1.key }.map { attachmentName, attachment in
-                DocumentRecord.AttachmentInfo(name: attachmentName, contentType: attachment.contentType, length: attachment.data.count,
-                                              crc: attachment.data.withUnsafeBytes { CRC32C.checksum($0) })
-            }
-        }
+        let (documents, attachments) = try identified(documents)
         let active = indexes.withLock { $0 }
         let (prepared, _) = try steps(documents, attachments: attachments, mode: mode, now: now,
                                       snapshot: try engine.snapshot(), firstSequence: w.nextSequence,
                                       withOldDocuments: !active.isEmpty, pending: w.uncommitted)
-        var rows: [RowChanges] = []
-        if !active.isEmpty {
-            for step in prepared {
-                var mapped = step.document
-                mapped.attachments = [:]
-                var changes: RowChanges = [:]
-                for index in active.values {
-                    let old = try step.oldDocument.map { try IndexMaintenance.rows(of: $0, index: index) } ?? []
-                    changes[index.name] = (old, try IndexMaintenance.rows(of: mapped, index: index))
-                }
-                rows.append(changes)
-            }
-        }
+        let rows = active.isEmpty ? [] : try rowChanges(of: prepared, indexes: active)
         return stage(prepared, rows: rows, indexes: active, writer: &w, into: &batch)
     }
 

@@ -202,7 +202,7 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     public var path: String { state.path }
 
     private func stage<R>(_ body: (inout SeriesState.Writer, inout CommitBatch) throws -> R) throws -> R {
-        try transaction.stage(state.writer, make: { SeriesHold(state) }) { hold, batch in
+        try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try body(&hold.writer, &batch)
         }
     }
@@ -295,7 +295,7 @@ public struct TransactionChannel<Message: Codable & Sendable>: Sendable {
             values.append(value)
         }
         guard !values.isEmpty else { return [] }
-        let first = try transaction.stage(state.writer, make: { ChannelHold(state) }) { hold, batch in
+        let first = try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try state.stagePublish(&hold.writer, values, into: &batch)
         }
         return (0..<values.count).map { Timetoken(first + UInt64($0)) }
@@ -312,7 +312,7 @@ public struct TransactionDocuments: Sendable {
     public var name: String { state.name }
 
     private func write(_ documents: [Document], mode: DatabaseState.WriteMode) throws -> [Document] {
-        try transaction.stage(state.writer, make: { DocumentsHold(state) }) { hold, batch in
+        try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try state.stageWrite(documents, mode: mode, writer: &hold.writer, into: &batch)
         }
     }
@@ -341,7 +341,7 @@ public struct TransactionDocuments: Sendable {
 
     /// Deletes a document; see ``DocumentDatabase/delete(id:)``.
     public func delete(id: String) throws {
-        try transaction.stage(state.writer, make: { DocumentsHold(state) }) { hold, batch in
+        try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try state.stageDelete(id: id, writer: &hold.writer, into: &batch)
         }
     }
@@ -363,72 +363,53 @@ private protocol HeldCollection: AnyObject {
     func release()
 }
 
-private final class SeriesHold: HeldCollection {
-    let state: SeriesState
-    var writer: SeriesState.Writer
-    var lock: AnyObject { state.writer }
+/// The hold of one collection's writer lock and staged writer state.
+private final class Hold<State>: HeldCollection {
+    let writerLock: CollectionLock<State>
+    var writer: State
+    private let sealing: (inout State, inout CommitBatch) throws -> Void
+    private let committing: (_ before: State, _ after: inout State) -> Void
 
-    init(_ state: SeriesState) {
-        self.state = state
-        state.writer.lockForTransaction()
-        writer = state.writer.heldState
+    /// Takes `lock`; `seal` adds the collection's once-per-commit records, `committed` finishes
+    /// the staged state before it becomes the collection's.
+    init(_ lock: CollectionLock<State>, seal: @escaping (inout State, inout CommitBatch) throws -> Void = { _, _ in },
+         committed: @escaping (_ before: State, _ after: inout State) -> Void) {
+        writerLock = lock
+        sealing = seal
+        committing = committed
+        lock.lockForTransaction()
+        writer = lock.heldState
     }
 
+    var lock: AnyObject { writerLock }
     func checkpoint() -> Any { writer }
-    func restore(_ saved: Any) { if let w = saved as? SeriesState.Writer { writer = w } }
-    func seal(into batch: inout CommitBatch) throws { state.seal(writer, into: &batch) }
+    func restore(_ saved: Any) { if let w = saved as? State { writer = w } }
+    func seal(into batch: inout CommitBatch) throws { try sealing(&writer, &batch) }
 
     func committed() {
-        writer.uncommitted = [:]
-        state.writer.heldState = writer
+        committing(writerLock.heldState, &writer)
+        writerLock.heldState = writer
     }
 
-    func release() { state.writer.unlockForTransaction() }
+    func release() { writerLock.unlockForTransaction() }
 }
 
-private final class ChannelHold: HeldCollection {
-    let state: ChannelState
-    var writer: ChannelState.Writer
-    var lock: AnyObject { state.writer }
-
-    init(_ state: ChannelState) {
-        self.state = state
-        state.writer.lockForTransaction()
-        writer = state.writer.heldState
+extension SeriesState {
+    fileprivate func hold() -> Hold<Writer> {
+        Hold(writer, seal: { w, batch in self.seal(w, into: &batch) }, committed: { _, w in w.uncommitted = [:] })
     }
-
-    func checkpoint() -> Any { writer }
-    func restore(_ saved: Any) { if let w = saved as? ChannelState.Writer { writer = w } }
-    func seal(into batch: inout CommitBatch) throws { try state.seal(&writer, into: &batch) }
-
-    func committed() {
-        let floorChanged = writer.head.floor != state.writer.heldState.head.floor
-        state.writer.heldState = writer
-        if floorChanged { state.publishRules(writer) }
-    }
-
-    func release() { state.writer.unlockForTransaction() }
 }
 
-private final class DocumentsHold: HeldCollection {
-    let state: DatabaseState
-    var writer: DatabaseState.WriterState
-    var lock: AnyObject { state.writer }
-
-    init(_ state: DatabaseState) {
-        self.state = state
-        state.writer.lockForTransaction()
-        writer = state.writer.heldState
+extension ChannelState {
+    fileprivate func hold() -> Hold<Writer> {
+        Hold(writer, seal: { w, batch in try self.seal(&w, into: &batch) }, committed: { before, w in
+            if w.head.floor != before.head.floor { self.publishRules(w) }
+        })
     }
+}
 
-    func checkpoint() -> Any { writer }
-    func restore(_ saved: Any) { if let w = saved as? DatabaseState.WriterState { writer = w } }
-    func seal(into batch: inout CommitBatch) throws {}
-
-    func committed() {
-        writer.uncommitted = [:]
-        state.writer.heldState = writer
+extension DatabaseState {
+    fileprivate func hold() -> Hold<WriterState> {
+        Hold(writer, committed: { _, w in w.uncommitted = [:] })
     }
-
-    func release() { state.writer.unlockForTransaction() }
 }

@@ -207,6 +207,9 @@ package final class SeriesState: CollectionState {
         guard count > 0 else { return [] }
         return try writer.withLock { w in
             var staged = w
+            // The staged copy owns the scratch buffers, so that writing them copies nothing.
+            w.keyScratch = []
+            w.valueScratch = []
             var batch = CommitBatch()
             let result = try stageAppend(&staged, count: count, timestamps: timestamps, author: author, encode: encode,
                                          into: &batch)
@@ -222,6 +225,8 @@ package final class SeriesState: CollectionState {
     func edit(original: UInt64, author: String?, encode: (inout [UInt8]) throws -> Void) throws -> EventMetadata {
         try writer.withLock { w in
             var staged = w
+            w.keyScratch = []
+            w.valueScratch = []
             var batch = CommitBatch()
             let result = try stageEdit(&staged, original: original, author: author, encode: encode, into: &batch)
             seal(staged, into: &batch)
