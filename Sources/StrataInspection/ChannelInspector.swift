@@ -11,8 +11,9 @@ public struct ChannelSummary: Codable, Sendable, Equatable {
     public var messageType: String
     /// The messages a reader sees now (retention and limit applied).
     public var messages: Int
-    /// The oldest and newest of those; nil when there are none.
+    /// The oldest of those messages' timetoken; nil when there are none.
     public var firstTimetoken: Timetoken?
+    /// The newest of those messages' timetoken; nil when there are none.
     public var lastTimetoken: Timetoken?
     /// Key and value bytes of those messages, before block compression.
     public var bytes: Int
@@ -26,9 +27,11 @@ public struct ChannelSummary: Codable, Sendable, Equatable {
 
 /// One message, decoded for people and scripts.
 public struct InspectedMessage: Codable, Sendable, Equatable {
+    /// The message's timetoken: its place in the channel.
     public var timetoken: Timetoken
     /// The timetoken's time, ISO 8601.
     public var time: String
+    /// The author the store recorded for the message (its `StoreOptions.principal`), if any.
     public var publisher: String?
     /// The metadata as JSON text.
     public var meta: String?
@@ -40,7 +43,9 @@ public struct InspectedMessage: Codable, Sendable, Equatable {
 
 /// A channel's summary and its messages (oldest first).
 public struct ChannelDump: Codable, Sendable, Equatable {
+    /// The channel, as ``ChannelInspector/channels(ofStoreAt:now:)`` lists it.
     public var channel: ChannelSummary
+    /// The messages asked for, oldest first.
     public var messages: [InspectedMessage]
     /// Whether messages were left out by the limit asked for (the newest are shown).
     public var truncated: Bool

@@ -26,16 +26,19 @@ public struct DocumentDatabaseSummary: Codable, Sendable, Equatable {
     public let name: String
     /// Its catalog id.
     public let id: UInt64
-    /// Live documents and tombstones (deleted ids).
+    /// Live documents.
     public let documents: UInt64
+    /// Tombstones: ids whose document was deleted.
     public let tombstones: UInt64
-    /// Attachments, and their bytes.
+    /// Attachments.
     public let attachments: UInt64
+    /// The attachments' bytes.
     public let attachmentBytes: UInt64
     /// Bytes of the document records' keys and values, before compression.
     public let documentBytes: UInt64
-    /// Entries of the change feed (one per id) and its highest sequence (0 if empty).
+    /// Entries of the change feed (one per id).
     public let changes: UInt64
+    /// The highest sequence of the change feed (0 if empty).
     public let lastSequence: UInt64
     /// The indexes, in name order.
     public let indexes: [DocumentIndexSummary]
@@ -43,13 +46,19 @@ public struct DocumentDatabaseSummary: Codable, Sendable, Equatable {
 
 /// One stored document, decoded.
 public struct DocumentDump: Codable, Sendable, Equatable {
+    /// The document's id.
     public let id: String
+    /// The document's revision: 1 when first saved, one more on each save or deletion.
     public let revision: UInt64
+    /// Whether this is a tombstone (the document was deleted).
     public let deleted: Bool
-    /// Milliseconds since 1970.
+    /// When the document was first saved, in milliseconds since 1970.
     public let createDate: Int64
+    /// When the document was last saved or deleted, in milliseconds since 1970.
     public let lastChange: Int64
+    /// The document's type, if it has one.
     public let type: String?
+    /// The channels the document is in.
     public let channels: [String]
     /// Attachment names with their content types and sizes: `name (type, N bytes)`.
     public let attachments: [String]
@@ -59,18 +68,23 @@ public struct DocumentDump: Codable, Sendable, Equatable {
 
 /// One stored index row, decoded.
 public struct IndexRowDump: Codable, Sendable, Equatable {
+    /// The key the map function emitted.
     public let key: JSON
+    /// The id of the document that emitted the row.
     public let documentID: String
+    /// The value the map function emitted, if any.
     public let value: JSON?
 }
 
 /// A database with (some of) its documents or the rows of one index.
 public struct DocumentDatabaseDump: Codable, Sendable, Equatable {
+    /// The database's summary.
     public let summary: DocumentDatabaseSummary
     /// The documents in id order (tombstones included), at most the limit asked for.
     public let documents: [DocumentDump]
-    /// With an index: its rows in key order, at most the limit asked for.
+    /// With an index: its name; nil when the dump lists documents.
     public let index: String?
+    /// With an index: its rows in key order, at most the limit asked for; empty otherwise.
     public let rows: [IndexRowDump]
 }
 

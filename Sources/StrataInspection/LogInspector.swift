@@ -105,13 +105,19 @@ public enum LogInspector {
 public struct LogDump: Codable, Sendable {
     /// The kind of an operation in a batch.
     public enum OperationKind: String, Codable, Sendable {
-        case put, delete, deleteRange
+        /// A put: a key and its value.
+        case put
+        /// A point deletion: one key.
+        case delete
+        /// A range deletion: the keys from `key` up to, not including, `endKey`.
+        case deleteRange
     }
 
     /// One operation of a batch.
     public struct Operation: Codable, Sendable, Equatable {
         /// The operation's sequence number (the batch's first, plus its position).
         public var sequence: UInt64
+        /// What the operation does.
         public var kind: OperationKind
         /// The key; for a range deletion, the (inclusive) start of the range.
         public var key: InspectedKey
@@ -129,7 +135,9 @@ public struct LogDump: Codable, Sendable {
         public var length: Int
         /// The record type (`batch`).
         public var type: String
+        /// The sequence number of the batch's first operation; nil if the payload does not decode.
         public var firstSequence: UInt64?
+        /// How many operations the batch holds; nil if the payload does not decode.
         public var operationCount: Int?
         /// The operations, when asked for.
         public var operations: [Operation]?
@@ -137,21 +145,28 @@ public struct LogDump: Codable, Sendable {
         public var error: String?
     }
 
+    /// The log file's path, as given.
     public var path: String
+    /// The file's size in bytes.
     public var size: UInt64
     /// The log number from the header (0 when a crash cut the header short).
     public var logNumber: UInt64
     /// The header's format version; nil when the header is missing.
     public var formatVersion: UInt32?
+    /// The records of the valid prefix, in file order.
     public var records: [Record] = []
     /// The operations of all records.
     public var operationCount: UInt64 = 0
+    /// The sequence number of the first operation in the log; nil when it holds none.
     public var firstSequence: UInt64?
+    /// The sequence number of the last operation in the log; nil when it holds none.
     public var lastSequence: UInt64?
     /// The length of the valid prefix of the file: where recovery would cut a torn tail.
     public var validLength: Int = 0
+    /// Where the torn tail starts and why, if the log ends in one.
     public var tornTail: TornTail?
 
+    /// A dump of the log at `path` with no records yet; ``LogInspector/dump(logAt:includeOperations:)`` fills it.
     public init(path: String, size: UInt64, logNumber: UInt64) {
         self.path = path
         self.size = size

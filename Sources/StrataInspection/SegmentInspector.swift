@@ -94,47 +94,75 @@ public struct SegmentDump: Codable, Sendable {
     /// The fixed-size footer at the end of the file (FORMAT.md, "Segment files"). A size of 0
     /// means the block is absent.
     public struct Footer: Codable, Sendable, Equatable {
+        /// The offset of the root index block.
         public var rootIndexOffset: UInt64 = 0
+        /// The size of the root index block.
         public var rootIndexSize: UInt64 = 0
+        /// The levels of the index (1: the root points to data blocks).
         public var indexHeight: UInt32 = 0
+        /// The offset of the bloom filter block.
         public var filterOffset: UInt64 = 0
+        /// The size of the bloom filter block (0: no filter).
         public var filterSize: UInt64 = 0
+        /// The offset of the range tombstone block.
         public var rangeTombstonesOffset: UInt64 = 0
+        /// The size of the range tombstone block (0: none).
         public var rangeTombstonesSize: UInt64 = 0
+        /// The offset of the properties block.
         public var propertiesOffset: UInt64 = 0
+        /// The size of the properties block.
         public var propertiesSize: UInt64 = 0
+        /// The segment format version the file was written with.
         public var formatVersion: UInt32 = 0
     }
 
     /// One keyspace's share of the segment, from the properties block.
     public struct KeyspaceProperties: Codable, Sendable, Equatable {
+        /// The keyspace's id.
         public var id: UInt64
+        /// The keyspace's name (`catalog`, `key-value`, …).
         public var name: String
+        /// Its records in this segment, tombstones included.
         public var records: UInt64
+        /// Its point tombstones in this segment.
         public var tombstones: UInt64
+        /// The bytes of its keys.
         public var keyBytes: UInt64
+        /// The bytes of its values.
         public var valueBytes: UInt64
+        /// Its smallest key in this segment.
         public var smallestKey: InspectedKey
+        /// Its largest key in this segment.
         public var largestKey: InspectedKey
     }
 
     /// The properties block: what the writer counted.
     public struct Properties: Codable, Sendable, Equatable {
+        /// Records, tombstones included.
         public var records: UInt64 = 0
+        /// Point tombstones.
         public var tombstones: UInt64 = 0
+        /// Range tombstones.
         public var rangeTombstones: UInt64 = 0
+        /// The bytes of the records' keys.
         public var keyBytes: UInt64 = 0
+        /// The bytes of the records' values.
         public var valueBytes: UInt64 = 0
+        /// Data blocks.
         public var dataBlocks: UInt64 = 0
+        /// Index blocks, at every level.
         public var indexBlocks: UInt64 = 0
         /// Data blocks as stored (payloads and trailers).
         public var storedDataBytes: UInt64 = 0
+        /// Data block payloads before compression.
         public var uncompressedDataBytes: UInt64 = 0
         /// `uncompressedDataBytes / storedDataBytes`; nil without data.
         public var compressionRatio: Double?
-        /// The smallest and largest point keys; nil without records.
+        /// The smallest point key; nil without records.
         public var smallestKey: InspectedKey?
+        /// The largest point key; nil without records.
         public var largestKey: InspectedKey?
+        /// Each keyspace's share, in id order.
         public var keyspaces: [KeyspaceProperties] = []
 
         init() {}
@@ -164,8 +192,11 @@ public struct SegmentDump: Codable, Sendable {
 
     /// The shape of the B-tree index: level 0 is the root, the last level points to data blocks.
     public struct Index: Codable, Sendable, Equatable {
+        /// The number of index levels.
         public var height: Int = 0
+        /// Index blocks per level, the root's level first.
         public var blocksPerLevel: [Int] = []
+        /// Index blocks in all.
         public var blocks: Int = 0
     }
 
@@ -179,11 +210,15 @@ public struct SegmentDump: Codable, Sendable {
         public var size: UInt64
         /// The payload and its 9-byte trailer.
         public var storedSize: UInt64
+        /// The payload's size before compression.
         public var uncompressedSize: UInt64 = 0
         /// `none` or `lz4`.
         public var compression: String = "unknown"
+        /// The records the block holds.
         public var records: Int = 0
+        /// The block's first key; nil if it holds none or could not be read.
         public var firstKey: InspectedKey?
+        /// The block's last key; nil if it holds none or could not be read.
         public var lastKey: InspectedKey?
         /// Why the block could not be read, if it could not.
         public var error: String?
@@ -191,16 +226,23 @@ public struct SegmentDump: Codable, Sendable {
 
     /// The bloom filter block.
     public struct Filter: Codable, Sendable, Equatable {
+        /// The offset of the filter block.
         public var offset: UInt64
+        /// The filter block's size in bytes (its bits and the probe count byte).
         public var size: UInt64
+        /// The filter's size in bits.
         public var bits: UInt64
+        /// Bits set and tested per key.
         public var probes: Int
+        /// Filter bits per record; nil without records.
         public var bitsPerKey: Double?
     }
 
     /// A deleted key range `[start, end)` this segment applies to older runs.
     public struct RangeTombstone: Codable, Sendable, Equatable {
+        /// The first key deleted.
         public var start: InspectedKey
+        /// The first key after the range (not deleted).
         public var end: InspectedKey
     }
 
@@ -216,31 +258,46 @@ public struct SegmentDump: Codable, Sendable {
     public struct Record: Codable, Sendable, Equatable {
         /// The index of the data block holding it.
         public var block: Int
+        /// The record's key.
         public var key: InspectedKey
+        /// Whether it is a value or a tombstone.
         public var kind: RecordKind
+        /// The value's size in bytes (0 for a tombstone).
         public var valueSize: Int
     }
 
     /// Something wrong found while reading the file.
     public struct Problem: Codable, Sendable, Equatable {
+        /// Where in the file the problem is.
         public var offset: Int
+        /// What is wrong.
         public var reason: String
     }
 
+    /// The segment file's path, as given.
     public var path: String
     /// The file number from the name, if the name is a segment's.
     public var number: UInt64?
+    /// The file's size in bytes.
     public var fileSize: UInt64
+    /// The footer.
     public var footer = Footer()
+    /// The properties block.
     public var properties = Properties()
+    /// The shape of the index.
     public var index = Index()
+    /// The data blocks, in key order.
     public var dataBlocks: [DataBlock] = []
+    /// The bloom filter; nil when the segment has none.
     public var filter: Filter?
+    /// The range tombstones, in key order.
     public var rangeTombstones: [RangeTombstone] = []
     /// Every record, when asked for.
     public var records: [Record]?
+    /// Blocks that could not be read; empty when every block read.
     public var problems: [Problem] = []
 
+    /// A dump of the segment at `path` with nothing read yet; ``SegmentInspector/dump(segmentAt:includeRecords:)`` fills it.
     public init(path: String, fileSize: UInt64) {
         self.path = path
         self.fileSize = fileSize

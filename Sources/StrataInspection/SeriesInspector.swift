@@ -11,13 +11,15 @@ public struct SeriesSummary: Codable, Sendable, Equatable {
     public let valueType: String
     /// Retained events (what queries see).
     public let count: UInt64
-    /// The first retained sequence and the sequence the next event gets.
+    /// The first retained sequence.
     public let firstSequence: UInt64
+    /// The sequence the next event gets.
     public let nextSequence: UInt64
     /// Retained edit events.
     public let edits: UInt64
-    /// The retained and subscription ranges, as text.
+    /// The retained range, as text.
     public let retainedRange: String
+    /// The subscription range, as text.
     public let subscriptionRange: String
     /// Bytes of the retained events' keys and values, before compression.
     public let bytes: UInt64
@@ -27,9 +29,11 @@ public struct SeriesSummary: Codable, Sendable, Equatable {
 
 /// One event of a series, decoded without knowing its Swift type.
 public struct SeriesEventDump: Codable, Sendable, Equatable {
+    /// The event's sequence number.
     public let sequence: UInt64
     /// Milliseconds since 1970.
     public let timestamp: Int64
+    /// The author the store recorded for the event.
     public let author: String
     /// For an edit event, the original's sequence.
     public let originalSequence: UInt64?
@@ -39,6 +43,7 @@ public struct SeriesEventDump: Codable, Sendable, Equatable {
 
 /// A series with (some of) its events.
 public struct SeriesDump: Codable, Sendable, Equatable {
+    /// The series' summary.
     public let summary: SeriesSummary
     /// The events in sequence order (edit view `.all`), at most the limit asked for: the newest.
     public let events: [SeriesEventDump]

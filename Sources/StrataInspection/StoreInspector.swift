@@ -276,8 +276,11 @@ public struct TornTail: Codable, Sendable, Equatable {
 public struct StoreSummary: Codable, Sendable {
     /// One file of the store directory.
     public struct File: Codable, Sendable, Equatable {
+        /// The file's name in the directory.
         public var name: String
+        /// What the file is, by its name.
         public var kind: StrataFileKind
+        /// Its size in bytes.
         public var size: UInt64
         /// The file number of a log or segment.
         public var number: UInt64?
@@ -285,7 +288,9 @@ public struct StoreSummary: Codable, Sendable {
 
     /// A segment as the manifest lists it in a run.
     public struct RunSegment: Codable, Sendable, Equatable {
+        /// The segment's file number.
         public var number: UInt64
+        /// The segment's file name.
         public var name: String
         /// The size the manifest records.
         public var size: UInt64
@@ -295,8 +300,9 @@ public struct StoreSummary: Codable, Sendable {
         public var tombstones: UInt64?
         /// Range tombstones stored in the segment (nil if it could not be read).
         public var rangeTombstones: UInt64?
-        /// The key range the segment speaks for, range tombstones included.
+        /// The smallest key the segment speaks for, range tombstones included.
         public var smallestKey: InspectedKey
+        /// The largest key the segment speaks for, range tombstones included.
         public var largestKey: InspectedKey
     }
 
@@ -304,37 +310,56 @@ public struct StoreSummary: Codable, Sendable {
     public struct Run: Codable, Sendable, Equatable {
         /// 0 is the newest run.
         public var index: Int
+        /// Its segments, in key order.
         public var segments: [RunSegment] = []
+        /// The sizes of its segments, as the manifest records them.
         public var size: UInt64 = 0
+        /// The record counts of its segments, as the manifest records them.
         public var records: UInt64 = 0
     }
 
     /// The records of one keyspace across all live segments.
     public struct Keyspace: Codable, Sendable, Equatable {
+        /// The keyspace's id.
         public var id: UInt64
+        /// The keyspace's name (`catalog`, `key-value`, …).
         public var name: String
+        /// Its records, tombstones included, summed over segments.
         public var records: UInt64 = 0
+        /// Its point tombstones.
         public var tombstones: UInt64 = 0
+        /// The bytes of its keys.
         public var keyBytes: UInt64 = 0
+        /// The bytes of its values.
         public var valueBytes: UInt64 = 0
         /// How many segments hold records of the keyspace.
         public var segments: Int = 0
+        /// Its smallest key in any segment.
         public var smallestKey: InspectedKey?
+        /// Its largest key in any segment.
         public var largestKey: InspectedKey?
     }
 
     /// One write-ahead log file.
     public struct Log: Codable, Sendable, Equatable {
+        /// The log's file number.
         public var number: UInt64
+        /// The log's file name.
         public var name: String
+        /// Its size in bytes.
         public var size: UInt64
         /// At or above the manifest's log number: its batches are not in any segment yet and are
         /// replayed on open. A log below it was flushed and is only waiting to be deleted.
         public var live: Bool
+        /// The records (committed batches) read from it.
         public var batches: UInt64 = 0
+        /// The operations of those batches.
         public var operations: UInt64 = 0
+        /// The sequence number of the log's first operation; nil when it holds none.
         public var firstSequence: UInt64?
+        /// The sequence number of the log's last operation; nil when it holds none.
         public var lastSequence: UInt64?
+        /// Where the torn tail starts and why, if the log ends in one.
         public var tornTail: TornTail?
         /// Why the log could not be read, if it could not.
         public var error: String?
@@ -342,43 +367,65 @@ public struct StoreSummary: Codable, Sendable {
 
     /// A file the summary could not read.
     public struct Problem: Codable, Sendable, Equatable {
+        /// The file's name.
         public var file: String
+        /// The error reading it.
         public var message: String
     }
 
+    /// The store directory, without a trailing slash.
     public var directory: String
+    /// The directory's regular files, in name order.
     public var files: [File] = []
+    /// The sizes of those files.
     public var totalBytes: UInt64 = 0
     /// Whether `MANIFEST` exists (a store that crashed before writing its first one has none).
     public var manifestPresent = true
+    /// The number the store gives its next log or segment (from the manifest).
     public var nextFileNumber: UInt64 = 0
+    /// The manifest's `lastSequence`: a lower bound for the store's sequence counter (FORMAT.md,
+    /// "Manifest"); recovery continues after it or after the last operation replayed, if later.
     public var lastSequence: UInt64 = 0
     /// Logs numbered below this are flushed; those at or above it are replayed on open.
     public var logNumber: UInt64 = 0
     /// The manifest's sorted runs, newest first.
     public var runs: [Run] = []
-    /// Live segments that could be read, and their total size.
+    /// Live segments that could be read.
     public var segments = 0
+    /// The live segments' total size.
     public var segmentBytes: UInt64 = 0
+    /// Records in the live segments, tombstones included.
     public var records: UInt64 = 0
+    /// Point tombstones in the live segments.
     public var tombstones: UInt64 = 0
+    /// Range tombstones in the live segments.
     public var rangeTombstones: UInt64 = 0
+    /// The bytes of the live segments' keys.
     public var keyBytes: UInt64 = 0
+    /// The bytes of the live segments' values.
     public var valueBytes: UInt64 = 0
+    /// Data blocks in the live segments.
     public var dataBlocks: UInt64 = 0
+    /// Index blocks in the live segments.
     public var indexBlocks: UInt64 = 0
-    /// Data blocks as stored (compressed, with their trailers) and before compression.
+    /// Data blocks as stored (compressed, with their trailers).
     public var storedDataBytes: UInt64 = 0
+    /// Data blocks before compression.
     public var uncompressedDataBytes: UInt64 = 0
     /// `uncompressedDataBytes / storedDataBytes`; nil without data.
     public var compressionRatio: Double?
+    /// The keyspaces with records in the live segments, in id order.
     public var keyspaces: [Keyspace] = []
+    /// The write-ahead logs, in number order.
     public var logs: [Log] = []
-    /// Batches and operations in the live logs (written since the last flush).
+    /// Batches in the live logs (written since the last flush).
     public var logBatches: UInt64 = 0
+    /// Operations in the live logs.
     public var logOperations: UInt64 = 0
+    /// Files that could not be read; empty when every one read.
     public var problems: [Problem] = []
 
+    /// An empty summary of `directory`; ``StoreInspector/summary(ofStoreAt:)`` fills it.
     public init(directory: String) {
         self.directory = directory
     }

@@ -383,8 +383,11 @@ public struct VerifyReport: Codable, Sendable {
     /// Something wrong with a file: a checksum that fails, an impossible length, keys out of
     /// order, counts that disagree, a file missing or of the wrong size.
     public struct Fault: Codable, Sendable, Equatable, CustomStringConvertible {
+        /// The file's path.
         public var file: String
+        /// Where in the file the fault is (0 for the whole file).
         public var offset: Int
+        /// What is wrong.
         public var reason: String
 
         public var description: String { "\(file) at offset \(offset): \(reason)" }
@@ -392,8 +395,11 @@ public struct VerifyReport: Codable, Sendable {
 
     /// Something worth knowing that is not damage (a torn log tail, a leftover file).
     public struct Note: Codable, Sendable, Equatable, CustomStringConvertible {
+        /// The file's path.
         public var file: String
+        /// Where in the file, if the note is about a place in it.
         public var offset: Int?
+        /// What was found.
         public var message: String
 
         public var description: String {
@@ -403,12 +409,19 @@ public struct VerifyReport: Codable, Sendable {
 
     /// The store directory or file verified.
     public var path: String
+    /// Damage, in the order found. Empty when the store is clean.
     public var faults: [Fault] = []
+    /// What is worth knowing but is not damage.
     public var notes: [Note] = []
+    /// Segments that could be opened and checked.
     public var segmentsChecked = 0
+    /// Blocks whose checksum was checked: data, index, filter, range tombstone and properties blocks.
     public var blocksChecked = 0
+    /// Records read from the data blocks.
     public var recordsChecked = 0
+    /// Logs that could be opened and checked.
     public var logsChecked = 0
+    /// Log records (batches) checked.
     public var batchesChecked = 0
     /// True when there are no faults (notes do not count).
     public var isClean = true
@@ -419,6 +432,7 @@ public struct VerifyReport: Codable, Sendable {
         case path, faults, notes, segmentsChecked, blocksChecked, recordsChecked, logsChecked, batchesChecked, isClean
     }
 
+    /// An empty report on `path`; ``StoreVerifier/verify(storeAt:)`` fills it.
     public init(path: String) {
         self.path = path
     }

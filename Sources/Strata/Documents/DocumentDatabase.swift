@@ -127,13 +127,15 @@ public struct DocumentDatabase: Sendable {
     /// A live query: the current result at once, then a new result after each commit that
     /// changes it. Commits that touch no row of the query's keys do not re-run it; a re-run
     /// whose result equals the last one yields nothing. The stream keeps only the newest
-    /// result, so a burst of commits reaches a slow consumer as its final result.
+    /// result, so a burst of commits reaches a slow consumer as its final result, and the stream
+    /// never overflows.
     ///
-    /// The stream ends when the consumer cancels it (which frees the live query), when the
-    /// store closes, or when the index is dropped with ``dropIndex(_:)``. It ends by throwing
-    /// when a re-run fails (an I/O error, damaged rows, a custom reduce that throws), and by
-    /// throwing the store's failure when the store fails (a failed log sync, rotation or publish:
-    /// see ``StoreStatistics/writeError``); `observe` then throws that failure at once.
+    /// The stream ends when the consumer cancels it (which frees the live query) or when the
+    /// index is dropped with ``dropIndex(_:)``. It ends by throwing ``StrataError/closed`` when
+    /// the store closes, by throwing the error when a re-run fails (an I/O error, damaged rows, a
+    /// custom reduce that throws), and by throwing the store's failure when the store fails (a
+    /// failed log sync, rotation or publish: see ``StoreStatistics/writeError``); `observe` then
+    /// throws that failure at once, and ``StrataError/closed`` after the store closed.
     ///
     /// ```swift
     /// for try await result in try db.observe("InvoiceCostIndex", .range(start: 1000)) {
@@ -146,12 +148,13 @@ public struct DocumentDatabase: Sendable {
 
     /// A stream of the changes of each commit from now on, one array per committed write.
     ///
-    /// The stream ends when the consumer cancels it or when the store closes. It ends by
-    /// throwing ``StrataError/subscriberOverflow(_:)`` when the consumer falls more than 1,024
-    /// commits behind (rather than grow memory without bound); the persistent feed,
-    /// ``changes(since:limit:)``, then gives what it missed. It ends by throwing the store's
-    /// failure when the store fails (see ``StoreStatistics/writeError``); `changes()` then throws
-    /// that failure at once.
+    /// The stream ends when the consumer cancels it. It ends by throwing
+    /// ``StrataError/subscriberOverflow(_:)`` when the consumer falls more than 1,024 commits
+    /// behind (rather than grow memory without bound); the persistent feed,
+    /// ``changes(since:limit:)``, then gives what it missed. It ends by throwing
+    /// ``StrataError/closed`` when the store closes, and by throwing the store's failure when the
+    /// store fails (see ``StoreStatistics/writeError``); `changes()` then throws that failure at
+    /// once, and ``StrataError/closed`` after the store closed.
     public func changes() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         try state.changeStream()
     }

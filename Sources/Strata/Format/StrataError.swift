@@ -14,7 +14,8 @@ import Foundation
 /// }
 /// ```
 public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The store (or a collection of it) was used after ``Store/close()``.
+    /// The store (or a collection of it) was used after ``Store/close()``; also how every open
+    /// stream (subscriptions, live messages, live queries, change streams) ends when the store closes.
     case closed
     /// Another process holds the store's `LOCK` file.
     case locked(path: String)

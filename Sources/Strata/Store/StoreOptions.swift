@@ -57,8 +57,10 @@ public struct StoreOptions: Sendable {
     /// ```
     public var logger: Logger? = nil
 
+    /// Options with every default: synchronous durability, no principal, no logger.
     public init() {}
 
+    /// Options with every default but `durability`.
     public init(durability: Durability) {
         self.durability = durability
     }
