@@ -158,6 +158,9 @@ final class CallCounter: Sendable {
         let db = try await store.documents("o")
         let stream = try db.changes()
         for i in 0..<(documentChangesBufferLimit + 10) { try await db.save(Document(id: "d\(i)")) }
+        // Delivery is asynchronous: let it reach the stream before the consumer starts draining it
+        // (a consumer that keeps up never overflows).
+        db.state.broadcaster.waitForDeliveries()
         var received = 0
         var ending: (any Error)?
         do {

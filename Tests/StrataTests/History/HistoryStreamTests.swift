@@ -3,7 +3,7 @@ import Testing
 @testable import Strata
 
 // The live half of a channel: `messages()` delivers what is published after the call, in
-// timetoken order, ends with `subscriberOverflow` when its bounded buffer fills, finishes when the
+// timetoken order, ends with `subscriberOverflow` when its bounded buffer fills, ends by throwing `.closed` when the
 // store closes, and unsubscribes when the iterating task is cancelled.
 
 @Suite struct HistoryStreamTests {
