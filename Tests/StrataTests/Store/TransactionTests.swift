@@ -9,6 +9,23 @@ import Testing
 
 private struct Abandon: Error {}
 
+/// A value whose encoding fails when it is negative.
+private struct Picky: Codable, Sendable, Equatable {
+    var v: Int
+
+    init(_ v: Int) { self.v = v }
+
+    func encode(to encoder: any Encoder) throws {
+        if v < 0 { throw Abandon() }
+        var c = encoder.singleValueContainer()
+        try c.encode(v)
+    }
+
+    init(from decoder: any Decoder) throws {
+        v = try decoder.singleValueContainer().decode(Int.self)
+    }
+}
+
 /// Calls the synchronous twin from an `async` context (where Swift picks the `async` one).
 private func blocking<T>(_ body: () throws -> T) rethrows -> T { try body() }
 
@@ -97,7 +114,7 @@ struct TransactionTests {
     @Test func aFailedWriteTheBodyCatchesLeavesTheRestCommitted() throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try Store.open(at: tmp.url)
+        var store = try Store.open(at: tmp.url)
         defer { try? store.close() }
         let later = Date(timeIntervalSince1970: 2_000_000)
         try store.transaction { tx in
@@ -112,6 +129,10 @@ struct TransactionTests {
             #expect(throws: StrataError.self) { try d.delete(id: "missing") }
             try d.save(Document(id: "kept", fields: ["v": 1]))
             #expect(throws: StrataError.self) { try d.add(Document(id: "kept", fields: ["v": 2])) }
+            // A write that fails halfway (its second value does not encode) leaves no record.
+            let picky = try tx.timeSeries("picky", of: Picky.self)
+            #expect(throws: (any Error).self) { try picky.append(contentsOf: [Picky(1), Picky(-1), Picky(2)]) }
+            #expect(throws: (any Error).self) { try tx.channel("c", of: Picky.self).publish(contentsOf: [Picky(1), Picky(-1)]) }
             // A collection whose only write failed: taken and released with the transaction.
             #expect(throws: StrataError.self) { try tx.documents("untouched").update(Document(id: "x", fields: [:])) }
         }
@@ -122,6 +143,13 @@ struct TransactionTests {
         #expect(try d.document(id: "missing") == nil)
         #expect(try d.document(id: "kept")?["v"]?.int64Value == 1 && d.document(id: "kept")?.metadata.revision == 1)
         #expect(try d.changes(since: 0).changes.map(\.id) == ["kept"])
+        // What recovery finds agrees too (a stray record would move the series' next sequence).
+        try store.close()
+        store = try Store.open(at: tmp.url)
+        let picky = try store.timeSeries("picky", of: Picky.self)
+        #expect(try picky.bounds.next == 0 && picky.query(.edits(.all)).events.isEmpty)
+        #expect(try picky.append(Picky(3)).sequence == 0)
+        #expect(try store.channel("c", of: Picky.self).history().messages.isEmpty)
         let untouched = try store.documents("untouched")
         #expect(try untouched.save(Document(id: "x", fields: [:])).metadata.revision == 1)
         #expect(try untouched.changes(since: 0).changes.map(\.sequence) == [1])
@@ -441,6 +469,104 @@ struct TransactionTests {
         let db = try blocking { try store.documents("d") }
         for t in 0..<8 { #expect(try blocking { try db.document(id: "t\(t)")?["k"]?.int64Value } == 9) }
         try await store.close()
+    }
+
+    /// Random transactions (some throw, some with writes that fail and are caught) against a
+    /// model of what must be committed: the series' events and edits, the documents with their
+    /// revisions, and the change feed.
+    @Test(arguments: [3, 4] as [UInt64])
+    func randomTransactionsMatchAModel(seed: UInt64) throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        var options = StoreOptions(durability: .buffered)
+        options.memtableSize = 64 << 10
+        var store = try Store.open(at: tmp.url, options: options)
+        defer { try? store.close() }
+        var random = SplitMix64(seed: seed)
+        // The model: events as (value, original), documents as revision and liveness.
+        var events: [(value: Int64, original: UInt64?)] = []
+        var revisions: [String: UInt64] = [:]
+        var live: [String: Int64] = [:]
+        for round in 0..<150 {
+            var stagedEvents = events, stagedRevisions = revisions, stagedLive = live
+            let throwing = random.chance(150)
+            do {
+                try store.transaction { tx in
+                    let series = try tx.timeSeries("s", of: Int64.self)
+                    let db = try tx.documents("d")
+                    for _ in 0..<(1 + random.below(6)) {
+                        let id = "d\(random.below(8))"
+                        let v = Int64(random.below(1000))
+                        switch random.below(6) {
+                        case 0:
+                            let n = 1 + random.below(3)
+                            let metas = try series.append(contentsOf: (0..<n).map { v + Int64($0) })
+                            #expect(metas.map(\.sequence) == (0..<n).map { UInt64(stagedEvents.count + $0) })
+                            stagedEvents += (0..<n).map { (v + Int64($0), nil) }
+                        case 1:
+                            let target = UInt64(random.below(stagedEvents.count + 2))
+                            if Int(target) < stagedEvents.count, stagedEvents[Int(target)].original == nil {
+                                #expect(try series.edit(originalSequence: target, value: -v).sequence == UInt64(stagedEvents.count))
+                                stagedEvents.append((-v, target))
+                            } else {
+                                #expect(throws: StrataError.self) { try series.edit(originalSequence: target, value: -v) }
+                            }
+                        case 2:
+                            #expect(try db.save(Document(id: id, fields: ["v": .int(v)])).metadata.revision
+                                    == stagedRevisions[id, default: 0] + 1)
+                            stagedRevisions[id, default: 0] += 1
+                            stagedLive[id] = v
+                        case 3:
+                            if stagedLive[id] != nil {
+                                try db.update(Document(id: id, fields: ["v": .int(v)]))
+                                stagedRevisions[id, default: 0] += 1
+                                stagedLive[id] = v
+                            } else {
+                                #expect(throws: StrataError.self) { try db.update(Document(id: id, fields: ["v": .int(v)])) }
+                            }
+                        case 4:
+                            if stagedLive[id] == nil {
+                                try db.add(Document(id: id, fields: ["v": .int(v)]))
+                                stagedRevisions[id, default: 0] += 1
+                                stagedLive[id] = v
+                            } else {
+                                #expect(throws: StrataError.self) { try db.add(Document(id: id, fields: ["v": .int(v)])) }
+                            }
+                        default:
+                            if stagedLive[id] != nil {
+                                try db.delete(id: id)
+                                stagedRevisions[id, default: 0] += 1
+                                stagedLive[id] = nil
+                            } else {
+                                #expect(throws: StrataError.self) { try db.delete(id: id) }
+                            }
+                        }
+                    }
+                    if throwing { throw Abandon() }
+                }
+            } catch is Abandon {
+                stagedEvents = events
+                stagedRevisions = revisions
+                stagedLive = live
+            }
+            (events, revisions, live) = (stagedEvents, stagedRevisions, stagedLive)
+            if round % 50 == 49 {
+                try store.close()
+                store = try Store.open(at: tmp.url, options: options)
+            }
+            let stored = try store.timeSeries("s", of: Int64.self).query(.edits(.all)).events
+            #expect(stored.map(\.sequence) == Array(0..<UInt64(events.count)), "round \(round)")
+            #expect(stored.map(\.value) == events.map(\.value) && stored.map(\.originalEvent?.sequence) == events.map(\.original),
+                    "round \(round)")
+            let db = try store.documents("d")
+            let docs = try db.documents(ids: (0..<8).map { "d\($0)" })
+            #expect(docs.mapValues { $0["v"]?.int64Value } == live.mapValues { Optional($0) }, "round \(round)")
+            #expect(docs.mapValues(\.metadata.revision) == revisions.filter { live[$0.key] != nil }, "round \(round)")
+            let feed = try db.changes(since: 0).changes
+            let expectedFeed = Dictionary(uniqueKeysWithValues: revisions.map { ($0.key, "\($0.value) \(live[$0.key] == nil)") })
+            #expect(Dictionary(uniqueKeysWithValues: feed.map { ($0.id, "\($0.revision) \($0.isDeletion)") }) == expectedFeed,
+                    "round \(round)")
+        }
     }
 
     /// A reader reads the channel, then the series, then the counter document, then the channel
