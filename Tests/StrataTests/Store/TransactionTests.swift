@@ -223,6 +223,58 @@ struct TransactionTests {
         #expect(after.changes.map(\.sequence) == after.changes.map(\.sequence).sorted())
     }
 
+    /// Retention applies to a transaction's writes as to single writes: a limited series and a
+    /// limited channel written in one transaction end as the same writes made one by one.
+    @Test func retainedRangesAndLimitsApplyInsideTransactions() throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        var store = try Store.open(at: tmp.url)
+        defer { try? store.close() }
+        // (Store.timeSeries applies the options it is given: the defaults when none are.)
+        let limited = TimeSeriesOptions(retainedRange: .limit(3))
+        _ = try store.timeSeries("s/tx", of: Int64.self, options: limited)
+        _ = try store.channel("c/tx", of: Int.self, options: ChannelOptions(limit: 3))
+        let direct = try store.timeSeries("s/direct", of: Int64.self, options: limited)
+        let directChannel = try store.channel("c/direct", of: Int.self, options: ChannelOptions(limit: 3))
+        try direct.append(contentsOf: [0, 1, 2, 3, 4])
+        try direct.edit(originalSequence: 4, value: -4)
+        #expect(throws: StrataError.self) { try direct.edit(originalSequence: 0, value: -9) }
+        try directChannel.publish(contentsOf: [0, 1])
+        try directChannel.publish(contentsOf: [2, 3, 4])
+        try store.transaction { tx in
+            let s = try tx.timeSeries("s/tx", of: Int64.self)
+            try s.append(contentsOf: [0, 1, 2, 3, 4])
+            try s.edit(originalSequence: 4, value: -4)
+            // Out of the retained range already, though appended in this transaction.
+            #expect(throws: StrataError.self) { try s.edit(originalSequence: 0, value: -9) }
+            let c = try tx.channel("c/tx", of: Int.self)
+            try c.publish(contentsOf: [0, 1])
+            try c.publish(contentsOf: [2, 3, 4])
+        }
+        #expect(throws: Abandon.self) {
+            try store.transaction { tx in
+                try tx.channel("c/tx", of: Int.self).publish(contentsOf: [5, 6, 7])
+                throw Abandon()
+            }
+        }
+        for reopened in [false, true] {
+            if reopened {
+                try store.close()
+                store = try Store.open(at: tmp.url)
+            }
+            let a = try store.timeSeries("s/tx", of: Int64.self, options: limited)
+            let b = try store.timeSeries("s/direct", of: Int64.self, options: limited)
+            #expect(a.bounds == b.bounds && a.bounds == (count: 3, firstRetained: 3, next: 6), "reopened: \(reopened)")
+            #expect(try a.query(.edits(.all)).events.map(\.value) == b.query(.edits(.all)).events.map(\.value))
+            let ca = try store.channel("c/tx", of: Int.self), cb = try store.channel("c/direct", of: Int.self)
+            #expect(try ca.history().messages.map(\.message) == [2, 3, 4], "reopened: \(reopened)")
+            #expect(try cb.history().messages.map(\.message) == [2, 3, 4], "reopened: \(reopened)")
+        }
+        // Later single writes go on under the same limits.
+        try store.channel("c/tx", of: Int.self).publish(5)
+        #expect(try store.channel("c/tx", of: Int.self).history().messages.map(\.message) == [3, 4, 5])
+    }
+
     @Test func indexRowsFollowTheTransactionsDocuments() throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
