@@ -19,6 +19,8 @@
 //       Opens the store, prints `OPEN`, sleeps up to 60 s (until killed), then closes it.
 //   strata-crash-helper series|history|documents <directory> …
 //       The collections' crash modes (SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift).
+//   strata-crash-helper transactions <directory> <seed>
+//       Transactions over a series, a channel and a database (TransactionMode.swift).
 //
 // In both modes the helper exits by itself when the process that started it dies.
 //
@@ -212,6 +214,8 @@ case "history":
     runHistory(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "documents":
     runDocuments(directory: directory, arguments: Array(arguments.dropFirst(3)))
+case "transactions":
+    runTransactions(directory: directory, arguments: Array(arguments.dropFirst(3)))
 default:
     fail("unknown mode \(arguments[1])")
 }
