@@ -24,8 +24,9 @@ final class CollectionLock<State>: @unchecked Sendable {
     ///   lock (a direct write of a collection the transaction writes).
     func withLock<R>(_ body: (inout State) throws -> R) throws -> R {
         if let tx = TransactionScope.current, tx.holds(self) {
-            throw StrataError.invalidArgument("\(what) is being written by the transaction running on this task: "
-                                              + "write it through the transaction's handle, or after the transaction")
+            throw StrataError.invalidArgument("\(what) is held by the transaction running on this task: write it "
+                                              + "through the transaction's handle; subscribe to it or change its options "
+                                              + "before or after the transaction")
         }
         mutex.lock()
         defer { mutex.unlock() }
