@@ -205,30 +205,28 @@ package final class SeriesState: CollectionState {
     func append(count: Int, timestamps: [Int64]?, author: String?,
                 encode: (Int, inout [UInt8]) throws -> Void) throws -> [EventMetadata] {
         guard count > 0 else { return [] }
-        return try writer.withLock { w in
-            var staged = w
-            // The staged copy owns the scratch buffers, so that writing them copies nothing.
-            w.keyScratch = []
-            w.valueScratch = []
-            var batch = CommitBatch()
-            let result = try stageAppend(&staged, count: count, timestamps: timestamps, author: author, encode: encode,
-                                         into: &batch)
-            seal(staged, into: &batch)
-            try engine.commit(batch)
-            w = staged
-            w.uncommitted = [:]
-            return result
+        return try write { w, batch in
+            try stageAppend(&w, count: count, timestamps: timestamps, author: author, encode: encode, into: &batch)
         }
     }
 
     /// Appends an edit of `original` with the clock's time (raised to the latest timestamp).
     func edit(original: UInt64, author: String?, encode: (inout [UInt8]) throws -> Void) throws -> EventMetadata {
+        try write { w, batch in
+            try stageEdit(&w, original: original, author: author, encode: encode, into: &batch)
+        }
+    }
+
+    /// One write of the series: `stage` adds its records to a batch and advances a copy of the
+    /// writer state, which becomes the state once the batch commits.
+    private func write<R>(_ stage: (inout Writer, inout CommitBatch) throws -> R) throws -> R {
         try writer.withLock { w in
             var staged = w
+            // The staged copy owns the scratch buffers, so that writing them copies nothing.
             w.keyScratch = []
             w.valueScratch = []
             var batch = CommitBatch()
-            let result = try stageEdit(&staged, original: original, author: author, encode: encode, into: &batch)
+            let result = try stage(&staged, &batch)
             seal(staged, into: &batch)
             try engine.commit(batch)
             w = staged
