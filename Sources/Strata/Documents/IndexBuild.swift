@@ -40,6 +40,9 @@ extension DatabaseState {
             throw StrataError.invalidArgument("document database \(name.debugDescription): an index map or reduce must not "
                                               + "name or drop indexes of the database whose index it is building")
         }
+        // A transaction of this task that writes the database holds its writer lock, which a
+        // build running meanwhile waits for while it holds `configuration`: refuse, don't wait.
+        try writer.refuseIfHeldByCurrentTransaction()
         configuration.lock()
         defer { configuration.unlock() }
         return try Self.$configuring.withValue(Self.configuring.union([me])) { try body() }

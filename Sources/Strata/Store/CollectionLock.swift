@@ -23,14 +23,20 @@ final class CollectionLock<State>: @unchecked Sendable {
     /// - Throws: ``StrataError/invalidArgument(_:)`` when the current task's transaction holds the
     ///   lock (a direct write of a collection the transaction writes).
     func withLock<R>(_ body: (inout State) throws -> R) throws -> R {
-        if let tx = TransactionScope.current, tx.holds(self) {
-            throw StrataError.invalidArgument("\(what) is held by the transaction running on this task: write it "
-                                              + "through the transaction's handle; subscribe to it or change its options "
-                                              + "before or after the transaction")
-        }
+        try refuseIfHeldByCurrentTransaction()
         mutex.lock()
         defer { mutex.unlock() }
         return try body(&state)
+    }
+
+    /// Throws ``StrataError/invalidArgument(_:)`` when the current task's transaction holds the
+    /// lock: what would take it next would wait for itself.
+    func refuseIfHeldByCurrentTransaction() throws {
+        if let tx = TransactionScope.current, tx.holds(self) {
+            throw StrataError.invalidArgument("\(what) is held by the transaction running on this task: write it "
+                                              + "through the transaction's handle; subscribe to it, change its options "
+                                              + "or its indexes before or after the transaction")
+        }
     }
 
     /// Takes the lock for a transaction; it stays held until ``unlockForTransaction()``.

@@ -374,7 +374,11 @@ struct TransactionTests {
                 try tx.documents("d").save(Document(id: "a", fields: [:]))
                 for write in [{ _ = try series.append(3) }, { _ = try channel.publish(3) },
                               { _ = try db.save(Document(id: "b", fields: [:])) },
-                              { _ = try series.edit(originalSequence: 0, value: 3) }, { try db.delete(id: "a") }] {
+                              { _ = try series.edit(originalSequence: 0, value: 3) }, { try db.delete(id: "a") },
+                              // Index configuration of a held database would wait for a build that
+                              // waits for the transaction's lock.
+                              { _ = try store.documents("d", indexes: [DocumentIndex(name: "x", version: "1", map: { _, _ in })]) },
+                              { try db.dropIndex("x") }] {
                     expectInvalidArgument(write)
                 }
                 // Reads see what is committed.
