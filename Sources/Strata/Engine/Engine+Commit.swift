@@ -26,8 +26,9 @@ extension Engine {
     @discardableResult
     func commit(_ batch: CommitBatch) throws -> UInt64 {
         var batch = batch
-        let participants = self.participants.withLock { $0 }
-        for p in participants { try p.prepare(&batch) }
+        if hasParticipants {
+            for p in participants.withLock({ $0 }) { try p.prepare(&batch) }
+        }
         if batch.records.isEmpty {
             return try lock.withLock {
                 if closed { throw StrataError.closed }
