@@ -18,10 +18,17 @@ let package = Package(
             pkgConfig: "rocksdb",
             providers: [.apt(["librocksdb-dev"])]
         ),
+        // liblz4 (lz4.h) for ts-scan's reference: LZ4 decompression bandwidth measured in the same run.
+        .systemLibrary(
+            name: "CBenchLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]
+        ),
         .executableTarget(
             name: "strata-bench",
             dependencies: [
                 "CRocksDB",
+                "CBenchLZ4",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -3,12 +3,13 @@ import Foundation
 
 extension DurabilityMode: ExpressibleByArgument {}
 extension EngineKind: ExpressibleByArgument {}
+extension ValueShape: ExpressibleByArgument {}
 
 /// Every workload, in the order a full run takes them. Names are a contract.
 enum WorkloadRegistry {
     static let all: [any Workload] = [
         KVFillSeq(), KVFillRandom(), KVGetRandom(), KVScan(),
-        TSAppend(), TSRange(), TSLatest(),
+        TSAppend(), TSRange(), TSScan(), TSLatest(),
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
         Open(),
@@ -49,6 +50,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Time series the ts-* workloads spread events over.")
     var series: Int = 100
 
+    @Option(help: "Values of the ts-* workloads' events: random (scattered, two decimals), walk (a random walk in cents, like a price) or sensor (a smooth signal with noise, two decimals).")
+    var values: ValueShape = .random
+
     @Option(help: "Channels the history-* workloads spread messages over.")
     var channels: Int = 100
 
@@ -78,7 +82,7 @@ struct StrataBench: ParsableCommand {
 
     mutating func run() throws {
         let config = BenchConfig(count: count, operations: operations, batch: batch, seed: seed, durability: durability,
-                                 series: series, channels: channels, quick: quick, openTrials: openTrials,
+                                 series: series, values: values, channels: channels, quick: quick, openTrials: openTrials,
                                  cacheBytes: cache)
         if let childFill {
             guard let childDirectory, let count else { throw ValidationError("--child-fill needs --child-directory and --count") }
@@ -123,7 +127,7 @@ struct StrataBench: ParsableCommand {
         var machine = MachineFacts.collect(storeDirectory: base)
         print("strata-bench: \(chosenEngines.map(\.rawValue).joined(separator: ", ")); durability \(durability.rawValue); "
               + "\(machine.cores) cores, \(machine.memoryBytes >> 30) GiB, load \(machine.loadAverageAtStart); "
-              + "stores on \(machine.storeFileSystem) at \(base.path)\(quick ? "; --quick" : "")")
+              + "stores on \(machine.storeFileSystem) at \(base.path); ts-* values \(values.rawValue)\(quick ? "; --quick" : "")")
         let runner = Runner(config: config, engines: chosenEngines, baseDirectory: base, executable: Self.executable())
         var failures: [String] = []
         var tables: [WorkloadResult] = []
@@ -132,7 +136,7 @@ struct StrataBench: ParsableCommand {
         print("\nload average at the end: \(machine.loadAverageAtEnd); SQLite \(machine.sqliteVersion), "
               + "GRDB \(machine.grdbVersion), RocksDB \(machine.rocksdbVersion), Strata \(machine.strataCommit)")
         if let json {
-            let report = BenchReport(command: CommandLine.arguments, startedAt: startedAt, machine: machine, workloads: tables)
+            let report = BenchReport(command: CommandLine.arguments, startedAt: startedAt, values: values.rawValue, machine: machine, workloads: tables)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(report).write(to: URL(fileURLWithPath: json))

@@ -25,17 +25,19 @@ protocol TimeSeriesEngine: AnyObject {
 
 enum TimeSeriesEngines {
     /// The read workloads' store: opens the run's engine, loads `run.count` events as ts-append
-    /// does (untimed, shown as preparation) and settles it; returns it with each series' length.
-    static func openLoaded(_ run: RunContext, recorder: Recorder) throws -> (any TimeSeriesEngine, [UInt64]) {
+    /// does (untimed, shown as preparation) and settles it; returns it with each series' length
+    /// and the values written (to check reads against).
+    static func openLoaded(_ run: RunContext, recorder: Recorder) throws -> (any TimeSeriesEngine, [UInt64], SeriesValues) {
         let ts = try open(run.engine, directory: run.directory, config: run.config)
+        let values = SeriesValues(config: run.config, count: run.count)
         var loaded = 0
-        let lengths = try appendAll(ts, count: run.count, config: run.config) { _, values, append in
+        let lengths = try appendAll(ts, count: run.count, config: run.config, values: values) { _, values, append in
             try append()
             loaded += values.count
             recorder.preparing(done: loaded, of: run.count)
         }
         try ts.settle()
-        return (ts, lengths)
+        return (ts, lengths, values)
     }
 
     static func open(_ engine: EngineKind, directory: URL, config: BenchConfig) throws -> any TimeSeriesEngine {
@@ -46,14 +48,10 @@ enum TimeSeriesEngines {
         }
     }
 
-    /// The value of event `sequence` of `series` (deterministic, so that reads can be checked).
-    @inline(__always) static func value(series: Int, sequence: UInt64) -> Double {
-        100 + Double((UInt64(series) &* 7919 &+ sequence &* 104_729) % 100_000) / 100
-    }
-
     /// Appends `count` events, `batch` per write, the writes going round-robin over the series;
-    /// calls `write` for each (the ts-append operation) and returns the events per series.
-    static func appendAll(_ ts: any TimeSeriesEngine, count: Int, config: BenchConfig,
+    /// the values from `source` (made for the same `count` and `config`); calls `write` for each
+    /// (the ts-append operation) and returns the events per series.
+    static func appendAll(_ ts: any TimeSeriesEngine, count: Int, config: BenchConfig, values source: SeriesValues,
                           write: (_ series: Int, _ values: [Double], _ append: () throws -> Void) throws -> Void) throws -> [UInt64] {
         var next = [UInt64](repeating: 0, count: config.series)
         var values: [Double] = []
@@ -64,7 +62,7 @@ enum TimeSeriesEngines {
                 let s = op % config.series
                 let n = min(config.batch, count - written)
                 values.removeAll(keepingCapacity: true)
-                for j in 0..<n { values.append(value(series: s, sequence: next[s] + UInt64(j))) }
+                for j in 0..<n { values.append(source.value(series: s, sequence: next[s] + UInt64(j))) }
                 try write(s, values) { try ts.append(series: s, values: values) }
                 next[s] += UInt64(n)
                 written += n

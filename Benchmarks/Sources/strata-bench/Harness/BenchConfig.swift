@@ -11,6 +11,13 @@ enum DurabilityMode: String, CaseIterable, Codable, Sendable {
     case synchronous, buffered
 }
 
+/// `--values`: the `Double` values the ts-* workloads append (the same for every engine of a run,
+/// derived from `--seed`): `random` (scattered over 100.00…1099.99), `walk` (a random walk in cents,
+/// like a price) or `sensor` (a smooth signal with gaussian noise, like a thermometer).
+enum ValueShape: String, CaseIterable, Codable, Sendable {
+    case random, walk, sensor
+}
+
 /// Everything a workload run needs to know, resolved from the command line.
 struct BenchConfig: Sendable {
     /// `--count`, overriding each workload's own default when given.
@@ -21,6 +28,8 @@ struct BenchConfig: Sendable {
     var seed: UInt64
     var durability: DurabilityMode
     var series: Int
+    /// `--values`: the shape of the ts-* workloads' values.
+    var values: ValueShape = .random
     var channels: Int
     var quick: Bool
     /// `--open-trials`: opens timed per variant of the `open` workload.

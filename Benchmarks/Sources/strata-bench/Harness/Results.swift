@@ -44,6 +44,8 @@ struct WorkloadResult: Codable, Sendable {
     var operations: Int
     var batch: Int
     var durability: String
+    /// What else the figures depend on (e.g. the ts-* `--values`), printed under the title.
+    var note: String?
     var results: [EngineResult]
 }
 
@@ -51,6 +53,8 @@ struct WorkloadResult: Codable, Sendable {
 struct BenchReport: Codable, Sendable {
     var command: [String]
     var startedAt: String
+    /// `--values`: the shape of the ts-* workloads' values.
+    var values: String?
     var machine: MachineFacts
     var workloads: [WorkloadResult]
 }

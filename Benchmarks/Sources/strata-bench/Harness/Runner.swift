@@ -36,7 +36,7 @@ struct Runner {
                     let recorder = Recorder(progress: progress, expectedOperations: max(operations, 1))
                     let outcome = try workload.run(context, recorder: recorder)
                     let disk = Self.directorySize(directory)
-                    results.append(Self.result(engine, recorder, outcome, disk: disk))
+                    results.append(Self.result(engine.rawValue, recorder, outcome, disk: disk))
                 } catch {
                     progress.finish()
                     let message = "\(workload.name)\(variant.isEmpty ? "" : " (\(variant))") on \(engine.rawValue) failed: \(error)"
@@ -46,10 +46,27 @@ struct Runner {
                 }
                 progress.finish()
             }
+            if let reference = workload.referenceName {
+                progress.start(workload.name + " " + reference)
+                do {
+                    let recorder = Recorder(progress: progress, expectedOperations: max(operations, 1))
+                    let (outcome, bytes) = try workload.reference(config: config, count: count, operations: operations,
+                                                                  recorder: recorder)
+                    results.append(Self.result(reference, recorder, outcome, disk: bytes))
+                } catch {
+                    progress.finish()
+                    let message = "\(workload.name) \(reference) failed: \(error)"
+                    FileHandle.standardError.write(Data((message + "\n").utf8))
+                    failures.append(message)
+                    results.append(EngineResult(engine: reference, unavailable: "failed: \(error)"))
+                }
+                progress.finish()
+            }
             Self.addRatios(&results)
             let table = WorkloadResult(workload: workload.name, variant: variant, operationUnit: unit, count: count,
                                        operations: operations, batch: config.batch,
-                                       durability: config.durability.rawValue, results: results)
+                                       durability: config.durability.rawValue, note: workload.tableNote(config),
+                                       results: results)
             TableReport.print(table)
             fflush(nil)
             tables.append(table)
@@ -57,9 +74,9 @@ struct Runner {
         return tables
     }
 
-    private static func result(_ engine: EngineKind, _ r: Recorder, _ outcome: RunOutcome, disk: Int) -> EngineResult {
+    private static func result(_ engine: String, _ r: Recorder, _ outcome: RunOutcome, disk: Int) -> EngineResult {
         let seconds = Double(r.nanoseconds) / 1e9
-        var e = EngineResult(engine: engine.rawValue)
+        var e = EngineResult(engine: engine)
         e.operations = r.operations
         e.items = r.items
         e.payloadBytes = r.bytes

@@ -7,6 +7,7 @@ enum TableReport {
         Swift.print("\n\(title) — \(grouped(w.count)) records, durability \(w.durability)"
                     + (w.batch > 0 ? ", batch \(grouped(w.batch))" : "")
                     + "; one operation = \(w.operationUnit)")
+        if let note = w.note { Swift.print(note) }
         let header = ["engine", "items/s", "MB/s", "p50", "p99", "p999", "B/record", "strata ×", "disk vs strata"]
         var rows: [[String]] = []
         for r in w.results {
@@ -22,7 +23,7 @@ enum TableReport {
                 duration(r.latencyNanoseconds.p99),
                 duration(r.latencyNanoseconds.p999),
                 String(format: "%.1f", r.bytesPerRecord),
-                r.strataSpeedup.map { String(format: "%.2f", $0) } ?? "—",
+                r.strataSpeedup.map { String(format: $0 < 0.1 ? "%.3f" : "%.2f", $0) } ?? "—",
                 r.diskRatioToStrata.map { String(format: "%.2f", $0) } ?? "—",
             ])
         }

@@ -22,6 +22,14 @@ protocol Workload: Sendable {
     func unavailability(on engine: EngineKind) -> String?
     /// Runs the workload on `run.engine`, timing each operation with `recorder`.
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome
+    /// The row name of a reference measured after the engines in the same run (not a store,
+    /// e.g. `lz4-decompress` for ts-scan), or nil (the default) for none.
+    var referenceName: String? { get }
+    /// Times the reference's operations with `recorder`; returns its outcome and the bytes it
+    /// holds (the divisor of its B/record, in place of bytes on disk).
+    func reference(config: BenchConfig, count: Int, operations: Int, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int)
+    /// A line printed under the table's title (e.g. the ts-* `--values`), or nil.
+    func tableNote(_ config: BenchConfig) -> String?
 }
 
 extension Workload {
@@ -29,6 +37,11 @@ extension Workload {
     var defaultOperations: Int { 0 }
     var quickOperations: Int { 0 }
     func unavailability(on engine: EngineKind) -> String? { nil }
+    var referenceName: String? { nil }
+    func reference(config: BenchConfig, count: Int, operations: Int, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int) {
+        throw BenchError("\(name) has no reference")
+    }
+    func tableNote(_ config: BenchConfig) -> String? { nil }
 }
 
 /// What one run of a workload on one engine gets.

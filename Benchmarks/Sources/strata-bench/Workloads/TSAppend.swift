@@ -10,12 +10,15 @@ struct TSAppend: Workload {
     func operationUnit(_ run: RunContext) -> String { "one append of \(run.config.batch) events to one series" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
+        let values = SeriesValues(config: run.config, count: run.count)
         let ts = try TimeSeriesEngines.open(run.engine, directory: run.directory, config: run.config)
         recorder.expect((run.count + run.config.batch - 1) / run.config.batch)
-        _ = try TimeSeriesEngines.appendAll(ts, count: run.count, config: run.config) { _, values, append in
+        _ = try TimeSeriesEngines.appendAll(ts, count: run.count, config: run.config, values: values) { _, values, append in
             try recorder.measure(items: values.count, bytes: values.count * 8) { try append() }
         }
         let close = try Clock.seconds { try ts.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    func tableNote(_ config: BenchConfig) -> String? { "values \(config.values.rawValue), B/record after a clean close, not settled (B/event)" }
 }

@@ -11,7 +11,7 @@ struct TSLatest: Workload {
     func operationUnit(_ run: RunContext) -> String { "one latest-event read" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
-        let (ts, lengths) = try TimeSeriesEngines.openLoaded(run, recorder: recorder)
+        let (ts, lengths, values) = try TimeSeriesEngines.openLoaded(run, recorder: recorder)
         var rng = XorShift64Star(seed: run.config.seed)
         try ts.session {
             for _ in 0..<run.operations {
@@ -22,7 +22,7 @@ struct TSLatest: Workload {
                     continue
                 }
                 guard let event, event.sequence == lengths[s] - 1,
-                      event.value == TimeSeriesEngines.value(series: s, sequence: event.sequence) else {
+                      event.value == values.value(series: s, sequence: event.sequence) else {
                     throw BenchError("\(run.engine) returned a wrong latest event of series \(s)")
                 }
             }
@@ -30,4 +30,6 @@ struct TSLatest: Workload {
         let close = try Clock.seconds { try ts.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    func tableNote(_ config: BenchConfig) -> String? { "values \(config.values.rawValue), B/record settled (B/event)" }
 }

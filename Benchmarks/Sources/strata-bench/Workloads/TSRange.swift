@@ -12,7 +12,7 @@ struct TSRange: Workload {
     func operationUnit(_ run: RunContext) -> String { "one range read of 1000 events" }
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
-        let (ts, lengths) = try TimeSeriesEngines.openLoaded(run, recorder: recorder)
+        let (ts, lengths, values) = try TimeSeriesEngines.openLoaded(run, recorder: recorder)
         var rng = XorShift64Star(seed: run.config.seed)
         try ts.session {
             for _ in 0..<run.operations {
@@ -26,7 +26,7 @@ struct TSRange: Workload {
                     throw BenchError("\(run.engine) returned \(events.count) events of series \(s) from \(from), expected \(n)")
                 }
                 for (j, e) in events.enumerated()
-                where e.sequence != from + UInt64(j) || e.value != TimeSeriesEngines.value(series: s, sequence: e.sequence) {
+                where e.sequence != from + UInt64(j) || e.value != values.value(series: s, sequence: e.sequence) {
                     throw BenchError("\(run.engine) returned a wrong event \(e.sequence) of series \(s)")
                 }
             }
@@ -34,4 +34,6 @@ struct TSRange: Workload {
         let close = try Clock.seconds { try ts.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    func tableNote(_ config: BenchConfig) -> String? { "values \(config.values.rawValue), B/record settled (B/event)" }
 }
