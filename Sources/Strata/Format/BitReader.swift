@@ -25,6 +25,15 @@ struct BitReader {
     @inline(__always)
     mutating func read(bits: Int) -> UInt64? {
         guard bits >= 0, bits <= 64, bits <= remainingBits else { return nil }
+        let byte = position >> 3
+        if bits <= 56, byte &+ 8 <= bytes.count {
+            // Fast path: one unaligned big-endian word holds the bit offset within the byte plus
+            // the bits asked for.
+            let word = UInt64(bigEndian: bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: byte, as: UInt64.self) })
+            let shift = UInt64(position & 7)
+            position += bits
+            return bits == 0 ? 0 : (word << shift) >> UInt64(64 - bits)
+        }
         var result: UInt64 = 0
         var need = bits
         var at = position

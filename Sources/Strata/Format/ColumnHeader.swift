@@ -31,10 +31,11 @@ struct ColumnHeader: Equatable, Sendable {
         writer.writeVarint(UInt64(count))
     }
 
-    /// Reads a header, checking the encoding is `expected` (one of them) and the count is in range.
-    static func read(from reader: inout BitReader, what: String, expected: Set<ColumnEncoding>) throws -> ColumnHeader {
+    /// Reads a header, checking the encoding is `expected` (or `alternative`) and the count is in range.
+    static func read(from reader: inout BitReader, what: String, expected: ColumnEncoding,
+                     or alternative: ColumnEncoding? = nil) throws -> ColumnHeader {
         guard let tag = reader.read(bits: 8) else { throw ColumnHeader.truncated(what, reader) }
-        guard let encoding = ColumnEncoding(rawValue: UInt8(truncatingIfNeeded: tag)), expected.contains(encoding) else {
+        guard let encoding = ColumnEncoding(rawValue: UInt8(truncatingIfNeeded: tag)), encoding == expected || encoding == alternative else {
             throw StrataError.corrupted(file: what, offset: reader.byteOffset, reason: "unknown column encoding \(tag)")
         }
         guard let count = reader.readVarint() else { throw ColumnHeader.truncated(what, reader) }

@@ -176,7 +176,7 @@ enum DoubleColumn {
     /// Reads a column and appends its values to `values`. Throws `.corrupted` on any malformed
     /// input; `values` may then hold part of the column.
     static func decode(from reader: inout BitReader, into values: inout [Double]) throws {
-        let header = try ColumnHeader.read(from: &reader, what: what, expected: [.doubleALP, .doubleXOR])
+        let header = try ColumnHeader.read(from: &reader, what: what, expected: .doubleALP, or: .doubleXOR)
         switch header.encoding {
         case .doubleXOR: try readXOR(count: header.count, from: &reader, into: &values)
         default: try readALP(count: header.count, from: &reader, into: &values)

@@ -27,7 +27,7 @@ enum IntegerColumn {
     /// Reads a column and appends its values to `values`. Throws `.corrupted` on any malformed
     /// input; `values` may then hold part of the column.
     static func decode(from reader: inout BitReader, into values: inout [Int64]) throws {
-        let header = try ColumnHeader.read(from: &reader, what: what, expected: [.integerPacked])
+        let header = try ColumnHeader.read(from: &reader, what: what, expected: .integerPacked)
         values.reserveCapacity(values.count + header.count)
         try PackedIntegers.read(count: header.count, from: &reader, what: what) { values.append($0) }
     }

@@ -47,7 +47,9 @@ enum TimestampColumn {
         let widths = useBase ? fromBase.widths : dod.widths
         writer.write(bit: useBase)
         writer.writeSignedVarint(base)
-        for width in [widths.0, widths.1, widths.2] { writer.write(UInt64(width), bits: 6) }
+        writer.write(UInt64(widths.0), bits: 6)
+        writer.write(UInt64(widths.1), bits: 6)
+        writer.write(UInt64(widths.2), bits: 6)
         previousDelta = base
         for i in 1..<timestamps.count {
             let delta = timestamps[i] &- timestamps[i - 1]
@@ -77,7 +79,7 @@ enum TimestampColumn {
     /// Reads a column and appends its timestamps to `timestamps`. Throws `.corrupted` on any
     /// malformed input; `timestamps` may then hold part of the column.
     static func decode(from reader: inout BitReader, into timestamps: inout [Int64]) throws {
-        let header = try ColumnHeader.read(from: &reader, what: what, expected: [.timestampBuckets])
+        let header = try ColumnHeader.read(from: &reader, what: what, expected: .timestampBuckets)
         guard header.count > 0 else { return }
         guard let first = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
         timestamps.reserveCapacity(timestamps.count + header.count)
