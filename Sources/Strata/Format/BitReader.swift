@@ -1,0 +1,83 @@
+/// Reads the bits a ``BitWriter`` wrote, most significant bit first. It never reads past its
+/// buffer: every read returns nil when fewer bits remain than asked for, and leaves the position
+/// unchanged then.
+struct BitReader {
+    private let bytes: [UInt8]
+    /// The position in bits from the start of the buffer.
+    private(set) var position: Int
+    /// One past the last readable bit.
+    let end: Int
+
+    /// A reader over `bytes` starting at byte `byteOffset` (clamped to the buffer).
+    init(_ bytes: [UInt8], byteOffset: Int = 0) {
+        self.bytes = bytes
+        end = bytes.count &* 8
+        position = min(max(0, byteOffset), bytes.count) &* 8
+    }
+
+    /// Bits left to read.
+    var remainingBits: Int { end - position }
+
+    /// The byte holding the next bit (for error messages and for callers that resume byte-wise).
+    var byteOffset: Int { position >> 3 }
+
+    /// Reads `bits` bits (0…64) as the low bits of the result; nil if the buffer holds fewer.
+    @inline(__always)
+    mutating func read(bits: Int) -> UInt64? {
+        guard bits >= 0, bits <= 64, bits <= remainingBits else { return nil }
+        let byte = position >> 3
+        if bits <= 56, byte &+ 8 <= bytes.count {
+            // Fast path: one unaligned big-endian word holds the bit offset within the byte plus
+            // the bits asked for.
+            let word = UInt64(bigEndian: bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: byte, as: UInt64.self) })
+            let shift = UInt64(position & 7)
+            position += bits
+            return bits == 0 ? 0 : (word << shift) >> UInt64(64 - bits)
+        }
+        var result: UInt64 = 0
+        var need = bits
+        var at = position
+        while need > 0 {
+            let used = at & 7
+            let available = 8 - used
+            let take = min(available, need)
+            let byte = UInt64(bytes[at >> 3])
+            let chunk = (byte >> UInt64(available - take)) & ((1 << UInt64(take)) &- 1)
+            result = (result << UInt64(take)) | chunk
+            at += take
+            need -= take
+        }
+        position = at
+        return result
+    }
+
+    /// Reads one bit; nil at the end of the buffer.
+    @inline(__always)
+    mutating func readBit() -> Bool? {
+        guard position < end else { return nil }
+        let bit = (bytes[position >> 3] >> UInt8(7 - (position & 7))) & 1
+        position += 1
+        return bit == 1
+    }
+
+    /// Reads a varint written by ``BitWriter/writeVarint(_:)``; nil when the buffer ends inside it,
+    /// it is longer than ten groups or it overflows 64 bits.
+    mutating func readVarint() -> UInt64? {
+        let start = position
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard let group = read(bits: 8) else { position = start; return nil }
+            if shift == 63 && group > 1 { position = start; return nil }
+            result |= (group & 0x7F) << shift
+            if group < 0x80 { return result }
+            shift += 7
+            if shift > 63 { position = start; return nil }
+        }
+    }
+
+    /// Reads a zigzag varint written by ``BitWriter/writeSignedVarint(_:)``.
+    mutating func readSignedVarint() -> Int64? {
+        readVarint().map(ZigZag.decode)
+    }
+}

@@ -1,0 +1,40 @@
+/// A column of `Int64` values: delta (or plain) frame-of-reference bit-packing, with zigzag
+/// varints for the signed header fields. Layout:
+///
+///     header    ColumnHeader, encoding .integerPacked
+///     body      PackedIntegers of the values
+///
+/// Sorted or slowly changing values (sequence numbers, counters) pack as their deltas; values
+/// that jump around pack against their minimum. Any Int64 input round-trips.
+enum IntegerColumn {
+    static let what = "integer column"
+
+    /// Appends the column for `values` to `writer`. Throws `.invalidArgument` over
+    /// ``ColumnHeader/maximumCount`` values.
+    static func encode(_ values: [Int64], to writer: inout BitWriter) throws {
+        try ColumnHeader.checkEncodable(count: values.count, what: what)
+        ColumnHeader(encoding: .integerPacked, count: values.count).write(to: &writer)
+        values.withUnsafeBufferPointer { PackedIntegers.write($0, to: &writer) }
+    }
+
+    /// The column for `values` as bytes.
+    static func encode(_ values: [Int64]) throws -> [UInt8] {
+        var writer = BitWriter(capacity: values.count + 16)
+        try encode(values, to: &writer)
+        return writer.finish()
+    }
+
+    /// Reads a column and appends its values to `values`. Throws `.corrupted` on any malformed
+    /// input; `values` may then hold part of the column.
+    static func decode(from reader: inout BitReader, into values: inout [Int64]) throws {
+        let header = try ColumnHeader.read(from: &reader, what: what, expected: .integerPacked)
+        values.reserveCapacity(values.count + header.count)
+        try PackedIntegers.read(count: header.count, from: &reader, what: what) { values.append($0) }
+    }
+
+    /// Reads the column at the start of `bytes` and appends its values to `values`.
+    static func decode(_ bytes: [UInt8], into values: inout [Int64]) throws {
+        var reader = BitReader(bytes)
+        try decode(from: &reader, into: &values)
+    }
+}

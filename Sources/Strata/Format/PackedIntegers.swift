@@ -1,0 +1,98 @@
+/// `Int64` values frame-of-reference bit-packed, either the values themselves or their deltas,
+/// whichever packs narrower. The body of ``IntegerColumn`` and of ALP's integers in
+/// ``DoubleColumn``; the count comes from the column header. Layout (nothing at all for 0 values):
+///
+///     mode      1 bit     0: the packed numbers are the values; 1: they are the deltas
+///                         v[i] &- v[i-1] (wrapping), after the first value
+///     first     zigzag varint, only in delta mode: v[0]
+///     base      zigzag varint, the minimum of the packed numbers (the frame of reference)
+///     width     7 bits    0…64
+///     packed    n × width bits: number &- base as unsigned, n = count (values) or count - 1 (deltas)
+///
+/// Wrapping arithmetic makes any Int64 sequence round-trip: the unsigned distance to the base
+/// always fits 64 bits.
+enum PackedIntegers {
+    /// Width in bits of the unsigned distance `max &- min`.
+    @inline(__always)
+    static func width(min: Int64, max: Int64) -> Int {
+        64 - UInt64(bitPattern: max &- min).leadingZeroBitCount
+    }
+
+    /// The number of bits ``write(_:to:)`` appends for `values`, and whether it uses deltas.
+    static func plan(_ values: UnsafeBufferPointer<Int64>) -> (bits: Int, deltas: Bool, base: Int64, width: Int) {
+        guard let first = values.first else { return (0, false, 0, 0) }
+        var lo = first, hi = first
+        var dlo = Int64.max, dhi = Int64.min
+        var previous = first
+        for value in values.dropFirst() {
+            lo = Swift.min(lo, value); hi = Swift.max(hi, value)
+            let delta = value &- previous
+            dlo = Swift.min(dlo, delta); dhi = Swift.max(dhi, delta)
+            previous = value
+        }
+        let plainWidth = width(min: lo, max: hi)
+        let plainBits = 1 + varintBits(ZigZag.encode(lo)) + 7 + values.count * plainWidth
+        guard values.count > 1 else { return (plainBits, false, lo, plainWidth) }
+        let deltaWidth = width(min: dlo, max: dhi)
+        let deltaBits = 1 + varintBits(ZigZag.encode(first)) + varintBits(ZigZag.encode(dlo)) + 7
+            + (values.count - 1) * deltaWidth
+        return deltaBits < plainBits ? (deltaBits, true, dlo, deltaWidth) : (plainBits, false, lo, plainWidth)
+    }
+
+    static func varintBits(_ value: UInt64) -> Int { Varint.length(of: value) * 8 }
+
+    /// Appends `values` in the layout above.
+    static func write(_ values: UnsafeBufferPointer<Int64>, to writer: inout BitWriter) {
+        guard let first = values.first else { return }
+        let plan = plan(values)
+        writer.write(bit: plan.deltas)
+        if plan.deltas { writer.writeSignedVarint(first) }
+        writer.writeSignedVarint(plan.base)
+        writer.write(UInt64(plan.width), bits: 7)
+        if plan.deltas {
+            var previous = first
+            for value in values.dropFirst() {
+                writer.write(UInt64(bitPattern: (value &- previous) &- plan.base), bits: plan.width)
+                previous = value
+            }
+        } else {
+            for value in values {
+                writer.write(UInt64(bitPattern: value &- plan.base), bits: plan.width)
+            }
+        }
+    }
+
+    /// Reads `count` values and hands each to `body` in order. Throws `.corrupted` when a field is
+    /// out of range or the packed bits do not fit in what remains.
+    static func read(count: Int, from reader: inout BitReader, what: String, _ body: (Int64) -> Void) throws {
+        guard count > 0 else { return }
+        guard let mode = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
+        var first: Int64 = 0
+        if mode {
+            guard let value = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
+            first = value
+        }
+        guard let base = reader.readSignedVarint(), let rawWidth = reader.read(bits: 7) else {
+            throw ColumnHeader.truncated(what, reader)
+        }
+        let width = Int(rawWidth)
+        guard width <= 64 else { throw ColumnHeader.corrupted(what, reader, "packed width \(width) over 64") }
+        let packed = mode ? count - 1 : count
+        let (bits, overflow) = packed.multipliedReportingOverflow(by: width)
+        guard !overflow, bits <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        if mode {
+            body(first)
+            var previous = first
+            for _ in 0..<packed {
+                guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
+                previous = previous &+ (Int64(bitPattern: raw) &+ base)
+                body(previous)
+            }
+        } else {
+            for _ in 0..<packed {
+                guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
+                body(Int64(bitPattern: raw) &+ base)
+            }
+        }
+    }
+}

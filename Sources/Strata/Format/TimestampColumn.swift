@@ -1,0 +1,158 @@
+/// A column of `Int64` millisecond timestamps: Gorilla's delta-of-delta (Pelkonen et al., VLDB
+/// 2015) with variable-width buckets whose widths the encoder picks per column. Layout:
+///
+///     header    ColumnHeader, encoding .timestampBuckets
+///     first     zigzag varint t[0]                           (count ≥ 1)
+///     mode      1 bit  0: residual = delta-of-delta          (count ≥ 2, as every field below)
+///                      1: residual = delta - base
+///     base      zigzag varint: in mode 0 the delta before the first (so the first residual is
+///               d[1] - base), in mode 1 the reference every delta is taken from
+///     widths    3 × 6 bits w0, w1, w2 (0…63)
+///     residuals count - 1 of them, each a prefix and a two's-complement field:
+///               '0'   + w0 bits      ('0' alone when w0 = 0: the residual is 0)
+///               '10'  + w1 bits
+///               '110' + w2 bits
+///               '111' + 64 bits      (any Int64: the full-width escape)
+///
+/// Deltas are `t[i] &- t[i-1]` and residuals wrap too, so any Int64 sequence — unsorted,
+/// Int64.min next to Int64.max — round-trips. Gorilla fixes the buckets at 7, 9 and 12 bits for
+/// second-resolution timestamps; here the encoder chooses the three widths minimising the column's
+/// size from a histogram of the residuals' widths, and chooses delta-of-delta (regular spacing,
+/// drift) or delta from a base (independent jitter around a nominal spacing), whichever is smaller.
+enum TimestampColumn {
+    static let what = "timestamp column"
+
+    /// Appends the column for `timestamps` to `writer`. Throws `.invalidArgument` over
+    /// ``ColumnHeader/maximumCount`` values.
+    static func encode(_ timestamps: [Int64], to writer: inout BitWriter) throws {
+        try ColumnHeader.checkEncodable(count: timestamps.count, what: what)
+        ColumnHeader(encoding: .timestampBuckets, count: timestamps.count).write(to: &writer)
+        guard let first = timestamps.first else { return }
+        writer.writeSignedVarint(first)
+        guard timestamps.count > 1 else { return }
+        let base = medianDelta(timestamps)
+        // Histograms of the residuals' two's-complement widths, for both modes.
+        var dodWidths = [Int](repeating: 0, count: 65)
+        var deltaWidths = [Int](repeating: 0, count: 65)
+        var previousDelta = base
+        for i in 1..<timestamps.count {
+            let delta = timestamps[i] &- timestamps[i - 1]
+            dodWidths[SignedBits.width(of: delta &- previousDelta)] += 1
+            deltaWidths[SignedBits.width(of: delta &- base)] += 1
+            previousDelta = delta
+        }
+        let dod = bestWidths(dodWidths)
+        let fromBase = bestWidths(deltaWidths)
+        let useBase = fromBase.bits < dod.bits
+        let widths = useBase ? fromBase.widths : dod.widths
+        writer.write(bit: useBase)
+        writer.writeSignedVarint(base)
+        writer.write(UInt64(widths.0), bits: 6)
+        writer.write(UInt64(widths.1), bits: 6)
+        writer.write(UInt64(widths.2), bits: 6)
+        previousDelta = base
+        for i in 1..<timestamps.count {
+            let delta = timestamps[i] &- timestamps[i - 1]
+            let residual = delta &- previousDelta
+            if !useBase { previousDelta = delta }
+            let needed = SignedBits.width(of: residual)
+            let raw = UInt64(bitPattern: residual)
+            if needed <= widths.0 {
+                writer.write(0b0, bits: 1); writer.write(raw, bits: widths.0)
+            } else if needed <= widths.1 {
+                writer.write(0b10, bits: 2); writer.write(raw, bits: widths.1)
+            } else if needed <= widths.2 {
+                writer.write(0b110, bits: 3); writer.write(raw, bits: widths.2)
+            } else {
+                writer.write(0b111, bits: 3); writer.write(raw, bits: 64)
+            }
+        }
+    }
+
+    /// The column for `timestamps` as bytes.
+    static func encode(_ timestamps: [Int64]) throws -> [UInt8] {
+        var writer = BitWriter(capacity: timestamps.count + 16)
+        try encode(timestamps, to: &writer)
+        return writer.finish()
+    }
+
+    /// Reads a column and appends its timestamps to `timestamps`. Throws `.corrupted` on any
+    /// malformed input; `timestamps` may then hold part of the column.
+    static func decode(from reader: inout BitReader, into timestamps: inout [Int64]) throws {
+        let header = try ColumnHeader.read(from: &reader, what: what, expected: .timestampBuckets)
+        guard header.count > 0 else { return }
+        guard let first = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
+        timestamps.reserveCapacity(timestamps.count + header.count)
+        timestamps.append(first)
+        guard header.count > 1 else { return }
+        guard let useBase = reader.readBit(), let base = reader.readSignedVarint(),
+              let w0 = reader.read(bits: 6), let w1 = reader.read(bits: 6), let w2 = reader.read(bits: 6) else {
+            throw ColumnHeader.truncated(what, reader)
+        }
+        // Every residual takes at least one bit.
+        guard header.count - 1 <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        let widths = (Int(w0), Int(w1), Int(w2))
+        var previous = first
+        var previousDelta = base
+        for _ in 1..<header.count {
+            var width = 64
+            if let bit = reader.readBit(), !bit {
+                width = widths.0
+            } else if let bit = reader.readBit(), !bit {
+                width = widths.1
+            } else if let bit = reader.readBit(), !bit {
+                width = widths.2
+            }
+            // A nil bit falls through to the 64-bit read below, which then fails too.
+            guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
+            let delta = previousDelta &+ SignedBits.extend(raw, bits: width)
+            if !useBase { previousDelta = delta }
+            previous = previous &+ delta
+            timestamps.append(previous)
+        }
+    }
+
+    /// Reads the column at the start of `bytes` and appends its timestamps to `timestamps`.
+    static func decode(_ bytes: [UInt8], into timestamps: inout [Int64]) throws {
+        var reader = BitReader(bytes)
+        try decode(from: &reader, into: &timestamps)
+    }
+
+    /// The median of up to 63 deltas sampled evenly: the nominal spacing, robust to outliers.
+    static func medianDelta(_ timestamps: [Int64]) -> Int64 {
+        let deltas = timestamps.count - 1
+        let samples = min(deltas, 63)
+        var sample: [Int64] = []
+        sample.reserveCapacity(samples)
+        for k in 0..<samples {
+            let i = 1 + k * deltas / samples
+            sample.append(timestamps[i] &- timestamps[i - 1])
+        }
+        sample.sort()
+        return sample[samples / 2]
+    }
+
+    /// The bucket widths w0 < w1 < w2 (each 0…63) that minimise the bits of residuals whose
+    /// widths have histogram `histogram` (index = width 0…64), and that size.
+    static func bestWidths(_ histogram: [Int]) -> (widths: (Int, Int, Int), bits: Int) {
+        // upTo[w] = residuals of width ≤ w.
+        var upTo = [Int](repeating: 0, count: 65)
+        var running = 0
+        for w in 0...64 { running += histogram[w]; upTo[w] = running }
+        let total = running
+        var best = (widths: (0, 1, 2), bits: Int.max)
+        for w0 in 0...61 {
+            let cost0 = upTo[w0] * (1 + w0)
+            if cost0 >= best.bits { break }
+            for w1 in (w0 + 1)...62 {
+                let cost1 = cost0 + (upTo[w1] - upTo[w0]) * (2 + w1)
+                if cost1 >= best.bits { break }
+                for w2 in (w1 + 1)...63 {
+                    let bits = cost1 + (upTo[w2] - upTo[w1]) * (3 + w2) + (total - upTo[w2]) * 67
+                    if bits < best.bits { best = ((w0, w1, w2), bits) }
+                }
+            }
+        }
+        return best
+    }
+}
