@@ -4,6 +4,13 @@ import Testing
 
 /// Seeded series shared by the column codec tests.
 enum ColumnTestData {
+    /// The bytes `build` writes: a crafted column.
+    static func column(_ build: (inout BitWriter) -> Void) -> [UInt8] {
+        var writer = BitWriter()
+        build(&writer)
+        return writer.finish()
+    }
+
     /// Millisecond timestamps one second apart from a 2023 epoch, each off by a jitter uniform in
     /// -2…2 ms (as scrape times are).
     static func timestamps(_ count: Int, seed: UInt64) -> [Int64] {

@@ -82,11 +82,7 @@ private func encoding(_ values: [Double]) throws -> ColumnEncoding? {
     }
 
     @Test func craftedHeadersThrowCorrupted() {
-        func column(_ build: (inout BitWriter) -> Void) -> [UInt8] {
-            var writer = BitWriter()
-            build(&writer)
-            return writer.finish()
-        }
+        let column = ColumnTestData.column
         let alp = UInt64(ColumnEncoding.doubleALP.rawValue), xor = UInt64(ColumnEncoding.doubleXOR.rawValue)
         let constantInts: (inout BitWriter) -> Void = { $0.write(bit: false); $0.writeSignedVarint(1); $0.write(0, bits: 7) }
         let cases: [[UInt8]] = [

@@ -59,11 +59,7 @@ private func roundTrip(_ values: [Int64]) throws -> [Int64] {
     }
 
     @Test func craftedHeadersThrowCorrupted() {
-        func column(_ build: (inout BitWriter) -> Void) -> [UInt8] {
-            var writer = BitWriter()
-            build(&writer)
-            return writer.finish()
-        }
+        let column = ColumnTestData.column
         let cases: [[UInt8]] = [
             [],
             [0x09, 0x01], // unknown encoding

@@ -72,11 +72,7 @@ private func roundTrip(_ values: [Int64]) throws -> [Int64] {
     }
 
     @Test func craftedHeadersThrowCorrupted() {
-        func column(_ build: (inout BitWriter) -> Void) -> [UInt8] {
-            var writer = BitWriter()
-            build(&writer)
-            return writer.finish()
-        }
+        let column = ColumnTestData.column
         let tag = UInt64(ColumnEncoding.timestampBuckets.rawValue)
         let cases: [[UInt8]] = [
             [UInt8(tag)],
