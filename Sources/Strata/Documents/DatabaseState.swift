@@ -410,8 +410,10 @@ package final class DatabaseState: CollectionState {
                        writer w: inout WriterState, into commit: inout CommitBatch) -> [Document] {
         let observing = broadcaster.hasSubscribers || engine.hasParticipants
         let inTransaction = TransactionScope.current != nil
-        var batch = commit.records
-        defer { commit.records = batch }
+        // Moved out and back, not copied: `commit.records` may hold a transaction's earlier writes.
+        var batch = WriteBatch()
+        swap(&batch, &commit.records)
+        defer { swap(&batch, &commit.records) }
         let converted = convertUnattached(w, into: &batch)
         var results: [Document] = []
         results.reserveCapacity(steps.count)
@@ -543,8 +545,10 @@ package final class DatabaseState: CollectionState {
         let key = DocumentLayout.documentKey(id, documentID)
         let observing = broadcaster.hasSubscribers || engine.hasParticipants
         let sequence = w.nextSequence
-        var batch = commit.records
-        defer { commit.records = batch }
+        // Moved out and back, not copied: `commit.records` may hold a transaction's earlier writes.
+        var batch = WriteBatch()
+        swap(&batch, &commit.records)
+        defer { swap(&batch, &commit.records) }
         let converted = convertUnattached(w, into: &batch)
         for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
         if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }

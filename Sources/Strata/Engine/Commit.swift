@@ -46,11 +46,24 @@ struct CommitBatch: Sendable {
 
     var isEmpty: Bool { records.isEmpty }
 
-    /// Appends everything of `other` (a transaction merges its collections' batches).
-    mutating func append(_ other: CommitBatch) {
-        records.append(other.records)
-        changes += other.changes
-        onVisible += other.onVisible
+    /// Where the batch ends now, to roll back to (``rollBack(to:)``).
+    struct Mark {
+        fileprivate let count: Int
+        fileprivate let byteCount: Int
+        fileprivate let changes: Int
+        fileprivate let onVisible: Int
+    }
+
+    var mark: Mark {
+        Mark(count: records.count, byteCount: records.operations.count, changes: changes.count, onVisible: onVisible.count)
+    }
+
+    /// Removes everything added since `mark` (a failed write of a transaction), without copying
+    /// what came before.
+    mutating func rollBack(to mark: Mark) {
+        records.truncate(count: mark.count, byteCount: mark.byteCount)
+        changes.removeSubrange(mark.changes...)
+        onVisible.removeSubrange(mark.onVisible...)
     }
 }
 

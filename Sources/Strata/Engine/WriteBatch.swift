@@ -81,6 +81,13 @@ public struct WriteBatch: Sendable {
         count += 1
     }
 
+    /// Removes the operations added after the batch held `count` operations in `byteCount`
+    /// encoded bytes (a ``CommitBatch/Mark``).
+    mutating func truncate(count: Int, byteCount: Int) {
+        operations.removeSubrange(byteCount...)
+        self.count = count
+    }
+
     /// Appends the operations of `other`.
     mutating func append(_ other: WriteBatch) {
         operations.append(contentsOf: other.operations)

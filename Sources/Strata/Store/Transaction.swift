@@ -109,13 +109,13 @@ public final class Transaction: @unchecked Sendable, TransactionHolding {
             heldLocks.insert(ObjectIdentifier(lock))
         }
         // A failed write leaves the batch as it was: the body may catch the error and go on.
-        var staged = batch
+        // Rolled back rather than staged into a copy, which would copy every earlier write.
+        let mark = batch.mark
         let saved = hold.checkpoint()
         do {
-            let result = try body(hold, &staged)
-            batch = staged
-            return result
+            return try body(hold, &batch)
         } catch {
+            batch.rollBack(to: mark)
             hold.restore(saved)
             throw error
         }
