@@ -408,7 +408,7 @@ package final class DatabaseState: CollectionState {
     /// committed.
     private func stage(_ steps: [Step], rows: [RowChanges], indexes active: [String: ActiveIndex],
                        writer w: inout WriterState, into commit: inout CommitBatch) -> [Document] {
-        let observing = broadcaster.hasSubscribers || engine.hasParticipants
+        let observing = broadcaster.wantsChanges(of: engine)
         let inTransaction = TransactionScope.current != nil
         // Moved out and back, not copied: `commit.records` may hold a transaction's earlier writes.
         var batch = WriteBatch()
@@ -543,7 +543,7 @@ package final class DatabaseState: CollectionState {
                              indexes current: [String: ActiveIndex], now: Date, writer w: inout WriterState,
                              into commit: inout CommitBatch) {
         let key = DocumentLayout.documentKey(id, documentID)
-        let observing = broadcaster.hasSubscribers || engine.hasParticipants
+        let observing = broadcaster.wantsChanges(of: engine)
         let sequence = w.nextSequence
         // Moved out and back, not copied: `commit.records` may hold a transaction's earlier writes.
         var batch = WriteBatch()

@@ -67,6 +67,10 @@ final class CommitBroadcaster: Sendable {
     /// commit's changes).
     var hasSubscribers: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
 
+    /// Whether a commit must describe its changes: someone subscribes, or a participant of
+    /// `engine` takes part. Collections skip building the description otherwise.
+    func wantsChanges(of engine: Engine) -> Bool { hasSubscribers || engine.hasParticipants }
+
     /// The number of live subscriptions (for tests and tools).
     var count: Int { subscriberCount.load(ordering: .relaxed) }
 

@@ -127,7 +127,7 @@ final class ChannelState: CollectionState {
             tt &+= 1
         }
         w.staged += timetokens
-        if broadcaster.hasSubscribers || history.engine.hasParticipants {
+        if broadcaster.wantsChanges(of: history.engine) {
             batch.changes.append(Messages(channelID: keys.id, timetokens: timetokens, values: values))
         }
         return first
