@@ -306,7 +306,7 @@ do {
     let lastPage = try store.channel("chat.lobby", of: ChatMessage.self).history(limit: 1)
     let reopenedShop = try store.documents("shop", indexes: [totalByCustomerAndMonth])
     let grand = try reopenedShop.query("TotalByCustomerAndMonth", .all).rows.first?.value?.int64Value
-    check(reopened.bounds.next == UInt64(eventCount + editCount) && lastPage.messages.first?.message.text == "single \(singles - 1)"
+    check(try reopened.bounds.next == UInt64(eventCount + editCount) && lastPage.messages.first?.message.text == "single \(singles - 1)"
           && grand == expected.values.reduce(0, +),
           "after reopening: \(grouped(eventCount + editCount)) events, the last message, the grand total \(grouped(Int(grand ?? 0)))")
     try step("compact everything into one sorted run", count: 1, unit: "compactions") { try store.compact() }

@@ -59,7 +59,8 @@ package final class DatabaseState: CollectionState {
     /// Serializes index builds, catch-ups and drops of this database (IndexBuild.swift).
     let configuration = ConditionLock()
 
-    init(name: String, store: Store) throws {
+    /// `authorizeCreate` (a session's check) runs before a missing database is created.
+    init(name: String, store: Store, authorizeCreate: () throws -> Void = {}) throws {
         try Self.validateName(name)
         self.name = name
         self.engine = store.engine
@@ -67,7 +68,10 @@ package final class DatabaseState: CollectionState {
         self.idFactory = store.options.documentIDFactory
         self.clock = store.options.clock
         self.broadcaster = store.broadcaster
-        let (entry, _) = try store.catalog.openOrCreate(kind: .documentDatabase, name: name) { DocumentLayout.databasePayload() }
+        let (entry, _) = try store.catalog.openOrCreate(kind: .documentDatabase, name: name) {
+            try authorizeCreate()
+            return DocumentLayout.databasePayload()
+        }
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
         self.id = entry.id
         // The feed's last key is the highest sequence ever used (a document's newest entry is

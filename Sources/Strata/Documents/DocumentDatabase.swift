@@ -24,11 +24,23 @@ import Foundation
 ///
 /// Every method is thread-safe. After the store closes, every call throws ``StrataError/closed``
 /// and every stream ends.
+///
+/// A handle from a ``StoreSession`` checks every call against the store's security policy, on
+/// the database's name as path (each method names the ``Permission`` it needs); a handle from the
+/// ``Store`` is not checked.
 public struct DocumentDatabase: Sendable {
     let state: DatabaseState
+    /// The session's checks, or nil for the store's own handle.
+    let access: SessionAccess?
 
-    init(state: DatabaseState) {
+    init(state: DatabaseState, access: SessionAccess? = nil) {
         self.state = state
+        self.access = access
+    }
+
+    @inline(__always)
+    private func require(_ permission: Permission) throws {
+        try access?.require(permission, state.name)
     }
 
     /// The database's name.
@@ -40,9 +52,11 @@ public struct DocumentDatabase: Sendable {
 
     /// Removes the index `name` for good: its rows and its stored entry. Its live queries end.
     /// (An index merely left out of ``Store/documents(_:indexes:)`` is kept.)
+    /// Needs ``Permission/modifyTopic`` in a session.
     ///
     /// - Throws: ``StrataError/notFound(_:)`` if the database has no index of that name.
     public func dropIndex(_ name: String) throws {
+        try require(.modifyTopic)
         try state.dropIndex(name)
     }
 
@@ -56,12 +70,15 @@ public struct DocumentDatabase: Sendable {
     /// given document's (attachments it no longer has are removed). Last writer wins: the
     /// revision of the given document is not compared with the stored one.
     ///
+    /// Needs ``Permission/updateTopic`` in a session, as do every save, add and update.
+    ///
     /// - Returns: the document as stored, with its metadata.
     /// - Throws: ``StrataError/invalidArgument(_:)`` if an index's map fails or emits a key that
     ///   is not JSON (nothing is written).
     @discardableResult
     public func save(_ document: Document) throws -> Document {
-        try state.write([document], mode: .save)[0]
+        try require(.updateTopic)
+        return try state.write([document], mode: .save)[0]
     }
 
     /// Inserts a document whose id is not in use.
@@ -69,7 +86,8 @@ public struct DocumentDatabase: Sendable {
     /// - Throws: ``StrataError/conflict(_:)`` if a document with its id exists.
     @discardableResult
     public func add(_ document: Document) throws -> Document {
-        try state.write([document], mode: .add)[0]
+        try require(.updateTopic)
+        return try state.write([document], mode: .add)[0]
     }
 
     /// Replaces an existing document.
@@ -77,35 +95,43 @@ public struct DocumentDatabase: Sendable {
     /// - Throws: ``StrataError/notFound(_:)`` if no document has its id.
     @discardableResult
     public func update(_ document: Document) throws -> Document {
-        try state.write([document], mode: .update)[0]
+        try require(.updateTopic)
+        return try state.write([document], mode: .update)[0]
     }
 
     /// Saves many documents in ONE atomic batch (all or none), in order: a later document with
     /// the same id as an earlier one replaces it.
     @discardableResult
     public func save(contentsOf documents: [Document]) throws -> [Document] {
-        try state.write(documents, mode: .save)
+        try require(.updateTopic)
+        return try state.write(documents, mode: .save)
     }
 
     /// Deletes a document, its attachments and its index rows. The change feed reports the
     /// deletion; the id keeps a tombstone so that its revision keeps counting if it is saved
     /// again.
+    /// Needs ``Permission/modifyTopic`` in a session.
     ///
     /// - Throws: ``StrataError/notFound(_:)`` if no document has the id.
     public func delete(id: String) throws {
+        try require(.modifyTopic)
         try state.delete(id: id)
     }
 
     // MARK: Reading
 
     /// The document with the given id, with its attachments; nil if there is none.
+    ///
+    /// Needs ``Permission/readTopic`` in a session, as every read.
     public func document(id: String) throws -> Document? {
-        try state.document(id: id)
+        try require(.readTopic)
+        return try state.document(id: id)
     }
 
     /// The documents with the given ids, from one consistent snapshot; absent ids are left out.
     public func documents(ids: [String]) throws -> [String: Document] {
-        try state.documents(ids: ids)
+        try require(.readTopic)
+        return try state.documents(ids: ids)
     }
 
     /// Runs a query on the index named `index` (see ``IndexQuery`` for the semantics).
@@ -121,7 +147,8 @@ public struct DocumentDatabase: Sendable {
     ///   ``StrataError/invalidArgument(_:)`` for a negative `limit`, `skip` or `groupLevel`, a
     ///   reduce on an index without reduction, or a `groupLevel` without reduction.
     public func query(_ index: String, _ query: IndexQuery) throws -> IndexQueryResult {
-        try state.query(index, query)
+        try require(.readTopic)
+        return try state.query(index, query)
     }
 
     /// A live query: the current result at once, then a new result after each commit that
@@ -142,8 +169,11 @@ public struct DocumentDatabase: Sendable {
     ///     show(result.rows)
     /// }
     /// ```
+    ///
+    /// Needs ``Permission/selectTopic`` in a session.
     public func observe(_ index: String, _ query: IndexQuery) throws -> AsyncThrowingStream<IndexQueryResult, any Error> {
-        try state.observe(index, query)
+        try require(.selectTopic)
+        return try state.observe(index, query)
     }
 
     /// A stream of the changes of each commit from now on, one array per committed write.
@@ -155,16 +185,22 @@ public struct DocumentDatabase: Sendable {
     /// ``StrataError/closed`` when the store closes, and by throwing the store's failure when the
     /// store fails (see ``StoreStatistics/writeError``); `changes()` then throws that failure at
     /// once, and ``StrataError/closed`` after the store closed.
+    ///
+    /// Needs ``Permission/selectTopic`` in a session.
     public func changes() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
-        try state.changeStream()
+        try require(.selectTopic)
+        return try state.changeStream()
     }
 
     /// The persistent change feed: the changes after sequence `since`, in sequence order, at
     /// most `limit` of them, and the sequence to pass next time (the last one returned, or
     /// `since` when there is none). It survives close and reopen; each document appears once,
     /// with its latest change (as CouchDB's `_changes`), deletions included. Start with 0.
+    ///
+    /// Needs ``Permission/readTopic`` in a session.
     public func changes(since: UInt64, limit: Int = .max) throws -> (changes: [DocumentChange], lastSequence: UInt64) {
-        try state.changes(since: since, limit: limit)
+        try require(.readTopic)
+        return try state.changes(since: since, limit: limit)
     }
 
     // MARK: Codable

@@ -51,8 +51,9 @@ extension DatabaseState {
     /// Attaches `definitions`: an index already attached at its version is kept; a stored one at
     /// the same version is attached, caught up from the change feed if it is behind; a new one,
     /// or one whose version changed, is built (under a new catalog id). Indexes not named are
-    /// left as they are.
-    func configure(_ definitions: [DocumentIndex]) throws {
+    /// left as they are. `authorize` (a session's check) runs before a stored definition is
+    /// replaced or a new one stored.
+    func configure(_ definitions: [DocumentIndex], authorize: (() throws -> Void)? = nil) throws {
         var seen = Set<String>()
         for d in definitions {
             guard !d.name.isEmpty else { throw StrataError.invalidArgument("database \(name.debugDescription): an index name must not be empty") }
@@ -75,7 +76,7 @@ extension DatabaseState {
             return
         }
         try withConfiguration {
-            for definition in needed() { try attach(definition) }
+            for definition in needed() { try attach(definition, authorize: authorize) }
         }
     }
 
@@ -86,7 +87,7 @@ extension DatabaseState {
     }
 
     /// Attaches one index and completes it (see ``configure(_:)``). Called as the builder.
-    private func attach(_ definition: DocumentIndex) throws {
+    private func attach(_ definition: DocumentIndex, authorize: (() throws -> Void)?) throws {
         let catalogName = DocumentLayout.indexCatalogName(database: name, index: definition.name)
         // What changed since a behind index's sequence, read before the lock; the lock adds the rest.
         let storedBefore = try catalog.entry(kind: .documentIndex, name: catalogName)
@@ -130,6 +131,7 @@ extension DatabaseState {
                 }
             }
             // New, another version, or a build that did not finish: build anew under a new id.
+            try authorize?()
             if let (entry, _) = stored {
                 var batch = WriteBatch()
                 let prefix = DocumentLayout.indexPrefix(entry.id)

@@ -25,10 +25,22 @@ extension Store {
     ///   then completed by the next open that names it), or a map that names indexes of the
     ///   database whose index it is building.
     public func documents(_ name: String = "default", indexes: [DocumentIndex] = []) throws -> DocumentDatabase {
-        let state = try collections.state(kind: .documentDatabase, name: name, as: DatabaseState.self) {
-            try DatabaseState(name: name, store: self)
+        try openDocuments(name, indexes: indexes, access: nil)
+    }
+
+    /// Opens database `name`; with `access` (a session's), creating it, or storing an index
+    /// definition that is new or of another version, needs ``Permission/modifyTopic``.
+    func openDocuments(_ name: String, indexes: [DocumentIndex], access: SessionAccess?) throws -> DocumentDatabase {
+        let state = try databaseState(name, access: access)
+        try state.configure(indexes, authorize: access.map { access in { try access.require(.modifyTopic, name) } })
+        return DocumentDatabase(state: state, access: access)
+    }
+
+    /// The shared state of database `name`, created if missing (with `access`, after checking
+    /// ``Permission/modifyTopic``).
+    func databaseState(_ name: String, access: SessionAccess?) throws -> DatabaseState {
+        try collections.state(kind: .documentDatabase, name: name, as: DatabaseState.self) {
+            try DatabaseState(name: name, store: self, authorizeCreate: { try access?.require(.modifyTopic, name) })
         }
-        try state.configure(indexes)
-        return DocumentDatabase(state: state)
     }
 }

@@ -43,6 +43,10 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The task calling an `async` method was cancelled before the method's work started:
     /// nothing was done. (Work that has started runs to the end and returns its result.)
     case cancelled
+    /// A ``StoreSession`` call that the security policy does not allow its principal: nothing
+    /// was changed. `permission` is the one it lacked, `path` the series, channel or database
+    /// the call named (nil for a global permission).
+    case permissionDenied(principal: String, permission: Permission, path: String?)
 
     public var description: String {
         switch self {
@@ -70,6 +74,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "subscriber overflow: \(what)"
         case .cancelled:
             return "the task was cancelled before the work started; nothing was done"
+        case .permissionDenied(let principal, let permission, let path):
+            let on = path.map { " on \($0.debugDescription)" } ?? ""
+            return "permission denied: principal \(principal.debugDescription) lacks \(permission)\(on)"
         }
     }
 }

@@ -17,9 +17,20 @@
 public struct Channel<Message: Codable & Sendable>: Sendable {
     let state: ChannelState
     private let codec = ValueCodec<Message>()
+    /// The session's checks, or nil for the store's own handle.
+    let access: SessionAccess?
 
-    init(state: ChannelState) {
+    init(state: ChannelState, access: SessionAccess? = nil) {
         self.state = state
+        self.access = access
+    }
+
+    /// The publisher of a write: the caller's (nil: the store's principal, if any), or in a
+    /// session its principal after checking ``Permission/updateTopic``.
+    @inline(__always)
+    func publisher(_ given: String?) throws -> String? {
+        guard let access else { return given ?? state.history.principal }
+        return try access.writer(given, state.keys.name)
     }
 
     /// The channel's name.
@@ -36,13 +47,15 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     ///   - message: the message to store.
     ///   - meta: metadata kept with the message (PubNub's `meta`), returned by history.
     ///   - publisher: who published it; nil uses the store's ``StoreOptions/principal`` (none if
-    ///     that is empty).
+    ///     that is empty). In a session it is the session's principal; another publisher is
+    ///     ``StrataError/permissionDenied(principal:permission:path:)`` naming
+    ///     ``Permission/updateTopic``, which every publish needs.
     /// - Returns: the message's timetoken, larger than every timetoken the store assigned before.
     /// - Throws: ``StrataError/invalidArgument(_:)`` if the message cannot be encoded;
     ///   ``StrataError/closed`` after the store closed; the store's failure after it failed.
     @discardableResult
     public func publish(_ message: Message, meta: JSON? = nil, publisher: String? = nil) throws -> Timetoken {
-        let who = publisher ?? state.history.principal
+        let who = try self.publisher(publisher)
         var value: [UInt8] = []
         try encode(message, meta: meta, publisher: who, into: &value)
         let first = try state.publish([value])
@@ -58,7 +71,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     @discardableResult
     public func publish(contentsOf messages: some Sequence<Message>, meta: JSON? = nil,
                         publisher: String? = nil) throws -> [Timetoken] {
-        let who = publisher ?? state.history.principal
+        let who = try self.publisher(publisher)
         let list = Array(messages)
         guard !list.isEmpty else {
             _ = try state.history.engine.snapshot()  // report a closed store
@@ -95,13 +108,15 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// `start`. Only `end`: `end` and newer. Both: the messages between them, whichever is the
     /// larger (so `start: tt - 1, end: tt` is exactly the message at `tt`). Neither: all.
     /// The page holds the newest `limit` messages of that range, or with `reverse: true` the
-    /// oldest `limit` (`reverse` is ignored when both bounds are given).
+    /// oldest `limit` (`reverse` is ignored when both bounds are given). Needs
+    /// ``Permission/readTopic`` in a session.
     ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` for a `limit` outside
     ///   1…``HistoryPage/maximumLimit``; ``StrataError/typeMismatch(_:)`` or
     ///   ``StrataError/corrupted(file:offset:reason:)`` for a stored message that does not decode.
     public func history(start: Timetoken? = nil, end: Timetoken? = nil, limit: Int = 100,
                         reverse: Bool = false) throws -> HistoryPage<Message> {
+        try access?.require(.readTopic, name)
         try HistoryQuery.check(limit: limit, "history of channel \"\(name)\"")
         let snapshot = try state.history.engine.snapshot()
         let keys = state.keys
@@ -115,14 +130,17 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// Deletes the messages the bounds select — the same rules as
     /// ``history(start:end:limit:reverse:)``, without a limit: `deleteMessages()` empties the
     /// channel, `deleteMessages(start: tt - 1, end: tt)` deletes exactly the message at `tt`.
-    /// The deletion is one range tombstone; compaction gives the space back.
+    /// The deletion is one range tombstone; compaction gives the space back. Needs
+    /// ``Permission/modifyTopic`` in a session.
     public func deleteMessages(start: Timetoken? = nil, end: Timetoken? = nil) throws {
+        try access?.require(.modifyTopic, name)
         try state.deleteMessages(start: start, end: end)
     }
 
     /// The number of messages with a timetoken strictly greater than `since`, counted from the
-    /// keys without decoding a message.
+    /// keys without decoding a message. Needs ``Permission/readTopic`` in a session.
     public func messageCount(since: Timetoken) throws -> Int {
+        try access?.require(.readTopic, name)
         let snapshot = try state.history.engine.snapshot()
         guard since.rawValue < .max else { return 0 }
         let lower = max(since.rawValue + 1, try state.floor(in: snapshot))
@@ -149,8 +167,10 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// ```
     ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` for `bufferSize` < 1,
-    ///   ``StrataError/closed`` after the store closed.
+    ///   ``StrataError/closed`` after the store closed; in a session without
+    ///   ``Permission/selectTopic``, ``StrataError/permissionDenied(principal:permission:path:)``.
     public func messages(bufferSize: Int = 1_000) throws -> AsyncThrowingStream<HistoryMessage<Message>, any Error> {
+        try access?.require(.selectTopic, name)
         guard bufferSize >= 1 else {
             throw StrataError.invalidArgument("channel \"\(name)\": bufferSize \(bufferSize) must be at least 1")
         }

@@ -203,13 +203,14 @@ final class ChannelState: CollectionState {
     }
 
     /// Replaces the channel's options (a later open with options). Messages the old options had
-    /// removed stay removed.
-    func update(options: ChannelOptions) throws {
+    /// removed stay removed. `authorize` (a session's check) runs before stored options change.
+    func update(options: ChannelOptions, authorize: (() throws -> Void)? = nil) throws {
         try writer.withLock { w in
             var descriptor = w.descriptor
             descriptor.retention = options.retentionUnits
             descriptor.limit = options.limit.map { UInt64($0) }
             guard descriptor != w.descriptor else { return }
+            try authorize?()
             var head = w.head
             head.floor = HistoryQuery.floor(head: head, retention: w.descriptor.retention, now: history.clock.now())
             var count = 0

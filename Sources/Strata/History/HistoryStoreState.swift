@@ -56,14 +56,17 @@ extension Store {
 
     /// The shared state of channel `name`; with `create`, the channel is created (with message
     /// type `typeName` and `options`) if it does not exist, otherwise ``StrataError/notFound(_:)``.
-    func channelState(_ name: String, create: (typeName: String, options: ChannelOptions)?) throws -> ChannelState {
+    /// `authorizeCreate` (a session's check) runs before a missing channel is created.
+    func channelState(_ name: String, create: (typeName: String, options: ChannelOptions)?,
+                      authorizeCreate: () throws -> Void = {}) throws -> ChannelState {
         try HistoryStoreState.check(name: name)
         let history = try historyState()
         return try collections.state(kind: .channel, name: name, as: ChannelState.self) {
             let entry: CatalogEntry
             if let create {
                 entry = try catalog.openOrCreate(kind: .channel, name: name) {
-                    ChannelDescriptor(typeName: create.typeName, options: create.options).encoded
+                    try authorizeCreate()
+                    return ChannelDescriptor(typeName: create.typeName, options: create.options).encoded
                 }.entry
             } else {
                 guard let existing = try catalog.entry(kind: .channel, name: name) else {

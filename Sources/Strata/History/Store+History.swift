@@ -10,7 +10,7 @@ extension Store {
     /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty name (or one over 4 KiB);
     ///   ``StrataError/typeMismatch(_:)`` if the channel was created with another message type.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) throws -> Channel<Message> {
-        try openChannel(name, of: type, options: nil)
+        try openChannel(name, of: type, options: nil, access: nil)
     }
 
     /// The channel `name`, created with `options` if it does not exist; if it exists, `options`
@@ -25,19 +25,22 @@ extension Store {
     ///   below 100 ns or a limit below 1.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
                                                      options: ChannelOptions) throws -> Channel<Message> {
-        try openChannel(name, of: type, options: options)
+        try openChannel(name, of: type, options: options, access: nil)
     }
 
-    private func openChannel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
-                                                          options: ChannelOptions?) throws -> Channel<Message> {
+    /// Opens channel `name`; with `access` (a session's), creating it or changing its stored
+    /// options needs ``Permission/modifyTopic``.
+    func openChannel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
+                                                  options: ChannelOptions?, access: SessionAccess?) throws -> Channel<Message> {
         try options?.validate(channel: name)
         let typeName = ValueCodec<Message>.typeName
-        let state = try channelState(name, create: (typeName, options ?? ChannelOptions()))
+        let authorize: () throws -> Void = { try access?.require(.modifyTopic, name) }
+        let state = try channelState(name, create: (typeName, options ?? ChannelOptions()), authorizeCreate: authorize)
         guard state.typeName == typeName else {
             throw StrataError.typeMismatch("channel \"\(name)\" holds \(state.typeName) messages, not \(typeName)")
         }
-        if let options { try state.update(options: options) }
-        return Channel(state: state)
+        if let options { try state.update(options: options, authorize: authorize) }
+        return Channel(state: state, access: access)
     }
 
     /// The newest `limit` messages of each channel, as JSON whatever the channels' message types,
@@ -52,8 +55,13 @@ extension Store {
     /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty channel name or a `limit`
     ///   outside 1…``HistoryPage/maximumLimit``.
     public func fetchHistory(channels: [String], limit: Int = 25) throws -> [String: HistoryPage<JSON>] {
+        try fetchHistory(channels: channels, limit: limit, access: nil)
+    }
+
+    /// ``fetchHistory(channels:limit:)``, leaving out the channels `access` may not read.
+    func fetchHistory(channels: [String], limit: Int, access: SessionAccess?) throws -> [String: HistoryPage<JSON>] {
         try HistoryQuery.check(limit: limit, "fetchHistory")
-        let states = try existingChannels(channels)
+        let states = try existingChannels(try readable(channels, access))
         let snapshot = try engine.snapshot()
         var result: [String: HistoryPage<JSON>] = [:]
         for state in states where result[state.keys.name] == nil {
@@ -79,15 +87,21 @@ extension Store {
     /// - Throws: ``StrataError/invalidArgument(_:)`` if `since` has neither 1 nor
     ///   `channels.count` timetokens, or for an empty channel name.
     public func messageCounts(channels: [String], since: [Timetoken]) throws -> [String: Int] {
+        try messageCounts(channels: channels, since: since, access: nil)
+    }
+
+    /// ``messageCounts(channels:since:)``, leaving out the channels `access` may not read.
+    func messageCounts(channels: [String], since: [Timetoken], access: SessionAccess?) throws -> [String: Int] {
         guard since.count == 1 || since.count == channels.count else {
             throw StrataError.invalidArgument(
                 "messageCounts: \(since.count) timetokens for \(channels.count) channels (give 1 or \(channels.count))")
         }
         var states: [String: ChannelState] = [:]
-        for state in try existingChannels(channels) { states[state.keys.name] = state }
+        for state in try existingChannels(try readable(channels, access)) { states[state.keys.name] = state }
         let snapshot = try engine.snapshot()
         var result: [String: Int] = [:]
         for (i, name) in channels.enumerated() {
+            if let access, !(try access.allows(.readTopic, name)) { continue }
             let tt = since.count == 1 ? since[0] : since[i]
             guard let state = states[name], tt.rawValue < .max else {
                 result[name] = 0
@@ -97,6 +111,13 @@ extension Store {
             result[name] = try HistoryQuery.count(in: snapshot, keys: state.keys, lower: lower)
         }
         return result
+    }
+
+    /// The names `access` may read (Diffusion leaves the others out of a multi-path selection);
+    /// all of them without `access`.
+    private func readable(_ names: [String], _ access: SessionAccess?) throws -> [String] {
+        guard let access else { return names }
+        return try names.filter { try access.allows(.readTopic, $0) }
     }
 
     /// The states of the channels of `names` that exist, in order.

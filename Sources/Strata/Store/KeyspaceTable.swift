@@ -26,11 +26,13 @@ extension Keyspace {
     /// Channel heads (last timetoken and floor): `(10, channelId)`.
     package static let channelHeads = Keyspace(id: 10, name: "channel heads")
     // 9, 11 and 12…15 stay reserved for the collections.
+    /// The security policy of sessions: `(16, 0)` (FORMAT.md §17).
+    package static let security = Keyspace(id: 16, name: "security")
 
     /// Every keyspace of this version, in id order.
     package static let all: [Keyspace] = [
         .catalog, .keyValue, .timeSeriesEvents, .channelMessages, .documents, .indexRows,
-        .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads,
+        .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads, .security,
     ]
 }
 

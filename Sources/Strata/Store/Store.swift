@@ -36,6 +36,8 @@ public final class Store: Sendable {
     let broadcaster = CommitBroadcaster()
     /// Held by the transaction running (``transaction(durability:_:)``): one at a time.
     let transactionLock = ConditionLock()
+    /// The security policy that sessions check (keyspace 16).
+    let security: SecurityState
 
     /// The stores this process has open, by canonical path. An entry that is opening or closing
     /// holds the gate that waiters block on, so that the engine is opened and closed outside the
@@ -71,6 +73,7 @@ public final class Store: Sendable {
         self.options = options
         self.engine = engine
         self.catalog = Catalog(engine: engine)
+        self.security = SecurityState(engine: engine)
         // A failed engine ends every stream of the store by throwing its error. The observer runs
         // on the engine's failure queue, never under its lock; it holds the registry weakly, so
         // that the engine does not keep the collections alive.

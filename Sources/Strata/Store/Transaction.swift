@@ -50,38 +50,43 @@ public final class Transaction: @unchecked Sendable, TransactionHolding {
     private var held: [HeldCollection] = []
     private var heldLocks: Set<ObjectIdentifier> = []
     private var ended = false
+    /// The checks of the session that runs the transaction, or nil for the store's own.
+    let access: SessionAccess?
 
-    init(store: Store, durability: Durability?) {
+    init(store: Store, durability: Durability?, access: SessionAccess?) {
         self.store = store
         self.batch = CommitBatch(durability: durability)
+        self.access = access
     }
 
-    /// A write handle of the time series at `path` (created with default options if missing).
+    /// A write handle of the time series at `path` (created with default options if missing;
+    /// in a session's transaction that needs ``Permission/modifyTopic``).
     ///
     /// - Throws: ``StrataError/typeMismatch(_:)`` if it holds another value type.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type) throws
         -> TransactionTimeSeries<Value> {
         try checkOpen()
-        let state = try store.seriesState(path, of: type, options: TimeSeriesOptions())
+        let state = try store.seriesState(path, of: type, options: TimeSeriesOptions(),
+                                          authorizeCreate: { try access?.require(.modifyTopic, path) })
         return TransactionTimeSeries(transaction: self, state: state)
     }
 
-    /// A write handle of the channel `name` (created with default options if missing).
+    /// A write handle of the channel `name` (created with default options if missing; in a
+    /// session's transaction that needs ``Permission/modifyTopic``).
     ///
     /// - Throws: ``StrataError/typeMismatch(_:)`` if it holds another message type.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) throws
         -> TransactionChannel<Message> {
         try checkOpen()
-        return TransactionChannel(transaction: self, channel: try store.channel(name, of: type))
+        return TransactionChannel(transaction: self, channel: try store.openChannel(name, of: type, options: nil, access: access))
     }
 
-    /// A write handle of the document database `name` (created if missing). Its attached indexes
-    /// are maintained; this does not attach or build any.
+    /// A write handle of the document database `name` (created if missing; in a session's
+    /// transaction that needs ``Permission/modifyTopic``). Its attached indexes are maintained;
+    /// this does not attach or build any.
     public func documents(_ name: String = "default") throws -> TransactionDocuments {
         try checkOpen()
-        let state = try store.collections.state(kind: .documentDatabase, name: name, as: DatabaseState.self) {
-            try DatabaseState(name: name, store: store)
-        }
+        let state = try store.databaseState(name, access: access)
         return TransactionDocuments(transaction: self, state: state)
     }
 
@@ -158,13 +163,18 @@ extension Store {
     ///   committed); ``StrataError/invalidArgument(_:)`` when called inside another transaction's
     ///   body; ``StrataError/closed`` after close.
     public func transaction<T>(durability: Durability? = nil, _ body: (Transaction) throws -> T) throws -> T {
+        try transaction(durability: durability, access: nil, body)
+    }
+
+    /// A transaction whose handles check `access` (a session's), or none for nil.
+    func transaction<T>(durability: Durability?, access: SessionAccess?, _ body: (Transaction) throws -> T) throws -> T {
         if TransactionScope.current != nil {
             throw StrataError.invalidArgument("transactions do not nest: store.transaction was called inside a transaction's body")
         }
         _ = try engine.snapshot()  // throws .closed after close
         transactionLock.lock()
         defer { transactionLock.unlock() }
-        let tx = Transaction(store: self, durability: durability)
+        let tx = Transaction(store: self, durability: durability, access: access)
         return try TransactionScope.$current.withValue(tx) {
             let result: T
             do {
@@ -201,6 +211,19 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// The series' path.
     public var path: String { state.path }
 
+    /// The author of a write (see ``TimeSeries``): in a session's transaction its principal,
+    /// after checking ``Permission/updateTopic``.
+    private func author(_ given: String?) throws -> String? {
+        guard let access = transaction.access else { return given }
+        return try access.writer(given, state.path)
+    }
+
+    private var editCheck: ((String) throws -> Void)? {
+        guard let access = transaction.access else { return nil }
+        let path = state.path
+        return { try access.authorizeEdit(of: $0, path) }
+    }
+
     private func stage<R>(_ body: (inout SeriesState.Writer, inout CommitBatch) throws -> R) throws -> R {
         try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try body(&hold.writer, &batch)
@@ -210,8 +233,9 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends an event with the clock's time; see ``TimeSeries/append(_:)``.
     @discardableResult
     public func append(_ value: Value) throws -> EventMetadata {
-        try stage { w, b in
-            try state.stageAppend(&w, count: 1, timestamps: nil, author: nil,
+        let who = try author(nil)
+        return try stage { w, b in
+            try state.stageAppend(&w, count: 1, timestamps: nil, author: who,
                                   encode: { _, out in try codec.encode(value, into: &out) }, into: &b)[0]
         }
     }
@@ -219,9 +243,10 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends an event with an explicit timestamp; see ``TimeSeries/append(_:timestamp:)``.
     @discardableResult
     public func append(_ value: Value, timestamp: Date) throws -> EventMetadata {
+        let who = try author(nil)
         let t = try TimeSeries<Value>.milliseconds(timestamp)
         return try stage { w, b in
-            try state.stageAppend(&w, count: 1, timestamps: [t], author: nil,
+            try state.stageAppend(&w, count: 1, timestamps: [t], author: who,
                                   encode: { _, out in try codec.encode(value, into: &out) }, into: &b)[0]
         }
     }
@@ -229,9 +254,10 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends an event with an explicit author (and timestamp unless nil).
     @discardableResult
     public func append(_ value: Value, timestamp: Date?, author: String) throws -> EventMetadata {
+        let who = try self.author(author)
         let t = try timestamp.map(TimeSeries<Value>.milliseconds)
         return try stage { w, b in
-            try state.stageAppend(&w, count: 1, timestamps: t.map { [$0] }, author: author,
+            try state.stageAppend(&w, count: 1, timestamps: t.map { [$0] }, author: who,
                                   encode: { _, out in try codec.encode(value, into: &out) }, into: &b)[0]
         }
     }
@@ -239,9 +265,10 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends events with the clock's time, in order.
     @discardableResult
     public func append<S: Sequence>(contentsOf values: S) throws -> [EventMetadata] where S.Element == Value {
+        let who = try author(nil)
         let array = Array(values)
         return try stage { w, b in
-            try state.stageAppend(&w, count: array.count, timestamps: nil, author: nil,
+            try state.stageAppend(&w, count: array.count, timestamps: nil, author: who,
                                   encode: { i, out in try codec.encode(array[i], into: &out) }, into: &b)
         }
     }
@@ -250,8 +277,10 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// The original may be an event appended earlier in the same transaction.
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value) throws -> EventMetadata {
-        try stage { w, b in
-            try state.stageEdit(&w, original: originalSequence, author: nil,
+        let who = try author(nil)
+        let check = editCheck
+        return try stage { w, b in
+            try state.stageEdit(&w, original: originalSequence, author: who, authorize: check,
                                 encode: { out in try codec.encode(value, into: &out) }, into: &b)
         }
     }
@@ -259,8 +288,10 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     /// ``edit(originalSequence:value:)`` with an explicit author.
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value, author: String) throws -> EventMetadata {
-        try stage { w, b in
-            try state.stageEdit(&w, original: originalSequence, author: author,
+        let who = try self.author(author)
+        let check = editCheck
+        return try stage { w, b in
+            try state.stageEdit(&w, original: originalSequence, author: who, authorize: check,
                                 encode: { out in try codec.encode(value, into: &out) }, into: &b)
         }
     }
@@ -287,7 +318,7 @@ public struct TransactionChannel<Message: Codable & Sendable>: Sendable {
     public func publish(contentsOf messages: some Sequence<Message>, meta: JSON? = nil,
                         publisher: String? = nil) throws -> [Timetoken] {
         let state = channel.state
-        let who = publisher ?? state.history.principal
+        let who = try channel.publisher(publisher)
         var values: [[UInt8]] = []
         for m in messages {
             var value: [UInt8] = []
@@ -312,7 +343,8 @@ public struct TransactionDocuments: Sendable {
     public var name: String { state.name }
 
     private func write(_ documents: [Document], mode: DatabaseState.WriteMode) throws -> [Document] {
-        try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
+        try transaction.access?.require(.updateTopic, state.name)
+        return try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try state.stageWrite(documents, mode: mode, writer: &hold.writer, into: &batch)
         }
     }
@@ -341,6 +373,7 @@ public struct TransactionDocuments: Sendable {
 
     /// Deletes a document; see ``DocumentDatabase/delete(id:)``.
     public func delete(id: String) throws {
+        try transaction.access?.require(.modifyTopic, state.name)
         try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
             try state.stageDelete(id: id, writer: &hold.writer, into: &batch)
         }

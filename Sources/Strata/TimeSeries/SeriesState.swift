@@ -211,9 +211,11 @@ package final class SeriesState: CollectionState {
     }
 
     /// Appends an edit of `original` with the clock's time (raised to the latest timestamp).
-    func edit(original: UInt64, author: String?, encode: (inout [UInt8]) throws -> Void) throws -> EventMetadata {
+    /// `authorize` (a session's check) is given the original's author before anything is staged.
+    func edit(original: UInt64, author: String?, authorize: ((String) throws -> Void)? = nil,
+              encode: (inout [UInt8]) throws -> Void) throws -> EventMetadata {
         try write { w, batch in
-            try stageEdit(&w, original: original, author: author, encode: encode, into: &batch)
+            try stageEdit(&w, original: original, author: author, authorize: authorize, encode: encode, into: &batch)
         }
     }
 
@@ -310,8 +312,8 @@ package final class SeriesState: CollectionState {
     }
 
     /// Adds an edit of `original` to `batch` and advances `w` as if it committed.
-    func stageEdit(_ w: inout Writer, original: UInt64, author: String?, encode: (inout [UInt8]) throws -> Void,
-                   into batch: inout CommitBatch) throws -> EventMetadata {
+    func stageEdit(_ w: inout Writer, original: UInt64, author: String?, authorize: ((String) throws -> Void)? = nil,
+                   encode: (inout [UInt8]) throws -> Void, into batch: inout CommitBatch) throws -> EventMetadata {
         let author = author ?? principal
         guard original < w.head.next else {
             throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which does not exist yet (next is \(w.head.next))")
@@ -325,6 +327,12 @@ package final class SeriesState: CollectionState {
         }
         guard h.original == nil else {
             throw StrataError.invalidArgument("time series \"\(path)\": sequence \(original) is an edit event; edits must name an original event")
+        }
+        if let authorize {
+            guard h.author < w.payload.authors.count else {
+                throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(original): unknown author")
+            }
+            try authorize(w.payload.authors[Int(h.author)])
         }
         let t = max(now(), w.head.latestTimestamp ?? Int64.min)
         var payload = w.payload
@@ -426,11 +434,13 @@ package final class SeriesState: CollectionState {
     }
 
     /// Replaces the stored options; a changed retained range applies at once (FORMAT.md §14.4).
-    func apply(_ options: TimeSeriesOptions) throws {
+    /// Applies `options`; `authorize` (a session's check) runs before the stored options change.
+    func apply(_ options: TimeSeriesOptions, authorize: (() throws -> Void)? = nil) throws {
         try writer.withLock { w in
-            w.bufferSize = options.subscriberBufferSize
             var payload = w.payload
             payload.setOptions(options)
+            if payload != w.payload { try authorize?() }
+            w.bufferSize = options.subscriberBufferSize
             guard payload != w.payload else { return }
             let snapshot = try engine.snapshot()
             let reader = SeriesReader(snapshot: snapshot, id: id, head: w.head, baseTimestamp: payload.baseTimestamp ?? 0, path: path)

@@ -14,22 +14,33 @@ extension Store {
     ///   ``StrataError/typeMismatch(_:)`` if the series was created with another value type.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
                                                       options: TimeSeriesOptions = TimeSeriesOptions()) throws -> TimeSeries<Value> {
-        try options.validate()
-        let state = try seriesState(path, of: type, options: options)
-        try state.apply(options)
-        return TimeSeries(state: state)
+        try openTimeSeries(path, of: type, options: options, access: nil)
+    }
+
+    /// Opens series `path`; with `access` (a session's), creating it or changing its stored
+    /// options needs ``Permission/modifyTopic``, and nil `options` keep the stored ones.
+    func openTimeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type, options: TimeSeriesOptions?,
+                                                   access: SessionAccess?) throws -> TimeSeries<Value> {
+        try options?.validate()
+        let authorize: () throws -> Void = { try access?.require(.modifyTopic, path) }
+        let state = try seriesState(path, of: type, options: options ?? TimeSeriesOptions(), authorizeCreate: authorize)
+        if let options { try state.apply(options, authorize: authorize) }
+        return TimeSeries(state: state, access: access)
     }
 
     /// The shared state of series `path` (created with `options` if missing), checked to hold
-    /// `Value`s. Stored options are not changed.
+    /// `Value`s. Stored options are not changed. `authorizeCreate` (a session's check) runs
+    /// before a missing series is created.
     func seriesState<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
-                                                options: TimeSeriesOptions) throws -> SeriesState {
+                                                options: TimeSeriesOptions,
+                                                authorizeCreate: () throws -> Void = {}) throws -> SeriesState {
         guard !path.isEmpty else { throw StrataError.invalidArgument("time series path is empty") }
         let typeName = ValueCodec<Value>.typeName
         let retention = try SeriesRetention.of(self)
         let state = try collections.state(kind: .timeSeries, name: path, as: SeriesState.self) {
             let (entry, _) = try catalog.openOrCreate(kind: .timeSeries, name: path) {
-                SeriesPayload(typeName: typeName, options: options).encode()
+                try authorizeCreate()
+                return SeriesPayload(typeName: typeName, options: options).encode()
             }
             let payload = try SeriesPayload.decode(entry.payload, name: path)
             guard payload.typeName == typeName else {

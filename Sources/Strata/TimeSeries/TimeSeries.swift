@@ -32,12 +32,34 @@ import Foundation
 ///
 /// Handles are cheap values; every handle of a series in a store shares its state. All methods
 /// are thread-safe; after ``Store/close()`` they throw ``StrataError/closed``.
+///
+/// A handle from a ``StoreSession`` checks every call against the store's security policy (each
+/// method names the ``Permission`` it needs) and writes with the session's principal as author;
+/// a handle from the ``Store`` is not checked.
 public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     let state: SeriesState
     let codec = ValueCodec<Value>()
+    /// The session's checks, or nil for the store's own handle.
+    let access: SessionAccess?
 
-    init(state: SeriesState) {
+    init(state: SeriesState, access: SessionAccess? = nil) {
         self.state = state
+        self.access = access
+    }
+
+    /// The author of a write: the caller's (nil: the store's principal), or in a session its
+    /// principal after checking ``Permission/updateTopic``.
+    @inline(__always)
+    private func author(_ given: String?) throws -> String? {
+        guard let access else { return given }
+        return try access.writer(given, state.path)
+    }
+
+    /// In a session, the check of an edit against the original event's author.
+    private var editCheck: ((String) throws -> Void)? {
+        guard let access else { return nil }
+        let path = state.path
+        return { try access.authorizeEdit(of: $0, path) }
     }
 
     /// The series' path (its name in the store).
@@ -52,10 +74,12 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     // MARK: Appending
 
     /// Appends an event with the clock's time (``StoreOptions/clock``) and the store's principal as
-    /// author; returns its metadata.
+    /// author (a session's principal in a session); returns its metadata.
+    ///
+    /// Needs ``Permission/updateTopic`` in a session, as does every append.
     @discardableResult
     public func append(_ value: Value) throws -> EventMetadata {
-        try state.append(count: 1, timestamps: nil, author: nil) { _, out in try codec.encode(value, into: &out) }[0]
+        try state.append(count: 1, timestamps: nil, author: try author(nil)) { _, out in try codec.encode(value, into: &out) }[0]
     }
 
     /// Appends an event with an explicit timestamp (truncated to the millisecond).
@@ -64,15 +88,20 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     ///   latest event's timestamp.
     @discardableResult
     public func append(_ value: Value, timestamp: Date) throws -> EventMetadata {
+        let who = try author(nil)
         let t = try Self.milliseconds(timestamp)
-        return try state.append(count: 1, timestamps: [t], author: nil) { _, out in try codec.encode(value, into: &out) }[0]
+        return try state.append(count: 1, timestamps: [t], author: who) { _, out in try codec.encode(value, into: &out) }[0]
     }
 
     /// Appends an event with an explicit author, and an explicit timestamp unless nil.
+    ///
+    /// In a session, an `author` other than the session's principal is
+    /// ``StrataError/permissionDenied(principal:permission:path:)`` naming ``Permission/updateTopic``.
     @discardableResult
     public func append(_ value: Value, timestamp: Date?, author: String) throws -> EventMetadata {
+        let who = try self.author(author)
         let t = try timestamp.map(Self.milliseconds)
-        return try state.append(count: 1, timestamps: t.map { [$0] }, author: author) { _, out in
+        return try state.append(count: 1, timestamps: t.map { [$0] }, author: who) { _, out in
             try codec.encode(value, into: &out)
         }[0]
     }
@@ -81,8 +110,9 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// each, in order.
     @discardableResult
     public func append<S: Sequence>(contentsOf values: S) throws -> [EventMetadata] where S.Element == Value {
+        let who = try author(nil)
         let array = Array(values)
-        return try state.append(count: array.count, timestamps: nil, author: nil) { i, out in
+        return try state.append(count: array.count, timestamps: nil, author: who) { i, out in
             try codec.encode(array[i], into: &out)
         }
     }
@@ -92,9 +122,10 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     @discardableResult
     public func append<S: Sequence>(contentsOf events: S) throws -> [EventMetadata]
     where S.Element == (value: Value, timestamp: Date) {
+        let who = try author(nil)
         let array = Array(events)
         let times = try array.map { try Self.milliseconds($0.timestamp) }
-        return try state.append(count: array.count, timestamps: times, author: nil) { i, out in
+        return try state.append(count: array.count, timestamps: times, author: who) { i, out in
             try codec.encode(array[i].value, into: &out)
         }
     }
@@ -102,25 +133,40 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends an edit event that replaces the value of original event `originalSequence`; it gets
     /// the next sequence number and the clock's time.
     ///
+    /// In a session it needs ``Permission/updateTopic`` and ``Permission/editTimeSeriesEvents``,
+    /// or ``Permission/editOwnTimeSeriesEvents`` when the original's author is the session's
+    /// principal (Diffusion's rule); a denial names the edit permission that would have allowed it.
+    ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` unless `originalSequence` names an original
     ///   (not an edit) event that exists and is still retained.
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value) throws -> EventMetadata {
-        try state.edit(original: originalSequence, author: nil) { out in try codec.encode(value, into: &out) }
+        try state.edit(original: originalSequence, author: try author(nil), authorize: editCheck) { out in
+            try codec.encode(value, into: &out)
+        }
     }
 
-    /// ``edit(originalSequence:value:)`` with an explicit author.
+    /// ``edit(originalSequence:value:)`` with an explicit author (in a session, only its principal).
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value, author: String) throws -> EventMetadata {
-        try state.edit(original: originalSequence, author: author) { out in try codec.encode(value, into: &out) }
+        try state.edit(original: originalSequence, author: try self.author(author), authorize: editCheck) { out in
+            try codec.encode(value, into: &out)
+        }
     }
 
     // MARK: Reading
 
     /// The events `query` selects, in sequence order (see ``RangeQuery`` for the semantics).
     ///
+    /// In a session it needs ``Permission/readTopic``, and for the edit views (``RangeQuery/edits(_:)``)
+    /// also ``Permission/queryObsoleteTimeSeriesEvents``.
+    ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
     public func query(_ query: RangeQuery) throws -> QueryResult<Value> {
+        if let access {
+            try access.require(.readTopic, state.path)
+            if query.view != .values { try access.require(.queryObsoleteTimeSeriesEvents, state.path) }
+        }
         try query.validate()
         let (reader, decoding, _) = try state.reader()
         var events: [Event<Value>] = []
@@ -132,18 +178,23 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     }
 
     /// The latest event (highest sequence number, original or edit), or nil for an empty series.
-    /// A read of memory: no I/O.
+    /// A read of memory: no I/O. Needs ``Permission/readTopic`` in a session.
     public var latest: Event<Value>? {
         get throws {
+            try access?.require(.readTopic, state.path)
             guard let (s, record, decoding) = try state.latest() else { return nil }
             return try record.withUnsafeBytes { try Self.decode(s, $0, decoding, codec, path: state.path) }
         }
     }
 
-    /// The number of retained events and the first and next sequence numbers.
+    /// The number of retained events and the first and next sequence numbers. Needs
+    /// ``Permission/readTopic`` in a session.
     public var bounds: (count: UInt64, firstRetained: UInt64, next: UInt64) {
-        let head = state.status.head
-        return (head.count, head.cutoff, head.next)
+        get throws {
+            try access?.require(.readTopic, state.path)
+            let head = state.status.head
+            return (head.count, head.cutoff, head.next)
+        }
     }
 
     // MARK: Subscribing
@@ -158,11 +209,13 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// or dropping the stream, unregisters it. When the store closes, the stream ends with
     /// ``StrataError/closed``; when the store fails (a failed log sync, rotation or publish: see
     /// ``StoreStatistics/writeError``), it ends by throwing that failure, and so does every stream
-    /// subscribed afterwards.
+    /// subscribed afterwards. In a session it needs ``Permission/selectTopic``: without it the
+    /// stream ends at once with ``StrataError/permissionDenied(principal:permission:path:)``.
     public func subscribe() -> AsyncThrowingStream<Event<Value>, any Error> {
         let codec = self.codec
         let path = state.path
         do {
+            try access?.require(.selectTopic, path)
             return try state.subscribe { sequence, bytes, decoding in
                 try Self.decode(sequence, bytes, decoding, codec, path: path)
             }

@@ -108,7 +108,7 @@ struct TransactionTests {
         #expect(feed.changes.map(\.sequence) == [feedBefore.lastSequence + 1] && feed.changes.map(\.revision) == [2])
         // The locks were released.
         _ = try store.transaction { tx in try tx.timeSeries("s", of: Int64.self).append(2) }
-        #expect(series.bounds.next == 3)
+        #expect(try series.bounds.next == 3)
     }
 
     @Test func aFailedWriteTheBodyCatchesLeavesTheRestCommitted() throws {
@@ -264,7 +264,7 @@ struct TransactionTests {
             }
             let a = try store.timeSeries("s/tx", of: Int64.self, options: limited)
             let b = try store.timeSeries("s/direct", of: Int64.self, options: limited)
-            #expect(a.bounds == b.bounds && a.bounds == (count: 3, firstRetained: 3, next: 6), "reopened: \(reopened)")
+            #expect(try a.bounds == b.bounds && a.bounds == (count: 3, firstRetained: 3, next: 6), "reopened: \(reopened)")
             #expect(try a.query(.edits(.all)).events.map(\.value) == b.query(.edits(.all)).events.map(\.value))
             let ca = try store.channel("c/tx", of: Int.self), cb = try store.channel("c/direct", of: Int.self)
             #expect(try ca.history().messages.map(\.message) == [2, 3, 4], "reopened: \(reopened)")

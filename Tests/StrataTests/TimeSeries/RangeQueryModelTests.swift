@@ -233,7 +233,7 @@ struct RangeQueryModelTests {
                 model.applyRetention()
             }
             try s.append(contentsOf: batch)
-            #expect(s.bounds.firstRetained == UInt64(model.cutoff), "step \(step)")
+            #expect(try s.bounds.firstRetained == UInt64(model.cutoff), "step \(step)")
             if step % 40 == 39 { try check(&r, s, model, queries: 40, checked: &checked) }
         }
         try check(&r, s, model, queries: 400, checked: &checked)

@@ -31,7 +31,7 @@ struct SeriesCrashTests {
         for (i, path) in paths.enumerated() {
             let s = try store.timeSeries(path, of: Double.self,
                                          options: TimeSeriesOptions(retainedRange: i == 0 ? .all : .limit(40)))
-            let bounds = s.bounds
+            let bounds = try s.bounds
             let events = try s.query(.edits(.all)).events
             #expect(events.map(\.sequence) == Array(bounds.firstRetained..<bounds.next), "\(path)")
             if i == 0 { #expect(bounds.firstRetained == 0) } else { #expect(bounds.count == min(40, bounds.next)) }
@@ -62,7 +62,7 @@ struct SeriesCrashTests {
         let store = try Store.open(at: dir.url)
         defer { try? store.close() }
         let s = try store.timeSeries("crash/all", of: Double.self)
-        let next = s.bounds.next
+        let next = try s.bounds.next
         #expect(try s.append(Double(next) + 0.25).sequence == next)
     }
 }

@@ -136,7 +136,7 @@ struct TimeSeriesTests {
         #expect(throws: StrataError.self) {
             try s.append(contentsOf: [(value: 3.0, timestamp: t), (value: 4.0, timestamp: t.addingTimeInterval(-1))])
         }
-        #expect(s.bounds.next == 1)
+        #expect(try s.bounds.next == 1)
         // The clock is behind the latest timestamp: implicit timestamps are raised to it.
         let m = try s.append(5)
         #expect(m.timestamp == t)
@@ -191,7 +191,7 @@ struct TimeSeriesTests {
         do {
             let store = try openStore(dir)
             let s = try store.timeSeries("p", of: Int64.self)
-            #expect(s.bounds.next == 102)
+            #expect(try s.bounds.next == 102)
             #expect(try s.query(.edits(.all)).events.map(\.sequence) == Array(0..<102))
             try store.close()
         }
@@ -209,7 +209,7 @@ struct TimeSeriesTests {
             for (i, h) in handles.enumerated() where round % (i % 3 + 1) == 0 { try h.append(Double(i * 1000 + round)) }
         }
         let again = try store.timeSeries("s/7", of: Double.self)
-        #expect(again.bounds.next == handles[7].bounds.next)
+        #expect(try again.bounds.next == handles[7].bounds.next)
         for (i, h) in handles.enumerated() {
             let events = try h.query(.values).events
             #expect(events.map(\.sequence) == Array(0..<UInt64(events.count)))
