@@ -21,6 +21,10 @@ final class SecurityState: Sendable {
     @inline(__always)
     var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
 
+    /// Whether the store is closed (or closing): a denial then reports ``StrataError/closed``,
+    /// as every call after close does.
+    var isClosed: Bool { engine.shuttingDown.load(ordering: .relaxed) }
+
     /// The policy in effect and its generation, reading it from the store the first time.
     func policy() throws -> (policy: ResolvedPolicy, generation: UInt64) {
         try current.withLock { current in
@@ -33,12 +37,29 @@ final class SecurityState: Sendable {
         }
     }
 
+    /// The version of the policy in effect. A corrupt stored policy does not stop its
+    /// replacement (the owner's way to repair it): its version is taken from the record's header
+    /// when that reads, else 0. A policy of an unknown layout is not overwritten.
+    private func currentVersion() throws -> UInt64 {
+        do {
+            return try policy().policy.policy.version
+        } catch StrataError.corrupted {
+            guard let bytes = try engine.get(SecurityPolicyRecord.key), bytes.first == SecurityPolicyRecord.layoutVersion else { return 0 }
+            var offset = 1
+            return bytes.withUnsafeBytes { Varint.read($0, at: &offset) } ?? 0
+        }
+    }
+
     /// Stores `policy` as the next version (committed before it applies) and returns it as stored.
     func replace(with policy: SecurityPolicy) throws -> SecurityPolicy {
         try policy.validate()
         return try replacing.withLock { _ in
             var next = policy
-            next.version = try self.policy().policy.policy.version + 1
+            let (version, overflow) = try currentVersion().addingReportingOverflow(1)
+            guard !overflow else {
+                throw StrataError.invalidArgument("security policy: the stored version is \(UInt64.max); no later version can be set")
+            }
+            next.version = version
             let bytes = SecurityPolicyRecord.encode(next)
             guard bytes.count <= SecurityPolicy.maximumEncodedSize else {
                 throw StrataError.invalidArgument("security policy: its stored form takes \(bytes.count) bytes, over the limit of \(SecurityPolicy.maximumEncodedSize)")

@@ -74,7 +74,7 @@ final class SessionAccess: Sendable {
     }
 
     func denied(_ permission: Permission, _ path: String?) -> StrataError {
-        .permissionDenied(principal: principal, permission: permission, path: path)
+        security.isClosed ? .closed : .permissionDenied(principal: principal, permission: permission, path: path)
     }
 
     /// The author (or publisher) of a write to `path`: requires ``Permission/updateTopic``, and
