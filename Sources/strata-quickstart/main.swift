@@ -1,7 +1,8 @@
 // The README's main job: one store in a temporary directory, and the product on it — a time
 // series (appends, edits, range queries), a channel's message history (publishes, paging),
-// a document database with a map/reduce index (saves, index queries) and raw key-value data —
-// each step timed and checked; then the store is closed, reopened, compacted and closed.
+// a document database with a map/reduce index (saves, index queries), raw key-value data and
+// sessions checked against a security policy — each step timed and checked; then the store is
+// closed, reopened, compacted and closed.
 // Scripts/quickstart then shows `strata-dump summary` of the store and runs the bench.
 import Foundation
 import Strata
@@ -290,6 +291,33 @@ do {
         while try cursor.next() { scanned += 1 }
     }
     check(scanned == recordCount - 1_000, "\(grouped(scanned)) records scanned")
+
+    // MARK: Sessions and permissions
+    print("\nSessions and permissions: a policy stored in the store, checked on every session call")
+    var policy = SecurityPolicy()
+    policy.roles["trader"] = Role(global: [], paths: ["quotes": [.readTopic, .selectTopic, .updateTopic, .editOwnTimeSeriesEvents]])
+    policy.principals["alice"] = ["trader"]
+    policy.principals["bob"] = ["trader"]
+    try store.setSecurityPolicy(policy)
+    _ = try store.timeSeries("quotes/ACME", of: Double.self)   // the owner creates it; traders may not
+    let alice = try store.session(principal: "alice").timeSeries("quotes/ACME", of: Double.self)
+    let bob = try store.session(principal: "bob").timeSeries("quotes/ACME", of: Double.self)
+    let quotes = 1_000
+    try step("append \(grouped(quotes)) events as alice, each checked", count: quotes, unit: "events") {
+        for i in 0..<quotes { try alice.append(100 + Double(i % 100) / 100) }
+    }
+    let bobs = try bob.append(99.5)
+    let ownEdit = try alice.edit(originalSequence: 0, value: 100.01)
+    var refused: [String] = []
+    do { try alice.edit(originalSequence: bobs.sequence, value: 1) } catch StrataError.permissionDenied(_, let p, _) { refused.append(p.rawValue) }
+    do { _ = try alice.query(.edits(.all)) } catch StrataError.permissionDenied(_, let p, _) { refused.append(p.rawValue) }
+    do { _ = try store.session(principal: "eve").timeSeries("quotes/ACME", of: Double.self).latest } catch StrataError.permissionDenied(_, let p, _) {
+        refused.append(p.rawValue)
+    }
+    let authors = Set(try alice.query(.values).events.map(\.author))
+    check(ownEdit.author == "alice" && bobs.author == "bob" && authors == ["alice", "bob"]
+          && refused == ["EDIT_TIME_SERIES_EVENTS", "QUERY_OBSOLETE_TIME_SERIES_EVENTS", "READ_TOPIC"],
+          "sessions write as their principal; alice edits her own event, not bob's; the edit view and eve's read are refused (\(refused.joined(separator: ", ")))")
 
     // MARK: Reopen and compact
     let stats = store.statistics

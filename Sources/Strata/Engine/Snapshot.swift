@@ -13,7 +13,7 @@ package final class Snapshot: Sendable {
     }
 
     /// The value of an engine key, or nil if it has none.
-    func get(_ key: [UInt8]) throws -> [UInt8]? {
+    package func get(_ key: [UInt8]) throws -> [UInt8]? {
         try key.withUnsafeBytes { k in
             for m in memtables {
                 switch m.get(k, sequence: sequence) {
