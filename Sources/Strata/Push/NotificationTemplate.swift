@@ -1,0 +1,152 @@
+import Foundation
+
+/// A compiled notification format: the format's text cut once, at subscribe, into literal
+/// segments and the holes between them, so that each notification is rendered by copying the
+/// segments and escaping the values — never parsing the format again.
+///
+/// The format is JSON text whose top level is an object (what APNs and FCM take), in which:
+/// - `${name}` stands for the field `name`, `$[n]` for the n-th field (1-based, in field order),
+///   and `${LS_MPN_subscription_ID}` for the subscription's id (that name is reserved: it means
+///   the id even if a field has the same name). Inside a JSON string a placeholder is replaced by
+///   the value escaped as string content; outside a string a placeholder must be a whole value
+///   and becomes a JSON string.
+/// - The string `"AUTO"` as the value of the member `badge` of the top-level member `aps` (APNs'
+///   `aps.badge`, and nowhere else) becomes the badge number, a JSON number. Member names and the
+///   value are compared after unescaping, so `"b\u0061dge"` is `badge` too.
+///
+/// A `$` not followed by `{` or `[` is an ordinary character. Names run to the first `}` and may
+/// hold neither `"`, `\` nor control characters. Escapes in the format are kept as written.
+///
+/// ```swift
+/// let template = try NotificationTemplate(
+///     #"{"aps":{"alert":"${stock_name} at ${last_price}","badge":"AUTO"},"price":$[2]}"#,
+///     fields: ["stock_name", "last_price"])
+/// template.render(values: ["ACME \"A\"", "9.5"], subscriptionID: "S1", badge: { 4 })
+/// // {"aps":{"alert":"ACME \"A\" at 9.5","badge":4},"price":"9.5"}
+/// ```
+struct NotificationTemplate: Sendable {
+    /// The longest format accepted, in UTF-8 bytes (APNs and FCM payloads are at most 4 KiB).
+    static let maximumLength = 65_536
+    /// The deepest nesting of objects and arrays accepted.
+    static let maximumDepth = 64
+    /// The name of the placeholder that stands for the subscription's id.
+    static let subscriptionIDName = "LS_MPN_subscription_ID"
+
+    /// What fills a hole.
+    enum Hole: Equatable, Sendable {
+        /// The value of the field at this index (0-based) of the field list.
+        case field(Int)
+        /// The subscription's id.
+        case subscriptionID
+        /// The badge number, written as a JSON number in place of the string `"AUTO"`.
+        case badge
+    }
+
+    /// A hole and the literal text before it: `literal[previous part's end ..< literalEnd]`.
+    struct Part: Equatable, Sendable {
+        var literalEnd: Int
+        var hole: Hole
+        /// Whether the value is written as a whole JSON string (a placeholder outside a string).
+        var quoted: Bool
+    }
+
+    /// The format, as given.
+    let format: String
+    /// The format's literal text, without the placeholders (and without an `"AUTO"` badge).
+    let literal: [UInt8]
+    /// The holes in the order they appear.
+    let parts: [Part]
+
+    /// Whether the format holds an `"AUTO"` badge, so that rendering takes a badge number.
+    var usesBadge: Bool { parts.contains { $0.hole == .badge } }
+
+    /// Compiles a format for a subscription with these fields.
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the 1-based character position of the
+    ///   first error: text that is not JSON (or not an object), an unknown field name, a `$[n]` out
+    ///   of range, an unterminated placeholder, a placeholder outside a string that is not a whole
+    ///   value, nesting deeper than ``maximumDepth``, or a format longer than ``maximumLength``.
+    init(_ format: String, fields: [String]) throws {
+        self.format = format
+        var text = format
+        let length = text.utf8.count
+        if length > Self.maximumLength {
+            throw StrataError.invalidArgument(
+                "invalid notification format: \(length) bytes, longer than the limit of \(Self.maximumLength)")
+        }
+        var fieldIndex: [String: Int] = [:]
+        for (i, name) in fields.enumerated() where fieldIndex[name] == nil { fieldIndex[name] = i }
+        let compiled = try text.withUTF8 { bytes in
+            var compiler = NotificationTemplateCompiler(
+                bytes: UnsafeRawBufferPointer(bytes), fieldIndex: fieldIndex, fieldCount: fields.count)
+            return try compiler.compile()
+        }
+        literal = compiled.literal
+        parts = compiled.parts
+    }
+
+    /// The payload of one notification.
+    ///
+    /// - Parameters:
+    ///   - values: The field texts, in field order; a missing value is the empty string.
+    ///   - subscriptionID: What `${LS_MPN_subscription_ID}` becomes.
+    ///   - badge: The next badge number; called once, and only if the format uses `"AUTO"`.
+    /// - Returns: JSON text: the format with each placeholder replaced by its value escaped as
+    ///   JSON string content (`"` and `\` with a backslash, control characters as `\n`, `\t`… or
+    ///   `\u00XX`, everything else as UTF-8).
+    func render(values: [String], subscriptionID: String, badge: () -> Int) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(literal.count + parts.count * 16)
+        var badgeNumber: Int?
+        literal.withUnsafeBufferPointer { literal in
+            var start = 0
+            for part in parts {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: literal[start..<part.literalEnd]))
+                start = part.literalEnd
+                switch part.hole {
+                case .field(let index):
+                    Self.appendEscaped(index < values.count ? values[index] : "", quoted: part.quoted, to: &out)
+                case .subscriptionID:
+                    Self.appendEscaped(subscriptionID, quoted: part.quoted, to: &out)
+                case .badge:
+                    let number = badgeNumber ?? badge()
+                    badgeNumber = number
+                    out.append(contentsOf: String(number).utf8)
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: literal[start...]))
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Appends `value` as JSON string content (between quotes when `quoted`).
+    static func appendEscaped(_ value: String, quoted: Bool, to out: inout [UInt8]) {
+        if quoted { out.append(UInt8(ascii: "\"")) }
+        var value = value
+        value.withUTF8 { bytes in
+            // Copies runs of bytes that need no escape in one go.
+            var runStart = 0
+            for i in 0..<bytes.count {
+                let byte = bytes[i]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+                runStart = i + 1
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
+                default:
+                    out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        }
+        if quoted { out.append(UInt8(ascii: "\"")) }
+    }
+}
