@@ -58,7 +58,7 @@ struct NotificationTemplate: Sendable {
     let parts: [Part]
 
     /// Whether the format holds an `"AUTO"` badge, so that rendering takes a badge number.
-    var usesBadge: Bool { parts.contains { $0.hole == .badge } }
+    let usesBadge: Bool
 
     /// Compiles a format for a subscription with these fields.
     ///
@@ -83,6 +83,7 @@ struct NotificationTemplate: Sendable {
         }
         literal = compiled.literal
         parts = compiled.parts
+        usesBadge = parts.contains { $0.hole == .badge }
     }
 
     /// The payload of one notification.
@@ -95,35 +96,68 @@ struct NotificationTemplate: Sendable {
     ///   JSON string content (`"` and `\` with a backslash, control characters as `\n`, `\t`… or
     ///   `\u00XX`, everything else as UTF-8).
     func render(values: [String], subscriptionID: String, badge: () -> Int) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(literal.count + parts.count * 16)
-        var badgeNumber: Int?
-        literal.withUnsafeBufferPointer { literal in
-            var start = 0
-            for part in parts {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: literal[start..<part.literalEnd]))
-                start = part.literalEnd
-                switch part.hole {
-                case .field(let index):
-                    Self.appendEscaped(index < values.count ? values[index] : "", quoted: part.quoted, to: &out)
-                case .subscriptionID:
-                    Self.appendEscaped(subscriptionID, quoted: part.quoted, to: &out)
-                case .badge:
-                    let number = badgeNumber ?? badge()
-                    badgeNumber = number
-                    out.append(contentsOf: String(number).utf8)
-                }
+        // An upper bound of the payload's length, so that it is written once, in place: a byte
+        // of a value takes at most 6 bytes escaped (`\u00XX`), plus 2 quotes; a badge at most 20.
+        var capacity = literal.count
+        for part in parts {
+            switch part.hole {
+            case .field(let index): capacity += 2 + 6 * (index < values.count ? values[index].utf8.count : 0)
+            case .subscriptionID: capacity += 2 + 6 * subscriptionID.utf8.count
+            case .badge: capacity += 20
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: literal[start...]))
         }
-        return String(decoding: out, as: UTF8.self)
+        var badgeText: String?
+        return String(unsafeUninitializedCapacity: capacity) { buffer in
+            guard let base = buffer.baseAddress else { return 0 }
+            var out = PayloadWriter(base: base)
+            literal.withUnsafeBufferPointer { literal in
+                var start = 0
+                for part in parts {
+                    out.append(UnsafeBufferPointer(rebasing: literal[start..<part.literalEnd]))
+                    start = part.literalEnd
+                    switch part.hole {
+                    case .field(let index):
+                        out.appendEscaped(index < values.count ? values[index] : "", quoted: part.quoted)
+                    case .subscriptionID:
+                        out.appendEscaped(subscriptionID, quoted: part.quoted)
+                    case .badge:
+                        let text = badgeText ?? String(badge())
+                        badgeText = text
+                        out.appendEscaped(text, quoted: false)
+                    }
+                }
+                out.append(UnsafeBufferPointer(rebasing: literal[start...]))
+            }
+            assert(out.count <= capacity)
+            return out.count
+        }
+    }
+}
+
+/// Writes a payload into memory known to be large enough (``NotificationTemplate/render(values:subscriptionID:badge:)``
+/// allocates the upper bound of its length).
+private struct PayloadWriter {
+    let base: UnsafeMutablePointer<UInt8>
+    var count = 0
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        base[count] = byte
+        count += 1
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        (base + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
 
     /// Appends `value` as JSON string content (between quotes when `quoted`).
-    static func appendEscaped(_ value: String, quoted: Bool, to out: inout [UInt8]) {
-        if quoted { out.append(UInt8(ascii: "\"")) }
+    mutating func appendEscaped(_ value: String, quoted: Bool) {
+        if quoted { append(UInt8(ascii: "\"")) }
         var value = value
         value.withUTF8 { bytes in
             // Copies runs of bytes that need no escape in one go.
@@ -131,22 +165,26 @@ struct NotificationTemplate: Sendable {
             for i in 0..<bytes.count {
                 let byte = bytes[i]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+                append(UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
                 runStart = i + 1
-                out.append(UInt8(ascii: "\\"))
+                append(UInt8(ascii: "\\"))
                 switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
-                case 0x0A: out.append(UInt8(ascii: "n"))
-                case 0x0D: out.append(UInt8(ascii: "r"))
-                case 0x09: out.append(UInt8(ascii: "t"))
-                case 0x08: out.append(UInt8(ascii: "b"))
-                case 0x0C: out.append(UInt8(ascii: "f"))
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): append(byte)
+                case 0x0A: append(UInt8(ascii: "n"))
+                case 0x0D: append(UInt8(ascii: "r"))
+                case 0x09: append(UInt8(ascii: "t"))
+                case 0x08: append(UInt8(ascii: "b"))
+                case 0x0C: append(UInt8(ascii: "f"))
                 default:
-                    out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
+                    append(UInt8(ascii: "u"))
+                    append(UInt8(ascii: "0"))
+                    append(UInt8(ascii: "0"))
+                    append(Self.hexDigits.utf8Start[Int(byte >> 4)])
+                    append(Self.hexDigits.utf8Start[Int(byte & 0x0F)])
                 }
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+            append(UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
-        if quoted { out.append(UInt8(ascii: "\"")) }
+        if quoted { append(UInt8(ascii: "\"")) }
     }
 }

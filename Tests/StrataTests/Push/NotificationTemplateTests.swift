@@ -51,6 +51,17 @@ struct NotificationTemplateTests {
         }
     }
 
+    @Test("the worst expansions fit: every byte escaped as \\u00XX, the longest badge numbers")
+    func worstExpansion() throws {
+        let template = try NotificationTemplate(#"{"aps":{"badge":"AUTO"},"a":"${a}${a}","b":${a},"id":${LS_MPN_subscription_ID}}"#, fields: ["a"])
+        let value = String(repeating: "\u{1}", count: 5000) + "\u{1F}"
+        for badge in [Int.min, Int.max, 0] {
+            let rendered = template.render(values: [value], subscriptionID: value, badge: { badge })
+            #expect(rendered.utf8.count == template.literal.count + 4 * 5001 * 6 + 2 * 2 + String(badge).utf8.count)
+            #expect(try JSON(parsing: rendered) == ["aps": ["badge": .int(Int64(badge))], "a": .string(value + value), "b": .string(value), "id": .string(value)])
+        }
+    }
+
     @Test("the AUTO badge at aps.badge becomes a number, taken once per notification")
     func autoBadge() throws {
         let template = try NotificationTemplate(#"{"aps":{"alert":"${a}","badge":"AUTO"},"badge":"AUTO"}"#, fields: ["a"])
