@@ -14,8 +14,9 @@ import Foundation
 ///   `aps.badge`, and nowhere else) becomes the badge number, a JSON number. Member names and the
 ///   value are compared after unescaping, so `"b\u0061dge"` is `badge` too.
 ///
-/// A `$` not followed by `{` or `[` is an ordinary character. Names run to the first `}` and may
-/// hold neither `"`, `\` nor control characters. Escapes in the format are kept as written.
+/// A `$` not followed by `{` or `[` is an ordinary character. Names run to the first `}`, may
+/// hold neither `"`, `\` nor control characters, are written as they are (not JSON-escaped) and
+/// match a field name of the same UTF-8 bytes. Escapes in the format are kept as written.
 ///
 /// ```swift
 /// let template = try NotificationTemplate(
@@ -74,11 +75,8 @@ struct NotificationTemplate: Sendable {
             throw StrataError.invalidArgument(
                 "invalid notification format: \(length) bytes, longer than the limit of \(Self.maximumLength)")
         }
-        var fieldIndex: [String: Int] = [:]
-        for (i, name) in fields.enumerated() where fieldIndex[name] == nil { fieldIndex[name] = i }
         let compiled = try text.withUTF8 { bytes in
-            var compiler = NotificationTemplateCompiler(
-                bytes: UnsafeRawBufferPointer(bytes), fieldIndex: fieldIndex, fieldCount: fields.count)
+            var compiler = NotificationTemplateCompiler(bytes: UnsafeRawBufferPointer(bytes), fields: fields)
             return try compiler.compile()
         }
         literal = compiled.literal

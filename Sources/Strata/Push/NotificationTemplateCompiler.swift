@@ -9,8 +9,11 @@ import Foundation
 /// containers bounds the depth; the work is linear in the length.
 struct NotificationTemplateCompiler {
     let bytes: UnsafeRawBufferPointer
-    let fieldIndex: [String: Int]
-    let fieldCount: Int
+    let fields: [String]
+    /// The index of each field name's first occurrence, by its UTF-8 bytes; built only for long
+    /// field lists (a short one is searched in place, which costs less than hashing).
+    private var fieldIndex: [[UInt8]: Int]?
+    private var fieldCount: Int { fields.count }
     var position = 0
 
     /// The literal text gathered so far, and the source offset up to which it is copied.
@@ -23,14 +26,14 @@ struct NotificationTemplateCompiler {
 
     /// The open containers, outermost first.
     private var stack: [Container] = []
-    /// The member names being read at depths 1 and 2 (only those decide where `aps.badge` is).
-    private var outerKey: String?
-    private var innerKey: String?
+    /// Whether the members being read at depths 1 and 2 are named `aps` and `badge` (only those
+    /// names decide where the `"AUTO"` badge is).
+    private var outerKeyIsAps = false
+    private var innerKeyIsBadge = false
 
-    init(bytes: UnsafeRawBufferPointer, fieldIndex: [String: Int], fieldCount: Int) {
+    init(bytes: UnsafeRawBufferPointer, fields: [String]) {
         self.bytes = bytes
-        self.fieldIndex = fieldIndex
-        self.fieldCount = fieldCount
+        self.fields = fields
         literal.reserveCapacity(bytes.count)
     }
 
@@ -87,8 +90,8 @@ struct NotificationTemplateCompiler {
                 guard c == UInt8(ascii: "\"") else { throw error("expected a member name") }
                 let start = position
                 try string()
-                if stack.count == 1 { outerKey = decodedString(from: start) }
-                if stack.count == 2 { innerKey = decodedString(from: start) }
+                if stack.count == 1 { outerKeyIsAps = stringIs("aps", from: start) }
+                if stack.count == 2 { innerKeyIsBadge = stringIs("badge", from: start) }
                 expect = .colon
             case .colon:
                 guard c == UInt8(ascii: ":") else { throw error("expected ':'") }
@@ -121,7 +124,7 @@ struct NotificationTemplateCompiler {
         }
         stack.append(container)
         position += 1
-        if stack.count == 2 { innerKey = nil }
+        if stack.count == 2 { innerKeyIsBadge = false }
     }
 
     /// Closes the innermost container (its closing character is consumed); true when that was
@@ -139,7 +142,7 @@ struct NotificationTemplateCompiler {
         let partsBefore = parts.count
         try string()
         guard stack.count == 2, stack[0] == .object, stack[1] == .object, parts.count == partsBefore,
-            outerKey == "aps", innerKey == "badge", decodedString(from: start) == "AUTO"
+            outerKeyIsAps, innerKeyIsBadge, stringIs("AUTO", from: start)
         else { return }
         addHole(.badge, quoted: false, from: start, to: position)
     }
@@ -303,10 +306,11 @@ struct NotificationTemplateCompiler {
         let inner = UnsafeRawBufferPointer(rebasing: bytes[(position + 2)..<end])
         position = end + 1
         if bracket == UInt8(ascii: "{") {
-            let name = String(decoding: inner, as: UTF8.self)
-            if name.isEmpty { throw error("empty placeholder name", at: start) }
-            if name == NotificationTemplate.subscriptionIDName { return .subscriptionID }
-            guard let index = fieldIndex[name] else { throw error("unknown field name \"\(name)\"", at: start) }
+            if inner.isEmpty { throw error("empty placeholder name", at: start) }
+            if Self.hasUTF8(NotificationTemplate.subscriptionIDName, inner) { return .subscriptionID }
+            guard let index = fieldIndex(of: inner) else {
+                throw error("unknown field name \"\(String(decoding: inner, as: UTF8.self))\"", at: start)
+            }
             return .field(index)
         }
         guard !inner.isEmpty, inner.count <= 18, inner.allSatisfy(isDigit) else {
@@ -320,15 +324,45 @@ struct NotificationTemplateCompiler {
         return .field(n - 1)
     }
 
+    /// The index of the first field whose name has these UTF-8 bytes.
+    private mutating func fieldIndex(of name: UnsafeRawBufferPointer) -> Int? {
+        if fields.count <= 16 {
+            for (i, field) in fields.enumerated() where Self.hasUTF8(field, name) { return i }
+            return nil
+        }
+        if fieldIndex == nil {
+            var index: [[UInt8]: Int] = [:]
+            for (i, field) in fields.enumerated() where index[Array(field.utf8)] == nil { index[Array(field.utf8)] = i }
+            fieldIndex = index
+        }
+        return fieldIndex?[Array(name)]
+    }
+
+    /// Whether `string` is made of exactly these UTF-8 bytes.
+    private static func hasUTF8(_ string: String, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard string.utf8.count == bytes.count else { return false }
+        var string = string
+        return string.withUTF8 { utf8 in
+            guard let a = utf8.baseAddress, let b = bytes.baseAddress else { return true }
+            return SystemCalls.compareMemory(a, b, count: bytes.count) == 0
+        }
+    }
+
     private mutating func addHole(_ hole: NotificationTemplate.Hole, quoted: Bool, from start: Int, to end: Int) {
         literal.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[copied..<start]))
         copied = end
         parts.append(.init(literalEnd: literal.count, hole: hole, quoted: quoted))
     }
 
-    /// The content of the (checked) string that starts at `start` and ends at `position`.
-    private func decodedString(from start: Int) -> String? {
-        try? JSONTextParser.parse(UnsafeRawBufferPointer(rebasing: bytes[start..<position])).stringValue
+    /// Whether the (checked) string from `start` to `position`, quotes included, holds exactly
+    /// `text` once unescaped; compared in place unless it holds an escape.
+    private func stringIs(_ text: StaticString, from start: Int) -> Bool {
+        let content = UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<(position - 1)])
+        if !content.contains(UInt8(ascii: "\\")) {
+            return content.elementsEqual(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        }
+        let decoded = try? JSONTextParser.parse(UnsafeRawBufferPointer(rebasing: bytes[start..<position]))
+        return decoded?.stringValue == text.description
     }
 
     // MARK: Errors

@@ -105,6 +105,16 @@ struct NotificationTemplateTests {
         #expect(try render(#"{"a":"${x}"}"#, fields: ["x", "x"], values: ["first", "second"]) == #"{"a":"first"}"#)
         #expect(try render(#"{"a":"${LS_MPN_subscription_ID}","b":"$[1]"}"#, fields: ["LS_MPN_subscription_ID"], values: ["v"], id: "S")
             == #"{"a":"S","b":"v"}"#)
+        // Long field lists are looked up through an index: the same answers.
+        let many = (0..<40).map { "f\($0)" } + ["f7"]
+        let values = (0..<41).map { "v\($0)" }
+        #expect(try render(#"{"a":"${f0}${f17}${f39}${f7}$[41]"}"#, fields: many, values: values) == #"{"a":"v0v17v39v7v40"}"#)
+        #expect(throws: StrataError.self) { try NotificationTemplate(#"{"a":"${f40}"}"#, fields: many) }
+        // Names are compared by their UTF-8 bytes: a decomposed "é" is another name.
+        for fields in [["é"], many + ["é"]] {
+            #expect(try render(#"{"a":"${é}"}"#, fields: fields, values: Array(repeating: "x", count: fields.count)) == #"{"a":"x"}"#)
+            #expect(throws: StrataError.self) { try NotificationTemplate("{\"a\":\"${e\u{301}}\"}", fields: fields) }
+        }
     }
 
     @Test("every error names its 1-based character position")
