@@ -1,8 +1,8 @@
 import Foundation
 
-/// A compiled notification format: the format's text cut once, at subscribe, into literal
-/// segments and the holes between them, so that each notification is rendered by copying the
-/// segments and escaping the values — never parsing the format again.
+/// A compiled notification format: the holes of the format's text found once, at subscribe, so
+/// that each notification is rendered by copying the literal text between them and escaping the
+/// values — never parsing the format again. It holds the format and the holes' offsets only.
 ///
 /// The format is JSON text whose top level is an object (what APNs and FCM take), in which:
 /// - `${name}` stands for the field `name`, `$[n]` for the n-th field (1-based, in field order),
@@ -43,9 +43,11 @@ struct NotificationTemplate: Sendable {
         case badge
     }
 
-    /// A hole and the literal text before it: `literal[previous part's end ..< literalEnd]`.
+    /// A hole: the UTF-8 offsets `start..<end` of the format's text it replaces (a placeholder, or
+    /// the whole string `"AUTO"`). The text between holes is copied as it is.
     struct Part: Equatable, Sendable {
-        var literalEnd: Int
+        var start: Int
+        var end: Int
         var hole: Hole
         /// Whether the value is written as a whole JSON string (a placeholder outside a string).
         var quoted: Bool
@@ -53,8 +55,6 @@ struct NotificationTemplate: Sendable {
 
     /// The format, as given.
     let format: String
-    /// The format's literal text, without the placeholders (and without an `"AUTO"` badge).
-    let literal: [UInt8]
     /// The holes in the order they appear.
     let parts: [Part]
 
@@ -68,19 +68,18 @@ struct NotificationTemplate: Sendable {
     ///   of range, an unterminated placeholder, a placeholder outside a string that is not a whole
     ///   value, nesting deeper than ``maximumDepth``, or a format longer than ``maximumLength``.
     init(_ format: String, fields: [String]) throws {
-        self.format = format
         var text = format
+        text.makeContiguousUTF8()
+        self.format = text
         let length = text.utf8.count
         if length > Self.maximumLength {
             throw StrataError.invalidArgument(
                 "invalid notification format: \(length) bytes, longer than the limit of \(Self.maximumLength)")
         }
-        let compiled = try text.withUTF8 { bytes in
+        parts = try text.withUTF8 { bytes in
             var compiler = NotificationTemplateCompiler(bytes: UnsafeRawBufferPointer(bytes), fields: fields)
             return try compiler.compile()
         }
-        literal = compiled.literal
-        parts = compiled.parts
         usesBadge = parts.contains { $0.hole == .badge }
     }
 
@@ -94,9 +93,20 @@ struct NotificationTemplate: Sendable {
     ///   JSON string content (`"` and `\` with a backslash, control characters as `\n`, `\t`… or
     ///   `\u00XX`, everything else as UTF-8).
     func render(values: [String], subscriptionID: String, badge: () -> Int) -> String {
+        // The format is kept contiguous (init), so the fallback copy is never expected.
+        if let payload = format.utf8.withContiguousStorageIfAvailable({
+            render(source: $0, values: values, subscriptionID: subscriptionID, badge: badge)
+        }) {
+            return payload
+        }
+        var copy = format
+        return copy.withUTF8 { render(source: $0, values: values, subscriptionID: subscriptionID, badge: badge) }
+    }
+
+    private func render(source: UnsafeBufferPointer<UInt8>, values: [String], subscriptionID: String, badge: () -> Int) -> String {
         // An upper bound of the payload's length, so that it is written once, in place: a byte
         // of a value takes at most 6 bytes escaped (`\u00XX`), plus 2 quotes; a badge at most 20.
-        var capacity = literal.count
+        var capacity = source.count
         for part in parts {
             switch part.hole {
             case .field(let index): capacity += 2 + 6 * (index < values.count ? values[index].utf8.count : 0)
@@ -108,24 +118,22 @@ struct NotificationTemplate: Sendable {
         return String(unsafeUninitializedCapacity: capacity) { buffer in
             guard let base = buffer.baseAddress else { return 0 }
             var out = PayloadWriter(base: base)
-            literal.withUnsafeBufferPointer { literal in
-                var start = 0
-                for part in parts {
-                    out.append(UnsafeBufferPointer(rebasing: literal[start..<part.literalEnd]))
-                    start = part.literalEnd
-                    switch part.hole {
-                    case .field(let index):
-                        out.appendEscaped(index < values.count ? values[index] : "", quoted: part.quoted)
-                    case .subscriptionID:
-                        out.appendEscaped(subscriptionID, quoted: part.quoted)
-                    case .badge:
-                        let text = badgeText ?? String(badge())
-                        badgeText = text
-                        out.appendEscaped(text, quoted: false)
-                    }
+            var copied = 0
+            for part in parts {
+                out.append(UnsafeBufferPointer(rebasing: source[copied..<part.start]))
+                copied = part.end
+                switch part.hole {
+                case .field(let index):
+                    out.appendEscaped(index < values.count ? values[index] : "", quoted: part.quoted)
+                case .subscriptionID:
+                    out.appendEscaped(subscriptionID, quoted: part.quoted)
+                case .badge:
+                    let text = badgeText ?? String(badge())
+                    badgeText = text
+                    out.appendEscaped(text, quoted: false)
                 }
-                out.append(UnsafeBufferPointer(rebasing: literal[start...]))
             }
+            out.append(UnsafeBufferPointer(rebasing: source[copied...]))
             assert(out.count <= capacity)
             return out.count
         }

@@ -1,7 +1,6 @@
 import Foundation
 
-/// Checks a notification format and cuts it into literal segments and holes
-/// (``NotificationTemplate``).
+/// Checks a notification format and finds its holes (``NotificationTemplate``).
 ///
 /// One pass over the UTF-8 text, without recursion: the JSON grammar of RFC 8259 (as strict as
 /// `JSON(parsing:)`: no unpaired `\u` surrogates, no numbers beyond `Double`'s range) with
@@ -16,9 +15,7 @@ struct NotificationTemplateCompiler {
     private var fieldCount: Int { fields.count }
     var position = 0
 
-    /// The literal text gathered so far, and the source offset up to which it is copied.
-    var literal: [UInt8] = []
-    var copied = 0
+    /// The holes found so far.
     var parts: [NotificationTemplate.Part] = []
 
     private enum Container { case object, array }
@@ -34,10 +31,10 @@ struct NotificationTemplateCompiler {
     init(bytes: UnsafeRawBufferPointer, fields: [String]) {
         self.bytes = bytes
         self.fields = fields
-        literal.reserveCapacity(bytes.count)
     }
 
-    mutating func compile() throws -> (literal: [UInt8], parts: [NotificationTemplate.Part]) {
+    /// The holes of the format, in order.
+    mutating func compile() throws -> [NotificationTemplate.Part] {
         skipWhitespace()
         guard position < bytes.count, bytes[position] == UInt8(ascii: "{") else {
             throw error("the format must be a JSON object")
@@ -112,8 +109,7 @@ struct NotificationTemplateCompiler {
         }
         skipWhitespace()
         if position < bytes.count { throw error("unexpected text after the object") }
-        literal.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[copied..<bytes.count]))
-        return (literal, parts)
+        return parts
     }
 
     // MARK: Containers
@@ -349,9 +345,7 @@ struct NotificationTemplateCompiler {
     }
 
     private mutating func addHole(_ hole: NotificationTemplate.Hole, quoted: Bool, from start: Int, to end: Int) {
-        literal.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[copied..<start]))
-        copied = end
-        parts.append(.init(literalEnd: literal.count, hole: hole, quoted: quoted))
+        parts.append(.init(start: start, end: end, hole: hole, quoted: quoted))
     }
 
     /// Whether the (checked) string from `start` to `position`, quotes included, holds exactly

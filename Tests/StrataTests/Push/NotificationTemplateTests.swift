@@ -57,7 +57,7 @@ struct NotificationTemplateTests {
         let value = String(repeating: "\u{1}", count: 5000) + "\u{1F}"
         for badge in [Int.min, Int.max, 0] {
             let rendered = template.render(values: [value], subscriptionID: value, badge: { badge })
-            #expect(rendered.utf8.count == template.literal.count + 4 * 5001 * 6 + 2 * 2 + String(badge).utf8.count)
+            #expect(rendered.utf8.count == template.format.utf8.count - template.parts.reduce(0) { $0 + $1.end - $1.start } + 4 * 5001 * 6 + 2 * 2 + String(badge).utf8.count)
             #expect(try JSON(parsing: rendered) == ["aps": ["badge": .int(Int64(badge))], "a": .string(value + value), "b": .string(value), "id": .string(value)])
         }
     }
