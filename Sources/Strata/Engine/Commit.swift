@@ -32,6 +32,11 @@ struct CommitBatch: Sendable {
     /// head (a series' next sequence), so that a reader that sees any part of the batch also sees
     /// every collection's head updated for it. Must be short and must not call the engine.
     var onVisible: [@Sendable (_ sequence: UInt64) -> Void] = []
+    /// Run by ``Engine/commit(_:)`` when the batch fails after participants prepared it (a later
+    /// participant threw, or the commit did): where a participant releases what its `prepare`
+    /// took. A batch that was applied before its commit failed may see both this and
+    /// ``onVisible``; each action must tolerate that.
+    var onAbort: [@Sendable () -> Void] = []
     /// Overrides the store's durability for this batch.
     var durability: Durability?
 

@@ -26,9 +26,18 @@ extension Engine {
     @discardableResult
     func commit(_ batch: CommitBatch) throws -> UInt64 {
         var batch = batch
-        if hasParticipants {
+        guard hasParticipants else { return try commitPrepared(batch) }
+        do {
             for p in participants.withLock({ $0 }) { try p.prepare(&batch) }
+            return try commitPrepared(batch)
+        } catch {
+            for abort in batch.onAbort { abort() }
+            throw error
         }
+    }
+
+    /// ``commit(_:)`` after the participants.
+    private func commitPrepared(_ batch: CommitBatch) throws -> UInt64 {
         if batch.records.isEmpty {
             return try lock.withLock {
                 if closed { throw StrataError.closed }

@@ -36,6 +36,9 @@ final class ChannelState: CollectionState {
     /// Messages a commit of the channel adds, for subscribers: their timetokens and records.
     struct Messages: CommitChange {
         let channelID: UInt64
+        /// The channel's name and message type (what push subscriptions match and decode).
+        var name: String = ""
+        var typeName: String = ""
         let timetokens: [UInt64]
         let values: [[UInt8]]
     }
@@ -128,7 +131,7 @@ final class ChannelState: CollectionState {
         }
         w.staged += timetokens
         if broadcaster.wantsChanges(of: history.engine) {
-            batch.changes.append(Messages(channelID: keys.id, timetokens: timetokens, values: values))
+            batch.changes.append(Messages(channelID: keys.id, name: keys.name, typeName: typeName, timetokens: timetokens, values: values))
         }
         return first
     }

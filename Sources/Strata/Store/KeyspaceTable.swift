@@ -28,11 +28,13 @@ extension Keyspace {
     // 9, 11 and 12…15 stay reserved for the collections.
     /// The security policy of sessions: `(16, 0)` (FORMAT.md §17).
     package static let security = Keyspace(id: 16, name: "security")
+    /// Push subscriptions: devices, subscriptions, item states, the outbox: `(17, kind, …)`.
+    package static let push = Keyspace(id: 17, name: "push")
 
     /// Every keyspace of this version, in id order.
     package static let all: [Keyspace] = [
         .catalog, .keyValue, .timeSeriesEvents, .channelMessages, .documents, .indexRows,
-        .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads, .security,
+        .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads, .security, .push,
     ]
 }
 

@@ -74,6 +74,9 @@ package final class SeriesState: CollectionState {
     /// The change a commit of the series makes, for subscribers: its new records in order.
     struct Events: CommitChange {
         let seriesID: UInt64
+        /// The series' path and value type (what push subscriptions match and decode).
+        var path: String = ""
+        var typeName: String = ""
         let first: UInt64
         let records: [[UInt8]]
         let decoding: SeriesDecoding
@@ -300,7 +303,7 @@ package final class SeriesState: CollectionState {
         w.latest = w.valueScratch
         advanceCutoffReporting(&w, newTimestamps: times, firstNew: first)
         if keepRecords {
-            batch.changes.append(Events(seriesID: id, first: first, records: records,
+            batch.changes.append(Events(seriesID: id, path: path, typeName: typeName, first: first, records: records,
                                         decoding: SeriesDecoding(base: base, authors: w.payload.authors)))
         }
         var result: [EventMetadata] = []
@@ -363,7 +366,7 @@ package final class SeriesState: CollectionState {
         if TransactionScope.current != nil { w.uncommitted[sequence] = w.valueScratch }
         advanceCutoffReporting(&w, newTimestamps: [t], firstNew: sequence)
         if changesWanted {
-            batch.changes.append(Events(seriesID: id, first: sequence, records: [w.valueScratch],
+            batch.changes.append(Events(seriesID: id, path: path, typeName: typeName, first: sequence, records: [w.valueScratch],
                                         decoding: SeriesDecoding(base: payload.baseTimestamp ?? 0, authors: payload.authors)))
         }
         return EventMetadata(sequence: sequence, milliseconds: t, author: payload.authors[Int(authorIndex)])
