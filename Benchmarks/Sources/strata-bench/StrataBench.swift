@@ -24,7 +24,8 @@ struct StrataBench: ParsableCommand {
         discussion: "Workloads:\n" + WorkloadRegistry.all.map { "  \($0.name): \($0.summary)" }.joined(separator: "\n")
             + "\n\nEach table gives items/s (records, events, messages, documents or rows), payload MB/s, "
             + "p50/p99/p999 latency of one operation, bytes on disk per record after a clean close, "
-            + "\"strata ×\" (Strata's items/s over the engine's) and the engine's bytes per record over Strata's.")
+            + "\"strata ×\" (Strata's items/s over the engine's) and the engine's bytes per record over Strata's. "
+            + "With --session, ts-append and ts-range also run through a StoreSession (\"strata (session)\").")
 
     @Argument(help: "Workloads to run (default: all).")
     var workloads: [String] = []
@@ -71,6 +72,9 @@ struct StrataBench: ParsableCommand {
     @Flag(help: "Small counts: every workload in about a minute.")
     var quick = false
 
+    @Flag(help: "Also run ts-append and ts-range on Strata through a StoreSession, each call checked against a security policy: a \"strata (session)\" row beside \"strata\", and the ratio checked/unchecked.")
+    var session = false
+
     @Flag(help: "List the workloads and exit.")
     var list = false
 
@@ -83,7 +87,7 @@ struct StrataBench: ParsableCommand {
     mutating func run() throws {
         let config = BenchConfig(count: count, operations: operations, batch: batch, seed: seed, durability: durability,
                                  series: series, values: values, channels: channels, quick: quick, openTrials: openTrials,
-                                 cacheBytes: cache)
+                                 cacheBytes: cache, session: session)
         if let childFill {
             guard let childDirectory, let count else { throw ValidationError("--child-fill needs --child-directory and --count") }
             try ChildFill.run(engine: childFill, directory: URL(fileURLWithPath: childDirectory), count: count, config: config)

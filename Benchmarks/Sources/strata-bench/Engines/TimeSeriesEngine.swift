@@ -28,7 +28,7 @@ enum TimeSeriesEngines {
     /// does (untimed, shown as preparation) and settles it; returns it with each series' length
     /// and the values written (to check reads against).
     static func openLoaded(_ run: RunContext, recorder: Recorder) throws -> (any TimeSeriesEngine, [UInt64], SeriesValues) {
-        let ts = try open(run.engine, directory: run.directory, config: run.config)
+        let ts = try open(run.engine, directory: run.directory, config: run.config, session: run.session)
         let values = SeriesValues(config: run.config, count: run.count)
         var loaded = 0
         let lengths = try appendAll(ts, count: run.count, config: run.config, values: values) { _, values, append in
@@ -40,9 +40,11 @@ enum TimeSeriesEngines {
         return (ts, lengths, values)
     }
 
-    static func open(_ engine: EngineKind, directory: URL, config: BenchConfig) throws -> any TimeSeriesEngine {
+    /// Opens `engine`'s time series; with `session` (Strata only), through a `StoreSession`.
+    static func open(_ engine: EngineKind, directory: URL, config: BenchConfig, session: Bool = false) throws -> any TimeSeriesEngine {
+        if session && engine != .strata { throw BenchError("only Strata has sessions") }
         switch engine {
-        case .strata: return try StrataTimeSeries(directory: directory, config: config)
+        case .strata: return try StrataTimeSeries(directory: directory, config: config, session: session)
         case .sqlite: return try SQLiteTimeSeries(directory: directory, config: config)
         case .rocksdb: return try RocksTimeSeries(directory: directory, config: config)
         }
@@ -75,15 +77,42 @@ enum TimeSeriesEngines {
 
 /// Strata's time series: `store.timeSeries("bench/series-N", of: Double.self)`, appends with
 /// `append(contentsOf:)`, reads with `query(RangeQuery.values.from(sequence:).next(_:))` and `latest`.
+/// With `session`, the handles come from `store.session(principal: "bench")` under
+/// ``sessionPolicy``, so that every call is checked.
 final class StrataTimeSeries: TimeSeriesEngine {
     let store: Store
     private let series: [TimeSeries<Double>]
 
-    init(directory: URL, config: BenchConfig) throws {
+    init(directory: URL, config: BenchConfig, session: Bool = false) throws {
         let store = try Store.open(at: directory, options: StrataSettings.options(config))
         self.store = store
-        series = try (0..<config.series).map { try store.timeSeries("bench/series-\($0)", of: Double.self) }
+        if session {
+            try store.setSecurityPolicy(Self.sessionPolicy)
+            let bench = try store.session(principal: "bench")
+            series = try (0..<config.series).map { try bench.timeSeries("bench/series-\($0)", of: Double.self) }
+        } else {
+            series = try (0..<config.series).map { try store.timeSeries("bench/series-\($0)", of: Double.self) }
+        }
     }
+
+    /// The policy of the `--session` runs: principal "bench" gets what appends and reads need
+    /// on the prefix "bench" through two roles (one including a third), beside other roles,
+    /// principals and paths, so that resolving a path is not trivial (it is cached per path on
+    /// a warm session, so the measured cost is the per-call check).
+    static let sessionPolicy: SecurityPolicy = {
+        var policy = SecurityPolicy()
+        policy.roles["bench-writer"] = Role(paths: ["bench": [.updateTopic, .modifyTopic], "bench/archive": []])
+        policy.roles["bench-reader"] = Role(paths: ["bench": [.readTopic, .selectTopic], "bench/series-0/x": [.readTopic]],
+                                            includedRoles: ["auditor"])
+        policy.roles["auditor"] = Role(global: [.viewSecurity], paths: ["": [.readTopic], "bench/series-1": [.readTopic]],
+                                       includedRoles: ["bench-reader"])
+        policy.roles["trader"] = Role(paths: ["prices": [.readTopic, .selectTopic, .updateTopic, .editOwnTimeSeriesEvents],
+                                              "prices/internal": []])
+        policy.principals["bench"] = ["bench-writer", "bench-reader"]
+        policy.principals["alice"] = ["trader"]
+        policy.defaultRoles = ["auditor"]
+        return policy
+    }()
 
     func session(_ body: () throws -> Void) throws { try body() }
 

@@ -36,6 +36,9 @@ struct BenchConfig: Sendable {
     var openTrials: Int?
     /// Bytes of cache each engine gets (Strata block cache, RocksDB LRU block cache, SQLite page cache).
     var cacheBytes: Int
+    /// `--session`: the workloads that can (``Workload/runsThroughSession``) also run on Strata
+    /// through a `StoreSession`, in a row of their own beside the unchecked one.
+    var session = false
 
     /// The number of records (events, messages, documents) a workload stores.
     func count(for workload: any Workload) -> Int {

@@ -17,15 +17,17 @@ struct Runner {
             var unit = ""
             let count = config.count(for: workload)
             let operations = config.operations(for: workload)
-            for engine in engines {
-                let label = workload.name + (variant.isEmpty ? "" : " (\(variant))") + " " + engine.rawValue
+            for (engine, session) in rows(workload) {
+                let row = session ? Self.sessionRow : engine.rawValue
+                let label = workload.name + (variant.isEmpty ? "" : " (\(variant))") + " " + row
                 let directory = baseDirectory.appendingPathComponent(
-                    "\(workload.name)\(variant.isEmpty ? "" : "-" + variant.replacingOccurrences(of: " ", with: "-"))-\(engine.rawValue)")
+                    "\(workload.name)\(variant.isEmpty ? "" : "-" + variant.replacingOccurrences(of: " ", with: "-"))-\(engine.rawValue)"
+                    + (session ? "-session" : ""))
                 let context = RunContext(engine: engine, variant: variant, config: config, count: count,
-                                         operations: operations, directory: directory, executable: executable)
+                                         operations: operations, directory: directory, executable: executable, session: session)
                 unit = workload.operationUnit(context)
                 if let why = workload.unavailability(on: engine) {
-                    results.append(EngineResult(engine: engine.rawValue, unavailable: why))
+                    results.append(EngineResult(engine: row, unavailable: why))
                     continue
                 }
                 progress.start(label)
@@ -36,13 +38,13 @@ struct Runner {
                     let recorder = Recorder(progress: progress, expectedOperations: max(operations, 1))
                     let outcome = try workload.run(context, recorder: recorder)
                     let disk = Self.directorySize(directory)
-                    results.append(Self.result(engine.rawValue, recorder, outcome, disk: disk))
+                    results.append(Self.result(row, recorder, outcome, disk: disk))
                 } catch {
                     progress.finish()
-                    let message = "\(workload.name)\(variant.isEmpty ? "" : " (\(variant))") on \(engine.rawValue) failed: \(error)"
+                    let message = "\(workload.name)\(variant.isEmpty ? "" : " (\(variant))") on \(row) failed: \(error)"
                     FileHandle.standardError.write(Data((message + "\n").utf8))
                     failures.append(message)
-                    results.append(EngineResult(engine: engine.rawValue, unavailable: "failed: \(error)"))
+                    results.append(EngineResult(engine: row, unavailable: "failed: \(error)"))
                 }
                 progress.finish()
             }
@@ -72,6 +74,17 @@ struct Runner {
             tables.append(table)
         }
         return tables
+    }
+
+    /// The row of a run through a Strata `StoreSession` (`--session`).
+    static let sessionRow = "strata (session)"
+
+    /// The runs of a table: each engine, and with `--session` Strata through a session right
+    /// after Strata itself, for the workloads that can.
+    private func rows(_ workload: any Workload) -> [(engine: EngineKind, session: Bool)] {
+        engines.flatMap { engine -> [(engine: EngineKind, session: Bool)] in
+            engine == .strata && config.session && workload.runsThroughSession ? [(engine, false), (engine, true)] : [(engine, false)]
+        }
     }
 
     private static func result(_ engine: String, _ r: Recorder, _ outcome: RunOutcome, disk: Int) -> EngineResult {

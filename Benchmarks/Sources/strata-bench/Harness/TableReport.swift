@@ -47,6 +47,13 @@ enum TableReport {
                 Swift.print(line(row))
             }
         }
+        if let unchecked = w.results.first(where: { $0.engine == EngineKind.strata.rawValue && $0.unavailable == nil }),
+           let checked = w.results.first(where: { $0.engine == Runner.sessionRow && $0.unavailable == nil }),
+           checked.itemsPerSecond > 0, unchecked.latencyNanoseconds.p50 > 0 {
+            Swift.print(String(format: "checked/unchecked (strata through a session over strata): %.3f× the time per item, %.3f× the p50",
+                               unchecked.itemsPerSecond / checked.itemsPerSecond,
+                               Double(checked.latencyNanoseconds.p50) / Double(unchecked.latencyNanoseconds.p50)))
+        }
     }
 
     /// 1234567 → "1,234,567".

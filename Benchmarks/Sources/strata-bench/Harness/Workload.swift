@@ -30,6 +30,9 @@ protocol Workload: Sendable {
     func reference(config: BenchConfig, count: Int, operations: Int, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int)
     /// A line printed under the table's title (e.g. the ts-* `--values`), or nil.
     func tableNote(_ config: BenchConfig) -> String?
+    /// Whether `--session` adds a row of this workload run on Strata through a `StoreSession`
+    /// (every call checked against a security policy; ``RunContext/session``). Default false.
+    var runsThroughSession: Bool { get }
 }
 
 extension Workload {
@@ -42,6 +45,7 @@ extension Workload {
         throw BenchError("\(name) has no reference")
     }
     func tableNote(_ config: BenchConfig) -> String? { nil }
+    var runsThroughSession: Bool { false }
 }
 
 /// What one run of a workload on one engine gets.
@@ -57,6 +61,8 @@ struct RunContext: Sendable {
     let directory: URL
     /// This executable, for workloads that run a child process.
     let executable: URL
+    /// Whether the run goes through a Strata `StoreSession` (the `--session` row).
+    var session = false
 }
 
 /// What a workload run reports besides its timings.

@@ -11,7 +11,7 @@ struct TSAppend: Workload {
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let values = SeriesValues(config: run.config, count: run.count)
-        let ts = try TimeSeriesEngines.open(run.engine, directory: run.directory, config: run.config)
+        let ts = try TimeSeriesEngines.open(run.engine, directory: run.directory, config: run.config, session: run.session)
         recorder.expect((run.count + run.config.batch - 1) / run.config.batch)
         _ = try TimeSeriesEngines.appendAll(ts, count: run.count, config: run.config, values: values) { _, values, append in
             try recorder.measure(items: values.count, bytes: values.count * 8) { try append() }
@@ -19,6 +19,8 @@ struct TSAppend: Workload {
         let close = try Clock.seconds { try ts.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    var runsThroughSession: Bool { true }
 
     func tableNote(_ config: BenchConfig) -> String? { "values \(config.values.rawValue), B/record after a clean close, not settled (B/event)" }
 }

@@ -35,5 +35,7 @@ struct TSRange: Workload {
         return RunOutcome(records: run.count, closeSeconds: close)
     }
 
+    var runsThroughSession: Bool { true }
+
     func tableNote(_ config: BenchConfig) -> String? { "values \(config.values.rawValue), B/record settled (B/event)" }
 }
