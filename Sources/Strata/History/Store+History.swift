@@ -117,6 +117,7 @@ extension Store {
     /// all of them without `access`.
     private func readable(_ names: [String], _ access: SessionAccess?) throws -> [String] {
         guard let access else { return names }
+        for name in names { try HistoryStoreState.check(name: name) }   // bad names fail as for the owner
         return try names.filter { try access.allows(.readTopic, $0) }
     }
 

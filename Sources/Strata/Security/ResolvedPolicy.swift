@@ -52,9 +52,12 @@ final class ResolvedPolicy: Sendable {
     static func mostSpecific(_ path: String, in paths: [String: PermissionSet]) -> PermissionSet? {
         guard !paths.isEmpty else { return nil }
         if let p = paths[path] { return p }
-        var end = path.endIndex
-        while let slash = path[..<end].lastIndex(of: "/") {
-            if let p = paths[String(path[..<slash])] { return p }
+        // Segments split at "/" bytes, not Characters: "/" followed by a combining mark is one
+        // Character, and must still end a segment.
+        let utf8 = Array(path.utf8)
+        var end = utf8.count
+        while let slash = utf8[..<end].lastIndex(of: UInt8(ascii: "/")) {
+            if let p = paths[String(decoding: utf8[..<slash], as: UTF8.self)] { return p }
             end = slash
         }
         return paths[""]

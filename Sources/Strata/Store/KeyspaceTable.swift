@@ -43,6 +43,9 @@ extension CollectionKind {
     package static let channel = CollectionKind(id: 2, name: "channel")
     package static let documentDatabase = CollectionKind(id: 3, name: "document database")
     package static let documentIndex = CollectionKind(id: 4, name: "document index")
+    /// The store's push subscriptions (keyspace 17); no catalog entry yet, the id names the
+    /// collection's shared state.
+    package static let push = CollectionKind(id: 5, name: "push subscriptions")
 
     /// Every kind of this version.
     static let all: [CollectionKind] = [.timeSeries, .channel, .documentDatabase, .documentIndex]

@@ -129,6 +129,12 @@ public final class Store: Sendable {
                 do {
                     let engine = try Engine(directory: path, options: engineOptions)
                     store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
+                    do {
+                        try store.startParticipants()
+                    } catch {
+                        try? store.engine.close()
+                        throw error
+                    }
                 } catch {
                     registry.withLock { _ = $0.removeValue(forKey: path) }
                     throw error

@@ -442,7 +442,8 @@ package final class SeriesState: CollectionState {
         try writer.withLock { w in
             var payload = w.payload
             payload.setOptions(options)
-            if payload != w.payload { try authorize?() }
+            // The buffer size is not stored, but it is every subscriber's: changing it is a change of options.
+            if payload != w.payload || options.subscriberBufferSize != w.bufferSize { try authorize?() }
             w.bufferSize = options.subscriberBufferSize
             guard payload != w.payload else { return }
             let snapshot = try engine.snapshot()

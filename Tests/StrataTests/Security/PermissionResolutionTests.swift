@@ -21,6 +21,8 @@ import Testing
         #expect(policy.permissions(of: "p", path: "prices/secret/open/1") == [.selectTopic])
         #expect(policy.permissions(of: "p", path: "other") == [.readTopic])
         #expect(policy.permissions(of: "p", path: "/prices") == [.readTopic])
+        // A "/" that a combining mark follows is still a separator (segments split at bytes).
+        #expect(policy.permissions(of: "p", path: "prices/\u{301}AAPL") == [.readTopic, .updateTopic])
     }
 
     @Test("a principal's permissions are the union over its roles, each resolved on its own")

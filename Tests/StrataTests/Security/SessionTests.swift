@@ -75,6 +75,23 @@ import Testing
         #expect(try c.history().messages.first?.publisher == "alice")
     }
 
+    @Test("a session changes a series' subscriber buffer size only with .modifyTopic, and names a bad channel as the owner does")
+    func bufferSizeAndBadNames() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        _ = try store.timeSeries("a", of: Int64.self, options: TimeSeriesOptions(subscriberBufferSize: 8))
+        let session = try store.session(principal: "nobody")
+        #expect(throws: StrataError.permissionDenied(principal: "nobody", permission: .modifyTopic, path: "a")) {
+            try session.timeSeries("a", of: Int64.self, options: TimeSeriesOptions())
+        }
+        #expect(try store.timeSeries("a", of: Int64.self, options: TimeSeriesOptions(subscriberBufferSize: 8)).state.writer.withLock { $0.bufferSize } == 8)
+        _ = try session.timeSeries("a", of: Int64.self, options: TimeSeriesOptions(subscriberBufferSize: 8))
+        #expect(throws: StrataError.self) { try session.fetchHistory(channels: [""]) }
+        #expect(throws: StrataError.self) { try session.messageCounts(channels: [""], since: [Timetoken(0)]) }
+    }
+
     @Test("fetchHistory and messageCounts leave out the channels the session may not read")
     func multiChannelReads() throws {
         let dir = try TemporaryDirectory()

@@ -1,0 +1,194 @@
+import Foundation
+
+/// The record encodings of push state (keys in ``PushLayout``), and the fields of an update.
+///
+///     device        u8 layout ‖ u8 platform (1 Apple, 2 Google) ‖ string application ‖ string token
+///                   ‖ u8 suspended (0/1) ‖ varint last badge number
+///     subscription  u8 layout ‖ varint device ‖ u8 mode (1 MERGE, 2 DISTINCT) ‖ u8 adapter (1 time
+///                   series, 2 history) ‖ names items ‖ names fields ‖ string format ‖ u8 trigger?
+///                   [‖ string trigger] ‖ varint buffer (0 default, 1 unlimited, n + 2 limited n)
+///                   ‖ u8 frequency (0 default, 1 unlimited, 2 limited ‖ f64) ‖ u8 status (1 active,
+///                   2 subscribed, 3 triggered) ‖ zigzag varint status time (ms)
+///     item state    u8 layout ‖ names merged field texts
+///     notification  u8 layout ‖ varint device ‖ varint subscription ‖ u8 platform ‖ string
+///                   application ‖ string token ‖ string item ‖ string payload ‖ zigzag created (ms)
+enum PushRecords {
+    static func counters(_ m: PushState.Model) -> [UInt8] {
+        var w = PushLayout.Writer()
+        w.varint(m.nextDevice)
+        w.varint(m.nextSubscription)
+        w.varint(m.nextNotification)
+        return w.bytes
+    }
+
+    // MARK: Devices
+
+    static func encode(_ d: PushState.DeviceEntry) -> [UInt8] {
+        var w = PushLayout.Writer()
+        w.u8(d.device.platform.code)
+        w.string(d.device.applicationID)
+        w.string(d.device.deviceToken)
+        w.u8(d.suspended ? 1 : 0)
+        w.varint(d.badge)
+        return w.bytes
+    }
+
+    static func decodeDevice(_ bytes: [UInt8], number: UInt64) throws -> PushState.DeviceEntry {
+        var r = try PushLayout.Reader(bytes, what: "push device \(PushLayout.deviceID(number))")
+        let code = try r.u8()
+        guard let platform = PushDevice.Platform(code: code) else { throw r.fail("unknown platform \(code)") }
+        let app = try r.string()
+        let token = try r.string()
+        let suspended = try r.u8()
+        guard suspended <= 1 else { throw r.fail("bad suspended flag \(suspended)") }
+        let badge = try r.varint()
+        try r.end()
+        return PushState.DeviceEntry(device: PushDevice(platform: platform, applicationID: app, deviceToken: token),
+                                     suspended: suspended == 1, badge: badge)
+    }
+
+    // MARK: Subscriptions
+
+    static func encode(_ e: PushState.SubscriptionEntry) -> [UInt8] {
+        let s = e.subscription
+        var w = PushLayout.Writer()
+        w.varint(e.device)
+        w.u8(s.mode == .merge ? 1 : 2)
+        w.u8(s.dataAdapter == .timeSeries ? 1 : 2)
+        w.names(s.items)
+        w.names(s.fields)
+        w.string(s.notificationFormat ?? "")
+        if let t = s.triggerExpression {
+            w.u8(1)
+            w.string(t)
+        } else {
+            w.u8(0)
+        }
+        switch s.requestedBufferSize {
+        case nil: w.varint(0)
+        case .unlimited?: w.varint(1)
+        case .limited(let n)?: w.varint(UInt64(max(1, n)) + 2)
+        }
+        switch s.requestedMaxFrequency {
+        case nil: w.u8(0)
+        case .unlimited?: w.u8(1)
+        case .limited(let f)?:
+            w.u8(2)
+            w.double(f)
+        }
+        w.u8(s.status == .triggered ? 3 : 2)
+        w.signed(s.statusTimestamp.flatMap(SeriesTime.milliseconds) ?? 0)
+        return w.bytes
+    }
+
+    static func decodeSubscription(_ bytes: [UInt8], number: UInt64) throws -> PushState.SubscriptionEntry {
+        let id = PushLayout.subscriptionID(number)
+        var r = try PushLayout.Reader(bytes, what: "push subscription \(id)")
+        let device = try r.varint()
+        let mode = try r.u8()
+        let adapter = try r.u8()
+        guard (1...2).contains(mode), (1...2).contains(adapter) else { throw r.fail("bad mode \(mode) or adapter \(adapter)") }
+        var s = PushSubscription(mode: mode == 1 ? .merge : .distinct, items: try r.names(), fields: try r.names())
+        s.dataAdapter = adapter == 1 ? .timeSeries : .history
+        s.notificationFormat = try r.string()
+        switch try r.u8() {
+        case 0: break
+        case 1: s.triggerExpression = try r.string()
+        case let flag: throw r.fail("bad trigger flag \(flag)")
+        }
+        let buffer = try r.varint()
+        switch buffer {
+        case 0: break
+        case 1: s.requestedBufferSize = .unlimited
+        default:
+            guard buffer - 2 <= UInt64(Int.max) else { throw r.fail("buffer size \(buffer)") }
+            s.requestedBufferSize = .limited(Int(buffer - 2))
+        }
+        switch try r.u8() {
+        case 0: break
+        case 1: s.requestedMaxFrequency = .unlimited
+        case 2: s.requestedMaxFrequency = .limited(try r.double())
+        case let kind: throw r.fail("bad frequency kind \(kind)")
+        }
+        switch try r.u8() {
+        case 2: s.status = .subscribed
+        case 3: s.status = .triggered
+        case let status: throw r.fail("bad status \(status)")
+        }
+        s.statusTimestamp = SeriesTime.date(try r.signed())
+        try r.end()
+        s.subscriptionID = id
+        do {
+            try s.validate()
+            let template = try NotificationTemplate(s.notificationFormat ?? "", fields: s.fields)
+            let trigger = try s.triggerExpression.map { try PushTrigger($0, fields: s.fields) }
+            return PushState.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
+        } catch StrataError.invalidArgument(let reason) {
+            throw r.fail(reason)
+        }
+    }
+
+    // MARK: Notifications
+
+    static func encode(_ n: PushNotification, device: UInt64, subscription: UInt64) -> [UInt8] {
+        var w = PushLayout.Writer()
+        w.varint(device)
+        w.varint(subscription)
+        w.u8(n.platform.code)
+        w.string(n.applicationID)
+        w.string(n.deviceToken)
+        w.string(n.item)
+        w.string(n.payload)
+        w.signed(SeriesTime.milliseconds(n.created) ?? 0)
+        return w.bytes
+    }
+
+    static func decodeNotification(_ bytes: [UInt8], id: UInt64) throws -> PushNotification {
+        var r = try PushLayout.Reader(bytes, what: "push notification \(id)")
+        let device = try r.varint()
+        let subscription = try r.varint()
+        let code = try r.u8()
+        guard let platform = PushDevice.Platform(code: code) else { throw r.fail("unknown platform \(code)") }
+        let app = try r.string()
+        let token = try r.string()
+        let item = try r.string()
+        let payload = try r.string()
+        let created = try r.signed()
+        try r.end()
+        return PushNotification(id: id, deviceID: PushLayout.deviceID(device), platform: platform, applicationID: app,
+                                deviceToken: token, subscriptionID: PushLayout.subscriptionID(subscription), item: item,
+                                payload: payload, created: SeriesTime.date(created))
+    }
+
+    // MARK: Fields of updates
+
+    /// The fields of a time-series event: its value's (the members of an object, else `value`),
+    /// then `sequence`, `timestamp` (ms since 1970) and `author`.
+    static func fields(ofEvent record: [UInt8], sequence: UInt64, decoding: SeriesDecoding, typeName: String,
+                       path: String) throws -> [String: String] {
+        try record.withUnsafeBytes { bytes in
+            guard let h = EventRecord.decode(bytes), h.author < decoding.authors.count else {
+                throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(sequence): malformed record")
+            }
+            let value = try ValueCodec<JSON>.json(typeName: typeName, bytes: UnsafeRawBufferPointer(rebasing: bytes[h.valueOffset...]))
+            var fields = PushFields.fields(of: value, singleFieldName: "value")
+            fields["sequence"] = String(sequence)
+            fields["timestamp"] = String(decoding.base &+ Int64(truncatingIfNeeded: h.timestampDelta))
+            fields["author"] = decoding.authors[Int(h.author)]
+            return fields
+        }
+    }
+
+    /// The fields of a history message: its message's (the members of an object, else
+    /// `message`), then `timetoken` and `publisher`.
+    static func fields(ofMessage record: [UInt8], timetoken: UInt64, typeName: String, name: String) throws -> [String: String] {
+        try record.withUnsafeBytes { bytes in
+            let parts = try MessageRecord.decode(bytes, what: "message \(timetoken) of channel \"\(name)\"")
+            let value = try ValueCodec<JSON>.json(typeName: typeName, bytes: parts.message)
+            var fields = PushFields.fields(of: value, singleFieldName: "message")
+            fields["timetoken"] = String(timetoken)
+            fields["publisher"] = parts.publisher ?? ""
+            return fields
+        }
+    }
+}
