@@ -1,8 +1,8 @@
 /// A device that receives push notifications: the platform's push service, the application and
 /// the token that service gave the application on that device (Lightstreamer's `MPNDevice`).
-struct PushDevice: Sendable, Hashable {
+public struct PushDevice: Sendable, Hashable {
     /// The push service of a device.
-    enum Platform: String, Sendable, Hashable, Codable {
+    public enum Platform: String, Sendable, Hashable, Codable {
         /// Apple Push Notification service.
         case apple = "Apple"
         /// Firebase Cloud Messaging.
@@ -18,13 +18,15 @@ struct PushDevice: Sendable, Hashable {
         }
     }
 
-    var platform: Platform
+    /// The device's push service.
+    public var platform: Platform
     /// The application's identifier (bundle id, package name).
-    var applicationID: String
+    public var applicationID: String
     /// The token the push service gave the application on the device.
-    var deviceToken: String
+    public var deviceToken: String
 
-    init(platform: Platform, applicationID: String, deviceToken: String) {
+    /// A device of `platform` where the application `applicationID` got `deviceToken`.
+    public init(platform: Platform, applicationID: String, deviceToken: String) {
         self.platform = platform
         self.applicationID = applicationID
         self.deviceToken = deviceToken
@@ -40,9 +42,9 @@ struct PushDevice: Sendable, Hashable {
 }
 
 /// A registered device: its persistent id and status.
-struct RegisteredDevice: Sendable, Hashable {
+public struct RegisteredDevice: Sendable, Hashable {
     /// A device's status.
-    enum Status: String, Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable {
         /// Notifications are created for it.
         case registered
         /// Suspended (the push service rejected its token): no notifications until it registers again.
@@ -50,7 +52,9 @@ struct RegisteredDevice: Sendable, Hashable {
     }
 
     /// The persistent id, never reused.
-    var id: String
-    var status: Status
-    var device: PushDevice
+    public var id: String
+    /// Whether notifications are created for it.
+    public var status: Status
+    /// The device.
+    public var device: PushDevice
 }

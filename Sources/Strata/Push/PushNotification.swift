@@ -1,18 +1,23 @@
 import Foundation
 
 /// A notification in the store's outbox, due to be sent by the program's delivery loop.
-struct PushNotification: Sendable, Hashable {
+public struct PushNotification: Sendable, Hashable {
     /// Unique and increasing, in the order notifications were created.
-    var id: UInt64
-    var deviceID: String
-    var platform: PushDevice.Platform
-    var applicationID: String
-    var deviceToken: String
-    var subscriptionID: String
+    public var id: UInt64
+    /// The device's id.
+    public var deviceID: String
+    /// The device's push service.
+    public var platform: PushDevice.Platform
+    /// The application to notify.
+    public var applicationID: String
+    /// The device token to send to.
+    public var deviceToken: String
+    /// The subscription that matched.
+    public var subscriptionID: String
     /// The item whose update caused it.
-    var item: String
+    public var item: String
     /// The JSON payload to send.
-    var payload: String
+    public var payload: String
     /// The clock's time at the commit that created it.
-    var created: Date
+    public var created: Date
 }

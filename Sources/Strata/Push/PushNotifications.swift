@@ -1,15 +1,20 @@
 import Foundation
 
 /// Options of ``Store/pushNotifications(options:)``.
-struct PushOptions: Sendable {
+public struct PushOptions: Sendable {
     /// Regular expressions a trigger (with named arguments rewritten to `$[n]`) must match whole
     /// to be accepted; empty accepts everything the language parses.
-    var acceptedTriggers: [String] = []
+    public var acceptedTriggers: [String] = []
+
+    /// Options accepting the triggers that match `acceptedTriggers` (all if empty).
+    public init(acceptedTriggers: [String] = []) {
+        self.acceptedTriggers = acceptedTriggers
+    }
 }
 
 /// The push subscriptions of a store (Lightstreamer's MPN module, embedded): devices,
 /// subscriptions on time series and channels, and the outbox their matches fill.
-struct PushNotifications: Sendable {
+public struct PushNotifications: Sendable {
     let state: PushState
     let options: PushOptions
 
@@ -17,7 +22,7 @@ struct PushNotifications: Sendable {
 
     /// Registers `device`, or returns the registered device with the same platform, application
     /// and token (resuming it if suspended).
-    func register(_ device: PushDevice) throws -> RegisteredDevice {
+    public func register(_ device: PushDevice) throws -> RegisteredDevice {
         try device.validate()
         return try state.write { m, batch in
             var next = m
@@ -45,7 +50,7 @@ struct PushNotifications: Sendable {
     }
 
     /// Suspends a device: no notifications are created for it until it registers again.
-    func suspend(device id: String) throws {
+    public func suspend(device id: String) throws {
         try state.write { m, batch in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
@@ -57,7 +62,7 @@ struct PushNotifications: Sendable {
     }
 
     /// Gives a device a new token; its subscriptions stay.
-    func updateToken(device id: String, to token: String) throws -> RegisteredDevice {
+    public func updateToken(device id: String, to token: String) throws -> RegisteredDevice {
         try state.write { m, batch in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
@@ -77,7 +82,7 @@ struct PushNotifications: Sendable {
     }
 
     /// Makes the next badge number of a device 1.
-    func resetBadge(device id: String) throws {
+    public func resetBadge(device id: String) throws {
         try state.write { m, batch in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
@@ -101,7 +106,7 @@ struct PushNotifications: Sendable {
     /// with `coalescing`, modifies a same-device subscription with the same adapter, items,
     /// fields and trigger), and returns it with status `.subscribed`. Nothing is sent until the
     /// next update.
-    func subscribe(_ subscription: PushSubscription, device id: String, coalescing: Bool = false) throws -> PushSubscription {
+    public func subscribe(_ subscription: PushSubscription, device id: String, coalescing: Bool = false) throws -> PushSubscription {
         try subscription.validate()
         if case .limited? = subscription.requestedMaxFrequency {
             throw StrataError.invalidArgument("push subscription: frequency limits are not supported yet")
@@ -155,7 +160,7 @@ struct PushNotifications: Sendable {
 
     /// Changes a subscription's trigger and format (nil keeps); a triggered subscription becomes
     /// subscribed again.
-    func modify(_ id: String, triggerExpression: String?, notificationFormat: String?) throws -> PushSubscription {
+    public func modify(_ id: String, triggerExpression: String?, notificationFormat: String?) throws -> PushSubscription {
         try state.write { m, batch in
             guard let n = PushLayout.number(id, prefix: "S"), var entry = m.subscriptions[n] else {
                 throw StrataError.notFound("push subscription \(id.debugDescription)")
@@ -179,7 +184,7 @@ struct PushNotifications: Sendable {
     }
 
     /// Deletes a subscription (its merged states too); its notifications already in the outbox stay.
-    func unsubscribe(_ id: String) throws {
+    public func unsubscribe(_ id: String) throws {
         try state.write { m, batch in
             guard let n = PushLayout.number(id, prefix: "S"), let entry = m.subscriptions[n] else {
                 throw StrataError.notFound("push subscription \(id.debugDescription)")
@@ -191,7 +196,7 @@ struct PushNotifications: Sendable {
 
     /// Deletes every subscription of a device, or those with exactly `status`; returns how many.
     @discardableResult
-    func unsubscribeAll(device id: String, status: PushSubscription.Status? = nil) throws -> Int {
+    public func unsubscribeAll(device id: String, status: PushSubscription.Status? = nil) throws -> Int {
         try state.write { m, batch in
             let (deviceNumber, _) = try Self.device(id, in: m)
             let doomed = m.subscriptions.values.filter { $0.device == deviceNumber && (status == nil || $0.subscription.status == status) }
@@ -202,7 +207,7 @@ struct PushNotifications: Sendable {
     }
 
     /// The subscriptions of a device (with exactly `status` if given), in id order.
-    func subscriptions(device id: String, status: PushSubscription.Status? = nil) throws -> [PushSubscription] {
+    public func subscriptions(device id: String, status: PushSubscription.Status? = nil) throws -> [PushSubscription] {
         let m = state.model.withLock { $0 }
         let (n, _) = try Self.device(id, in: m)
         return m.subscriptions.values.filter { $0.device == n && (status == nil || $0.subscription.status == status) }
@@ -227,7 +232,7 @@ struct PushNotifications: Sendable {
     // MARK: The outbox
 
     /// The unacknowledged notifications, oldest first, at most `limit`.
-    func pendingNotifications(limit: Int = 100) throws -> [PushNotification] {
+    public func pendingNotifications(limit: Int = 100) throws -> [PushNotification] {
         guard limit >= 1 else { throw StrataError.invalidArgument("pendingNotifications: limit \(limit) must be at least 1") }
         let snapshot = try state.engine.snapshot()
         let prefix = PushLayout.prefix(4)
@@ -246,7 +251,7 @@ struct PushNotifications: Sendable {
 
     /// Removes a notification from the outbox (it was sent). Acknowledging one that is gone
     /// already does nothing.
-    func acknowledge(_ notification: PushNotification) throws {
+    public func acknowledge(_ notification: PushNotification) throws {
         var batch = WriteBatch()
         batch.deleteRaw(PushLayout.notificationKey(notification.id))
         try state.engine.commit(CommitBatch(records: batch))
@@ -255,7 +260,7 @@ struct PushNotifications: Sendable {
 
 extension Store {
     /// The push subscriptions of the store.
-    func pushNotifications(options: PushOptions = PushOptions()) throws -> PushNotifications {
+    public func pushNotifications(options: PushOptions = PushOptions()) throws -> PushNotifications {
         let state = try collections.state(kind: .push, name: PushState.registryName, as: PushState.self) {
             try PushState(store: self)
         }

@@ -2,72 +2,101 @@ import Foundation
 
 /// A durable push-notification subscription to items of the store (Lightstreamer's
 /// `MPNSubscription`): which updates, which fields, how they are formatted, filtered and limited.
-struct PushSubscription: Sendable, Hashable {
+public struct PushSubscription: Sendable, Hashable {
     /// MERGE keeps each item's state and sends it; DISTINCT sends each update.
-    enum Mode: String, Sendable, Hashable, Codable {
+    public enum Mode: String, Sendable, Hashable, Codable {
+        /// Each item keeps its merged state (absent fields keep their values); notifications carry it.
         case merge = "MERGE"
+        /// Each update is its own notification.
         case distinct = "DISTINCT"
     }
 
     /// Where the items are: time-series paths or history channel names.
-    enum DataAdapter: String, Sendable, Hashable, Codable {
+    public enum DataAdapter: String, Sendable, Hashable, Codable {
+        /// Items are time-series paths; an update is an event.
         case timeSeries
+        /// Items are history channel names; an update is a message.
         case history
     }
 
     /// Lightstreamer's subscription status.
-    enum Status: String, Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable {
+        /// Not subscribed (new, or unsubscribed).
         case unknown = "UNKNOWN"
+        /// Submitted, not yet subscribed (a store subscribes at once: never returned by it).
         case active = "ACTIVE"
+        /// Subscribed; a trigger, if any, has not held yet.
         case subscribed = "SUBSCRIBED"
+        /// Its trigger held once: it sent its one notification and sends nothing more.
         case triggered = "TRIGGERED"
     }
 
     /// The buffer of updates that wait for the frequency limit, per item.
-    enum BufferSize: Sendable, Hashable {
+    public enum BufferSize: Sendable, Hashable {
+        /// At most this many updates wait per item.
         case limited(Int)
+        /// Every update waits.
         case unlimited
     }
 
     /// The most notifications per second per item.
-    enum MaxFrequency: Sendable, Hashable {
+    public enum MaxFrequency: Sendable, Hashable {
+        /// At most this many notifications per second per item.
         case limited(Double)
+        /// No limit.
         case unlimited
     }
 
-    var mode: Mode
-    var items: [String]
-    var fields: [String]
-    var dataAdapter: DataAdapter = .timeSeries
-    var notificationFormat: String?
-    var triggerExpression: String?
-    var requestedBufferSize: BufferSize?
-    var requestedMaxFrequency: MaxFrequency?
-    var subscriptionID: String?
-    var status: Status = .unknown
-    var statusTimestamp: Date?
+    /// MERGE or DISTINCT.
+    public var mode: Mode
+    /// The items: series paths or channel names (non-empty, no spaces).
+    public var items: [String]
+    /// The fields, in the order `$[n]` counts them (non-empty, no spaces).
+    public var fields: [String]
+    /// Where the items are; time series by default.
+    public var dataAdapter: DataAdapter = .timeSeries
+    /// The JSON format of the notifications, with `${field}`, `$[n]`, `${LS_MPN_subscription_ID}`
+    /// and the `"AUTO"` badge (see ``PushFormat``); required to subscribe.
+    public var notificationFormat: String?
+    /// A trigger: no notification until it holds, then exactly one.
+    public var triggerExpression: String?
+    /// The per-item buffer of updates waiting for the frequency limit; nil: 1 for MERGE,
+    /// unlimited for DISTINCT.
+    public var requestedBufferSize: BufferSize?
+    /// The most notifications per second per item; nil: unlimited.
+    public var requestedMaxFrequency: MaxFrequency?
+    /// The persistent id, once subscribed.
+    public internal(set) var subscriptionID: String?
+    /// The status.
+    public internal(set) var status: Status = .unknown
+    /// When the status last changed.
+    public internal(set) var statusTimestamp: Date?
 
-    init(mode: Mode, items: [String], fields: [String]) {
+    /// A subscription of `fields` of `items`.
+    public init(mode: Mode, items: [String], fields: [String]) {
         self.mode = mode
         self.items = items
         self.fields = fields
     }
 
     /// The items, space-separated (Lightstreamer's item group).
-    var itemGroup: String {
+    public var itemGroup: String {
         get { items.joined(separator: " ") }
         set { items = newValue.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
     }
 
     /// The fields, space-separated (Lightstreamer's field schema).
-    var fieldSchema: String {
+    public var fieldSchema: String {
         get { fields.joined(separator: " ") }
         set { fields = newValue.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
     }
 
-    var isActive: Bool { status != .unknown }
-    var isSubscribed: Bool { status == .subscribed || status == .triggered }
-    var isTriggered: Bool { status == .triggered }
+    /// Whether it was submitted (any status but `.unknown`).
+    public var isActive: Bool { status != .unknown }
+    /// Whether it is subscribed (`.subscribed` or `.triggered`).
+    public var isSubscribed: Bool { status == .subscribed || status == .triggered }
+    /// Whether its trigger held.
+    public var isTriggered: Bool { status == .triggered }
 
     /// The buffer in effect: the requested one, else 1 for MERGE and unlimited for DISTINCT.
     var bufferSize: BufferSize { requestedBufferSize ?? (mode == .merge ? .limited(1) : .unlimited) }
