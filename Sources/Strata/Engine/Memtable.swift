@@ -26,17 +26,31 @@ enum Lookup: Equatable {
 ///
 /// One writer (the commit leader) applies batches; readers use it concurrently. A memtable is
 /// tied to the log file that holds the same writes (`logNumber`); once the memtable is flushed
-/// to a segment, that log can go.
+/// to a segment, that log can go. A memtable that recovery filled also holds the writes of the
+/// logs it replayed into it (`replayedLogs`, FORMAT.md 4.5), which go with it.
 final class Memtable: Sendable {
     let list = ArenaSkipList()
+    /// The log that new writes to this memtable go to (for a memtable recovery sealed, the newest
+    /// log it replayed).
     let logNumber: UInt64
+    /// Older logs whose records recovery replayed into this memtable, oldest first; empty for a
+    /// memtable that only took writes of this run.
+    let replayedLogs: [UInt64]
     /// Every range tombstone in arrival order, and their index for lookups.
     private let tombstones = Mutex<(all: [SequencedRangeTombstone], index: RangeTombstoneIndex)>(([], RangeTombstoneIndex()))
     private let tombstoneBytes = Atomic<Int>(0)
 
-    init(logNumber: UInt64) {
+    init(logNumber: UInt64, replayedLogs: [UInt64] = []) {
         self.logNumber = logNumber
+        self.replayedLogs = replayedLogs
     }
+
+    /// The oldest log holding writes of this memtable: what the manifest's `logNumber` must not
+    /// pass until the memtable is flushed.
+    var oldestLogNumber: UInt64 { replayedLogs.first ?? logNumber }
+
+    /// Every log holding writes of this memtable, oldest first: deleted once it is flushed.
+    var logNumbers: [UInt64] { replayedLogs + [logNumber] }
 
     var approximateSize: Int { list.memoryUsage + tombstoneBytes.load(ordering: .relaxed) }
 
