@@ -17,6 +17,10 @@
 //       unbuffered write(2), so lines of different threads never mix.
 //   strata-crash-helper hold <directory>
 //       Opens the store, prints `OPEN`, sleeps up to 60 s (until killed), then closes it.
+//   strata-crash-helper put <directory> <prefix> <count>
+//       Opens the store (buffered durability, default options: no flush in a small run), puts
+//       `<prefix>/<i>` = `v<i>` for i in 0..<count, one batch each, prints `DONE`, then sleeps
+//       like `hold` until killed.
 //   strata-crash-helper series|history|documents <directory> …
 //       The collections' crash modes (SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift).
 //   strata-crash-helper transactions <directory> <seed>
@@ -192,6 +196,24 @@ func runHold(directory: URL) {
     try? store.close()
 }
 
+func runPut(directory: URL, prefix: String, count: Int) {
+    let store: Store
+    do {
+        store = try Store.open(at: directory, options: StoreOptions(durability: .buffered))
+        for i in 0..<count { try store.put(Array("\(prefix)/\(i)".utf8), Array("v\(i)".utf8)) }
+    } catch {
+        fail("put failed: \(error)")
+    }
+    emit("DONE")
+    var remaining = 60.0
+    while remaining > 0 {
+        usleep(100_000)
+        remaining -= 0.1
+        exitIfOrphaned()
+    }
+    try? store.close()
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: strata-crash-helper write <directory> <seed> [threads] [buffered] | hold <directory>") }
 let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
@@ -208,6 +230,11 @@ case "write":
     runWrite(directory: directory, seed: seed, threads: threads, buffered: arguments.count == 6)
 case "hold":
     runHold(directory: directory)
+case "put":
+    guard arguments.count == 5, let count = Int(arguments[4]), count >= 0 else {
+        fail("usage: strata-crash-helper put <directory> <prefix> <count>")
+    }
+    runPut(directory: directory, prefix: arguments[3], count: count)
 case "series":
     runSeries(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "history":

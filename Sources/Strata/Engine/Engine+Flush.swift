@@ -62,7 +62,7 @@ extension Engine {
                 var m = manifest
                 if !written.isEmpty { m.runs.insert(written, at: 0) }
                 let remaining = immutables.dropLast()
-                m.logNumber = remaining.last?.logNumber ?? active.logNumber
+                m.logNumber = remaining.last?.oldestLogNumber ?? active.oldestLogNumber
                 m.lastSequence = lastSequence
                 try publish(m, adding: readers)
                 if !readers.isEmpty { version = Version(runs: [SortedRun(segments: readers)] + version.runs) }
@@ -90,12 +90,14 @@ extension Engine {
             }
             return
         }
-        // The flushed memtable's log is no longer needed; if it cannot be deleted, the next open
-        // deletes it unread (it is below the manifest's log number).
-        let path = directory + "/" + FileNames.log(memtable.logNumber)
-        do { try FileSystem.remove(path) } catch {
-            let e = Self.strataError(error, path: path, operation: "unlink")
-            lock.withLock { noteBackgroundFailure(e, during: "deleting a flushed log") }
+        // The flushed memtable's logs are no longer needed; one that cannot be deleted, the next
+        // open deletes unread (it is below the manifest's log number).
+        for n in memtable.logNumbers {
+            let path = directory + "/" + FileNames.log(n)
+            do { try FileSystem.remove(path) } catch {
+                let e = Self.strataError(error, path: path, operation: "unlink")
+                lock.withLock { noteBackgroundFailure(e, during: "deleting a flushed log") }
+            }
         }
     }
 

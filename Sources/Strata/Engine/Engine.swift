@@ -99,7 +99,8 @@ final class Engine: @unchecked Sendable {
     /// What opening found in the logs and discarded (``Store/recovery``).
     let recovery: RecoveryReport
 
-    /// Opens (creating if needed) the store in `directory`, replaying its logs (``EngineRecovery``).
+    /// Opens (creating if needed) the store in `directory`, replaying its logs into memtables
+    /// (``EngineRecovery``); it writes no segment unless the logs of many crashed opens piled up.
     init(directory: String, options: EngineOptions) throws {
         self.directory = directory
         self.options = options
@@ -113,8 +114,9 @@ final class Engine: @unchecked Sendable {
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
             self.log = r.log
-            self.active = Memtable(logNumber: r.manifest.logNumber)
-            self.readableMemtables = [active]
+            self.active = r.active
+            self.immutables = r.immutables
+            self.readableMemtables = [r.active] + r.immutables
             self.lastSequence = r.lastSequence
             self.visibleSequence = Atomic(r.lastSequence)
             self.recovery = r.report
@@ -124,7 +126,11 @@ final class Engine: @unchecked Sendable {
         }
         logRecovery()
         if options.durability == .buffered { startSyncTimer() }
-        lock.withLock { maybeScheduleCompaction() }
+        lock.withLock {
+            // Memtables recovery sealed are flushed now, in the background (FORMAT.md 4.5).
+            scheduleFlush()
+            maybeScheduleCompaction()
+        }
     }
 
     /// Tells the log what open found: each torn tail it cut, and what it replayed.

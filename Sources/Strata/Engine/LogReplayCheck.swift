@@ -16,11 +16,14 @@ package struct LogReplayCheck {
     package init() {}
 
     /// Checks `record` of the log at `path` and moves past it; returns its first sequence number
-    /// and operation count.
+    /// and operation count. With `decodingOperations` false, the operations are left for the
+    /// caller to decode, with the same ``WriteBatch/forEachOperation(in:count:file:offset:_:)``
+    /// and so the same errors (recovery, which applies them, decodes each batch once).
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming `path` and the record's offset.
     @discardableResult
-    package mutating func check(_ record: LogReader.Record, path: String) throws -> (firstSequence: UInt64, count: Int) {
+    package mutating func check(_ record: LogReader.Record, path: String,
+                                decodingOperations: Bool = true) throws -> (firstSequence: UInt64, count: Int) {
         func bad(_ reason: String) -> StrataError { .corrupted(file: path, offset: record.offset, reason: reason) }
         guard record.type == LogFormat.RecordType.batch.rawValue else { throw bad("unknown record type \(record.type)") }
         guard record.payload.count >= 12 else {
@@ -41,9 +44,11 @@ package struct LogReplayCheck {
         }
         // Every operation takes at least two bytes: a larger count is corrupt, not a reason to loop.
         guard count <= record.payload.count else { throw bad("batch claims \(count) operations in \(record.payload.count) bytes") }
-        try record.payload.withUnsafeBytes { p in
-            try WriteBatch.forEachOperation(in: UnsafeRawBufferPointer(rebasing: p[12...]), count: count,
-                                            file: path, offset: record.offset) { _, _, _ in }
+        if decodingOperations {
+            try record.payload.withUnsafeBytes { p in
+                try WriteBatch.forEachOperation(in: UnsafeRawBufferPointer(rebasing: p[12...]), count: count,
+                                                file: path, offset: record.offset) { _, _, _ in }
+            }
         }
         if count > 0 { lastSequence = first + UInt64(count) - 1 }
         batches += 1

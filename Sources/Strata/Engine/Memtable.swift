@@ -1,3 +1,4 @@
+import CStrataSupport
 import Synchronization
 
 /// A range deletion in a memtable, with the sequence number that orders it against puts.
@@ -25,17 +26,31 @@ enum Lookup: Equatable {
 ///
 /// One writer (the commit leader) applies batches; readers use it concurrently. A memtable is
 /// tied to the log file that holds the same writes (`logNumber`); once the memtable is flushed
-/// to a segment, that log can go.
+/// to a segment, that log can go. A memtable that recovery filled also holds the writes of the
+/// logs it replayed into it (`replayedLogs`, FORMAT.md 4.5), which go with it.
 final class Memtable: Sendable {
     let list = ArenaSkipList()
+    /// The log that new writes to this memtable go to (for a memtable recovery sealed, the newest
+    /// log it replayed).
     let logNumber: UInt64
+    /// Older logs whose records recovery replayed into this memtable, oldest first; empty for a
+    /// memtable that only took writes of this run.
+    let replayedLogs: [UInt64]
     /// Every range tombstone in arrival order, and their index for lookups.
     private let tombstones = Mutex<(all: [SequencedRangeTombstone], index: RangeTombstoneIndex)>(([], RangeTombstoneIndex()))
     private let tombstoneBytes = Atomic<Int>(0)
 
-    init(logNumber: UInt64) {
+    init(logNumber: UInt64, replayedLogs: [UInt64] = []) {
         self.logNumber = logNumber
+        self.replayedLogs = replayedLogs
     }
+
+    /// The oldest log holding writes of this memtable: what the manifest's `logNumber` must not
+    /// pass until the memtable is flushed.
+    var oldestLogNumber: UInt64 { replayedLogs.first ?? logNumber }
+
+    /// Every log holding writes of this memtable, oldest first: deleted once it is flushed.
+    var logNumbers: [UInt64] { replayedLogs + [logNumber] }
 
     var approximateSize: Int { list.memoryUsage + tombstoneBytes.load(ordering: .relaxed) }
 
@@ -62,9 +77,10 @@ final class Memtable: Sendable {
     }
 
     /// Applies batches read back from logs (recovery) all at once: one sort of all their point
-    /// writes, then inserts in key order, each search starting where the previous ended. Applying
-    /// them batch by batch would insert each write at a random place of a growing list, which for
-    /// a log of a million writes took seconds. Returns the highest sequence applied, if any.
+    /// writes, then inserts in key order — into an empty memtable (recovery's), appended without a
+    /// search at all. Applying them batch by batch would insert each write at a random place of a
+    /// growing list, which for a log of a million writes took seconds. Returns the highest
+    /// sequence applied, if any.
     func apply(replaying batches: [ReplayedBatch]) throws -> UInt64? {
         let total = batches.reduce(0) { $0 + $1.payload.count }
         // One copy of every payload, so that the points of all batches can be views into it; it
@@ -72,6 +88,11 @@ final class Memtable: Sendable {
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(total, 1), alignment: 8)
         defer { storage.deallocate() }
         var points: [Point] = []
+        // Each operation takes at least two bytes: a count beyond that is corrupt (and refused
+        // below), not a size to reserve.
+        points.reserveCapacity(batches.reduce(0) { total, b in
+            b.payload.count >= 12 ? total + min(b.payload.withUnsafeBytes { Int(LittleEndian.uint32($0, at: 8)) }, b.payload.count) : total
+        })
         var highest: UInt64?
         var at = 0
         for b in batches {
@@ -88,7 +109,23 @@ final class Memtable: Sendable {
                         file: b.file, offset: b.offset, into: &points)
             if count > 0 { highest = max(highest ?? 0, first + UInt64(count) - 1) }
         }
-        insertInKeyOrder(&points)
+        if list.first == nil {
+            let order = Self.listOrder(points)
+            // Into an empty list, in list order: appended without a search. The points and their
+            // keys are read in an order unrelated to where they lie: fetch them a little ahead.
+            points.withUnsafeBufferPointer { p in
+                order.withUnsafeBufferPointer { o in
+                    list.append(count: o.count) { i in
+                        if i + 16 < o.count { strata_prefetch(p.baseAddress! + o[i + 16].index) }
+                        if i + 8 < o.count, let k = p[o[i + 8].index].key.baseAddress { strata_prefetch(k) }
+                        let point = p[o[i].index]
+                        return (point.key, point.sequence, point.kind.rawValue, point.value)
+                    }
+                }
+            }
+        } else {
+            insertInKeyOrder(&points)
+        }
         return highest
     }
 
@@ -138,6 +175,62 @@ final class Memtable: Sendable {
             }
             seq += 1
         }
+    }
+
+    /// A point's place in the sort: its key's first 8 bytes and its index.
+    private struct Ranked {
+        var head: UInt64
+        var index: Int
+    }
+
+    /// The indices of `points` in list order (key ascending, then newest first), for a bulk load:
+    /// a least-significant-digit radix sort of (head, index) pairs on the 8-byte key heads, which
+    /// skips the bytes every head shares, then a comparison sort of each run of equal heads. The
+    /// radix passes are stable and `points` come in sequence order, so only those runs need the
+    /// whole keys; sorting the 48-byte points themselves by comparison cost several times more.
+    private static func listOrder(_ points: [Point]) -> [Ranked] {
+        let n = points.count
+        guard n > 0 else { return [] }
+        var a = points.enumerated().map { Ranked(head: $0.element.head, index: $0.offset) }
+        var b = a
+        let first = a[0].head
+        let differing = a.reduce(UInt64(0)) { $0 | ($1.head ^ first) }
+        a.withUnsafeMutableBufferPointer { pa in
+            b.withUnsafeMutableBufferPointer { pb in
+                var source = pa, target = pb
+                var counts = [Int](repeating: 0, count: 256)
+                for shift in stride(from: 0, to: 64, by: 8) where (differing >> UInt64(shift)) & 0xFF != 0 {
+                    for i in 0..<256 { counts[i] = 0 }
+                    for r in source { counts[Int((r.head >> UInt64(shift)) & 0xFF)] += 1 }
+                    var at = 0
+                    for i in 0..<256 { (counts[i], at) = (at, at + counts[i]) }
+                    for r in source {
+                        let d = Int((r.head >> UInt64(shift)) & 0xFF)
+                        target[counts[d]] = r
+                        counts[d] += 1
+                    }
+                    swap(&source, &target)
+                }
+                if source.baseAddress != pa.baseAddress {
+                    pa.baseAddress!.update(from: source.baseAddress!, count: n)
+                }
+            }
+        }
+        // Equal heads: order by the whole key, then newest first.
+        var i = 0
+        while i < n {
+            var j = i + 1
+            while j < n && a[j].head == a[i].head { j += 1 }
+            if j - i > 1 {
+                a[i..<j].sort {
+                    let x = points[$0.index], y = points[$1.index]
+                    let c = ByteComparison.compare(x.key, y.key)
+                    return c != 0 ? c < 0 : x.sequence > y.sequence
+                }
+            }
+            i = j
+        }
+        return a
     }
 
     /// Inserts `points` in (key, newest first) order, each insert starting after the previous.

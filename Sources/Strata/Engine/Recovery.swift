@@ -2,12 +2,19 @@
 /// (FORMAT.md 4.5). Called by ``Engine`` once it holds the lock.
 ///
 /// Recovery runs in two phases. The first only reads: the manifest, the directory, every listed
-/// segment, every log to replay (each record checked by ``LogReplayCheck``). Any fault found there
-/// refuses the open and leaves the directory exactly as it was. The second writes — the replayed
-/// writes as a new run, the new log, then the manifest naming both — and only once that manifest
-/// is durable does it delete what the store no longer needs (temporary files, unlisted segments,
-/// replayed and older logs). Deleting is then best effort: a file left over is deleted at the next
-/// open, and never makes this one fail.
+/// segment, every log to replay (each record checked by ``LogReplayCheck``), and replays the logs
+/// into memtables. Any fault found there refuses the open and leaves the directory exactly as it
+/// was. The second writes: it syncs the replayed logs that stay live, creates the new log, and
+/// replaces the manifest; only once that manifest is durable does it delete what the store no
+/// longer needs (temporary files, unlisted segments, flushed and empty logs). Deleting is then best
+/// effort: a file left over is deleted at the next open, and never makes this one fail.
+///
+/// No segment is written: the replayed logs stay live, named by the manifest as logs still to
+/// replay, and their records wait in memtables for a flush in the background, as if they had been
+/// written in this run. The newest of them becomes the active memtable (its writes then go to the
+/// new log); the others are sealed, flushed right after open. Only an open that finds
+/// ``maxReplayedLogs`` logs or more (left by opens that each crashed before a flush) writes their
+/// records to segments first, as recovery always did, so that such crashes cannot pile logs up.
 struct EngineRecovery {
     /// The manifest written at the end of recovery.
     let manifest: Manifest
@@ -15,9 +22,19 @@ struct EngineRecovery {
     let runs: [SortedRun]
     /// The new, empty log writes go to.
     let log: LogWriter
+    /// The memtable writes go to: the newest replayed records, tied to their logs and to `log`.
+    let active: Memtable
+    /// Memtables of older replayed logs, sealed and waiting for their flush, newest first.
+    let immutables: [Memtable]
     /// The last sequence number used; writes continue after it.
     let lastSequence: UInt64
     let report: RecoveryReport
+
+    /// How many logs with records an open keeps live at most. Each open that crashes before a
+    /// flush may leave one more log behind; an open that finds this many writes their records to
+    /// segments before it returns (FORMAT.md 4.5, step 7), which bounds the logs however often
+    /// the store crashes.
+    static let maxReplayedLogs = 8
 
     /// What the read-only phase found.
     private struct Plan {
@@ -28,20 +45,35 @@ struct EngineRecovery {
         var live: Set<UInt64>
         var segmentsOnDisk: Set<UInt64>
         var temporaries: [String]
+        /// Logs below the manifest's log number, and replayed logs without a record.
         var logsToDelete: [UInt64]
-        var recovered: Memtable
+        /// Replayed logs with records: they stay until a flush writes their records.
+        var liveLogs: [UInt64]
+        var active: Memtable
+        var immutables: [Memtable]
+        /// Whether the replayed records are written to segments during the open (there are
+        /// ``maxReplayedLogs`` logs or more).
+        var writeSegments: Bool
         var lastSequence: UInt64
         var report: RecoveryReport
     }
 
+    /// One replayed log's records, for grouping into memtables.
+    private struct ReplayedLog {
+        let number: UInt64
+        var batches: [Memtable.ReplayedBatch] = []
+        var bytes = 0
+        var torn = false
+    }
+
     static func recover(directory: String, options: EngineOptions, cache: BlockCache?) throws -> EngineRecovery {
-        let plan = try read(directory: directory, cache: cache)
+        let plan = try read(directory: directory, options: options, cache: cache)
         return try write(plan, directory: directory, options: options, cache: cache)
     }
 
     // MARK: Phase 1: read and check everything; change nothing
 
-    private static func read(directory: String, cache: BlockCache?) throws -> Plan {
+    private static func read(directory: String, options: EngineOptions, cache: BlockCache?) throws -> Plan {
         let manifestPath = directory + "/" + FileNames.manifest
         let existing = try Manifest.read(directory: directory)
         let names = try FileSystem.listDirectory(directory)
@@ -112,7 +144,7 @@ struct EngineRecovery {
         // Read and check every log to replay before applying any of it.
         var report = RecoveryReport()
         var check = LogReplayCheck()
-        var batches: [Memtable.ReplayedBatch] = []
+        var logs: [ReplayedLog] = []
         for n in replay {
             let path = directory + "/" + FileNames.log(n)
             let reader = try LogReader(path: path)
@@ -120,60 +152,126 @@ struct EngineRecovery {
                 throw StrataError.corrupted(file: path, offset: 12,
                                             reason: "header says log \(reader.logNumber), the file name says \(n)")
             }
+            var log = ReplayedLog(number: n)
+            log.batches.reserveCapacity(reader.records.count)
             for record in reader.records {
-                try check.check(record, path: path)
-                batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
+                // Memtable.apply decodes the operations, with the same errors, before phase 2.
+                try check.check(record, path: path, decodingOperations: false)
+                log.batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
+                log.bytes += record.payload.count
             }
             if case .tornTail(let offset, let reason) = reader.end {
                 report.cutTails.append(RecoveryReport.CutTail(file: path, offset: offset,
                                                               bytesCut: reader.fileLength - offset, reason: reason))
+                log.torn = true
             }
             report.logsReplayed += 1
+            logs.append(log)
         }
         report.batchesReplayed = check.batches
-        let recovered = Memtable(logNumber: 0)
-        _ = try recovered.apply(replaying: batches)
-        batches = []
 
-        return Plan(manifest: m, isNewStore: existing == nil,
-                    nextFileNumber: max(m.nextFileNumber, maxNumber + 1),
+        // The new log's number, unless phase 2 writes segments first (then no memtable keeps it).
+        let nextFileNumber = max(m.nextFileNumber, maxNumber + 1)
+        let (active, immutables) = try memtables(replaying: logs, newLog: nextFileNumber, options: options)
+        let empty = logs.filter { $0.batches.isEmpty }.map(\.number)
+
+        return Plan(manifest: m, isNewStore: existing == nil, nextFileNumber: nextFileNumber,
                     runs: runs, live: live, segmentsOnDisk: segmentsOnDisk, temporaries: temporaries,
-                    logsToDelete: stale + replay, recovered: recovered,
+                    logsToDelete: stale + empty, liveLogs: logs.filter { !$0.batches.isEmpty }.map(\.number),
+                    active: active, immutables: immutables,
+                    writeSegments: logs.count(where: { !$0.batches.isEmpty }) >= maxReplayedLogs,
                     lastSequence: max(m.lastSequence, check.lastSequence), report: report)
+    }
+
+    /// Applies the replayed logs' records to memtables, each tied to the logs it holds (FORMAT.md
+    /// 4.5, step 6). Consecutive logs share a memtable while their records fit in
+    /// `memtableSize`; every log with records belongs to exactly one memtable. The newest memtable
+    /// becomes the active one, tied also to `newLog`, unless one of its logs has a torn tail: then
+    /// it is sealed too (flushed right after open, so that the cut tail is reported once) and the
+    /// active memtable starts empty. Returns the active memtable and the sealed ones, newest first.
+    private static func memtables(replaying logs: [ReplayedLog], newLog: UInt64,
+                               options: EngineOptions) throws -> (active: Memtable, immutables: [Memtable]) {
+        var groups: [[ReplayedLog]] = []
+        var bytes = 0
+        for log in logs where !log.batches.isEmpty {
+            if let current = groups.last,
+               bytes + log.bytes <= options.memtableSize, current.count < maxReplayedLogs {
+                groups[groups.count - 1].append(log)
+                bytes += log.bytes
+            } else {
+                groups.append([log])
+                bytes = log.bytes
+            }
+        }
+        var immutables: [Memtable] = []
+        var active: Memtable?
+        for (i, group) in groups.enumerated() {
+            let numbers = group.map(\.number)
+            let memtable: Memtable
+            if i == groups.count - 1, !group.contains(where: \.torn) {
+                memtable = Memtable(logNumber: newLog, replayedLogs: numbers)
+                active = memtable
+            } else {
+                memtable = Memtable(logNumber: numbers[numbers.count - 1], replayedLogs: Array(numbers.dropLast()))
+                immutables.insert(memtable, at: 0)
+            }
+            _ = try memtable.apply(replaying: group.flatMap(\.batches))
+        }
+        return (active ?? Memtable(logNumber: newLog), immutables)
     }
 
     // MARK: Phase 2: make the recovered state durable, then clean up
 
-    private static func write(_ plan: Plan, directory: String, options: EngineOptions, cache: BlockCache?) throws -> EngineRecovery {
+    private static func write(_ plan: Plan, directory: String, options: EngineOptions,
+                              cache: BlockCache?) throws -> EngineRecovery {
         var m = plan.manifest
         m.formatVersion = Manifest.version
-        var runs = plan.runs
-        var nextNumber = plan.nextFileNumber
         if plan.isNewStore {
             // The manifest comes before any log: no crash leaves a log without one.
             try m.write(directory: directory)
         }
-        var written: [SegmentMetadata] = []
-        let logNumber: UInt64
+        var runs = plan.runs
+        var active = plan.active
+        var immutables = plan.immutables
+        var liveLogs = plan.liveLogs
+        var logsToDelete = plan.logsToDelete
+        var nextNumber = plan.nextFileNumber
+        var written: [[SegmentMetadata]] = []
         let log: LogWriter
         do {
-            if !plan.recovered.isEmpty {
-                written = try Engine.writeRun(from: plan.recovered, directory: directory, options: options) {
-                    defer { nextNumber += 1 }
-                    return nextNumber
+            if plan.writeSegments {
+                // Too many logs: their records go to segments now (one run per memtable, the
+                // newest first), and the logs are deleted once the manifest lists the runs.
+                for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
+                    let run = try Engine.writeRun(from: memtable, directory: directory, options: options) {
+                        defer { nextNumber += 1 }
+                        return nextNumber
+                    }
+                    if !run.isEmpty { written.insert(run, at: 0) }
                 }
                 if !written.isEmpty {
                     try FileSystem.syncDirectory(directory)
-                    runs.insert(SortedRun(segments: try Engine.openSegments(written, directory: directory, cache: cache)), at: 0)
+                    for run in written.reversed() {
+                        runs.insert(SortedRun(segments: try Engine.openSegments(run, directory: directory, cache: cache)), at: 0)
+                    }
+                }
+                logsToDelete += liveLogs
+                liveLogs = []
+                immutables = []
+            } else {
+                // The replayed records the store now serves must survive a power cut from here on,
+                // as they did when recovery wrote them to a segment: the previous run may not have
+                // synced them. Their names are durable already (a log's name is synced when it is
+                // created, 4.4).
+                for n in liveLogs {
+                    try SystemFile.withFile(directory + "/" + FileNames.log(n), flags: .readOnly) { try $0.sync() }
                 }
             }
             // The new log exists, and its name is durable, before the manifest names it: a log the
             // manifest names is never missing after a crash.
-            logNumber = nextNumber
-            nextNumber += 1
-            let path = directory + "/" + FileNames.log(logNumber)
+            let path = directory + "/" + FileNames.log(nextNumber)
             do {
-                log = try LogWriter(path: path, number: logNumber)
+                log = try LogWriter(path: path, number: nextNumber)
             } catch {
                 if FileSystem.exists(path) { try? FileSystem.remove(path) }
                 throw error
@@ -188,13 +286,16 @@ struct EngineRecovery {
             }
         } catch {
             // Nothing names these segments yet: take them back.
-            for s in written { try? FileSystem.remove(directory + "/" + FileNames.segment(s.number)) }
+            for s in written.joined() { try? FileSystem.remove(directory + "/" + FileNames.segment(s.number)) }
             throw error
         }
-        m.nextFileNumber = nextNumber
-        m.logNumber = logNumber
+        if plan.writeSegments { active = Memtable(logNumber: nextNumber) }
+        // The oldest log with records stays the first to replay; the logs below it are flushed
+        // or empty.
+        m.nextFileNumber = nextNumber + 1
+        m.logNumber = liveLogs.first ?? nextNumber
         m.lastSequence = plan.lastSequence
-        if !written.isEmpty { m.runs.insert(written, at: 0) }
+        m.runs.insert(contentsOf: written, at: 0)
         do {
             try m.write(directory: directory)
         } catch {
@@ -210,8 +311,9 @@ struct EngineRecovery {
         for n in plan.segmentsOnDisk where !plan.live.contains(n) {
             try? FileSystem.remove(directory + "/" + FileNames.segment(n))
         }
-        for n in plan.logsToDelete { try? FileSystem.remove(directory + "/" + FileNames.log(n)) }
+        for n in logsToDelete { try? FileSystem.remove(directory + "/" + FileNames.log(n)) }
 
-        return EngineRecovery(manifest: m, runs: runs, log: log, lastSequence: plan.lastSequence, report: plan.report)
+        return EngineRecovery(manifest: m, runs: runs, log: log, active: active, immutables: immutables,
+                              lastSequence: plan.lastSequence, report: plan.report)
     }
 }

@@ -210,10 +210,11 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         defer { dir.remove() }
         let store = try Store.open(at: dir.url)
         try store.put(Array("a".utf8), Array("1".utf8))
+        try store.compact()  // log 1 flushed to a segment; the manifest names the new, empty log
         try store.close()
-        try Store.open(at: dir.url).close()  // replays log 1 into segment 2, names log 3
-        #expect(dir.list().contains("000003.log"))
-        try FileManager.default.removeItem(atPath: dir.file("000003.log"))
+        let named = FileNames.log(try #require(try Manifest.read(directory: dir.path)).logNumber)
+        #expect(named != "000001.log" && dir.list().contains(named))
+        try FileManager.default.removeItem(atPath: dir.file(named))
         var manifest = try dir.read("MANIFEST")
         manifest[8] = 1
         try dir.write("MANIFEST", manifest)
@@ -289,19 +290,22 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
     // MARK: A refused open changes nothing
 
     /// A store with leftovers a successful open deletes: temporary files, an unlisted segment, a
-    /// log below the manifest's log number.
-    private func storeWithLeftovers(_ dir: TemporaryDirectory) throws {
+    /// log below the manifest's log number. Returns the names of the log the manifest names (it
+    /// holds the writes `b0`…`b4`) and of the segment holding `a0`…`a4`.
+    private func storeWithLeftovers(_ dir: TemporaryDirectory) throws -> (log: String, segment: String) {
         let store = try Store.open(at: dir.url)
         for i in 0..<5 { try store.put(Array("a\(i)".utf8), [UInt8(i)]) }
-        try store.close()
         let oldLog = try dir.read("000001.log")
-        let reopened = try Store.open(at: dir.url)  // segment 2, log 3
-        for i in 0..<5 { try reopened.put(Array("b\(i)".utf8), [UInt8(i)]) }
-        try reopened.close()
+        try store.compact()  // log 1 flushed to a segment and deleted
+        for i in 0..<5 { try store.put(Array("b\(i)".utf8), [UInt8(i)]) }
+        try store.close()
+        let m = try #require(try Manifest.read(directory: dir.path))
+        let segment = try #require(m.runs.first?.first)
         try dir.write("000001.log", oldLog)
         try dir.write("000050.seg", [UInt8](repeating: 7, count: 100))
         try dir.write("000051.seg.tmp", [1, 2, 3])
         try dir.write("MANIFEST.tmp", [4, 5, 6])
+        return (FileNames.log(m.logNumber), FileNames.segment(segment.number))
     }
 
     @Test("a refused open leaves the directory byte for byte as it was",
@@ -310,8 +314,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
     func refusedOpenChangesNothing(_ fault: String) throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        try storeWithLeftovers(dir)
-        let log = "000003.log"
+        let (log, segment) = try storeWithLeftovers(dir)
         switch fault {
         case "bad log record":
             let records = try LogReader(path: dir.file(log)).records
@@ -322,8 +325,8 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
             try FileManager.default.removeItem(atPath: dir.file(log))
             try FileManager.default.createDirectory(atPath: dir.file(log) + "/inside", withIntermediateDirectories: true)
         case "segment is a directory":
-            try FileManager.default.removeItem(atPath: dir.file("000002.seg"))
-            try FileManager.default.createDirectory(atPath: dir.file("000002.seg") + "/inside", withIntermediateDirectories: true)
+            try FileManager.default.removeItem(atPath: dir.file(segment))
+            try FileManager.default.createDirectory(atPath: dir.file(segment) + "/inside", withIntermediateDirectories: true)
         case "stray maximal number":
             try dir.write("18446744073709551615.log", LogFormat.header(logNumber: .max))
         case "later log goes backwards":
@@ -349,7 +352,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
     func undeletableLeftoverDoesNotFailTheOpen() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        try storeWithLeftovers(dir)
+        _ = try storeWithLeftovers(dir)
         // A "temporary file" and a stale log that are non-empty directories cannot be unlinked.
         try FileManager.default.createDirectory(atPath: dir.file("junk.tmp") + "/inside", withIntermediateDirectories: true)
         try FileManager.default.removeItem(atPath: dir.file("000001.log"))
@@ -382,7 +385,9 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         case "log":
             try FileManager.default.removeItem(atPath: dir.file("MANIFEST"))
         case "segment":
-            try Store.open(at: dir.url).close()
+            let reopened = try Store.open(at: dir.url)
+            try reopened.compact()  // the log's records go to a segment
+            try reopened.close()
             for n in dir.list() where n.hasSuffix(".log") { try FileManager.default.removeItem(atPath: dir.file(n)) }
             try FileManager.default.removeItem(atPath: dir.file("MANIFEST"))
         default:

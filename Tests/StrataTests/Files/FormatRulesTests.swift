@@ -120,10 +120,16 @@ private func store(holding segment: [UInt8], smallest: [UInt8], largest: [UInt8]
     let dir = try TemporaryDirectory()
     let s = try Store.open(at: dir.url)
     try s.put(Array("a".utf8), Array("x".utf8))
+    try s.compact()  // flushes log 1 into 000003.seg; writes go to the empty 000002.log
     try s.close()
-    try Store.open(at: dir.url).close()  // replays the log into 000002.seg
     var manifest = try Manifest.decode(try dir.read(FileNames.manifest), file: FileNames.manifest)
-    #expect(manifest.runs.flatMap { $0 }.map(\.number) == [2])
+    #expect(manifest.runs.flatMap { $0 }.map(\.number) == [3])
+    #expect(manifest.logNumber == 2 && manifest.nextFileNumber == 4)
+    // Number 2 goes to the crafted segment: the empty log becomes 000003.log.
+    try FileManager.default.removeItem(atPath: dir.file("000003.seg"))
+    try FileManager.default.removeItem(atPath: dir.file("000002.log"))
+    try dir.write("000003.log", LogFormat.header(logNumber: 3))
+    manifest.logNumber = 3
     manifest.runs = [[SegmentMetadata(number: 2, fileSize: UInt64(segment.count), smallestKey: smallest,
                                       largestKey: largest, records: records)]]
     try dir.write("000002.seg", segment)
