@@ -1,0 +1,96 @@
+/// The point records of one data block, counted by ``Block/tally(lower:upper:)``: all of them,
+/// and the values (records of kind 0) whose keys lie in a range.
+struct BlockTally: Equatable {
+    var records = 0
+    var tombstones = 0
+    /// Values with `lower <= key < upper`.
+    var valuesInRange = 0
+}
+
+extension Block {
+    /// Counts the block's records, and its values with `lower <= key < upper` (a nil bound: no
+    /// bound on that side), without materializing a value or most keys.
+    ///
+    /// Restart interval `j` is the entries from restart `j` up to restart `j + 1`. With `rl` the
+    /// last restart whose key is `< lower` (-1 if none), every entry of an interval before `rl` is
+    /// `< lower` and every entry of an interval after it `>= lower`, since keys increase; the same
+    /// holds for `upper` with `ru`. So only the entries of intervals `rl` and `ru` need their keys
+    /// rebuilt and compared; the others are classified by their interval alone. (Keys that do not
+    /// increase — a damaged block, which `strata-dump verify` reports — give a wrong count,
+    /// never a fault.)
+    func tally(lower: UnsafeRawBufferPointer?, upper: UnsafeRawBufferPointer?) throws -> BlockTally {
+        var t = BlockTally()
+        if restartsOffset == 0 { return t }
+        let rl = try lower.map { try lastRestart(below: $0) } ?? -1
+        let ru = try upper.map { try lastRestart(below: $0) } ?? Int.max
+        let b = bytes
+        let limit = restartsOffset
+        var key: [UInt8] = []
+        var p = 0
+        var interval = 0
+        var nextRestart = restartCount > 1 ? restart(1) : Int.max
+        while p < limit {
+            if p == nextRestart {
+                interval += 1
+                nextRestart = interval + 1 < restartCount ? restart(interval + 1) : Int.max
+            }
+            let entry = p
+            guard let shared = Varint.readLength(b, at: &p, limit: limit),
+                  let unshared = Varint.readLength(b, at: &p, limit: limit),
+                  let vlen = Varint.readLength(b, at: &p, limit: limit),
+                  p < limit, let kind = RecordKind(rawValue: b[p]),
+                  unshared <= limit - p - 1, vlen <= limit - p - 1 - unshared
+            else {
+                throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(entry): malformed")
+            }
+            let suffix = p + 1
+            p = suffix + unshared + vlen
+            t.records += 1
+            let inRange: Bool
+            if interval == rl || interval == ru {
+                // An interval starts at a restart (shared = 0), so the key is rebuilt from there.
+                guard shared <= key.count else {
+                    throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(entry): shares \(shared) bytes of a \(key.count)-byte key")
+                }
+                key.removeSubrange(shared...)
+                key.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[suffix..<(suffix + unshared)]))
+                let atOrAboveLower = interval > rl || (lower.map { ByteComparison.compare(key, $0) >= 0 } ?? true)
+                let belowUpper = interval < ru || (upper.map { ByteComparison.compare(key, $0) < 0 } ?? true)
+                inRange = atOrAboveLower && belowUpper
+            } else {
+                inRange = interval > rl && interval < ru
+            }
+            if kind == .tombstone {
+                t.tombstones += 1
+            } else if inRange {
+                t.valuesInRange += 1
+            }
+        }
+        return t
+    }
+
+    /// The last restart whose key (stored whole) is `< target`; -1 if there is none.
+    private func lastRestart(below target: UnsafeRawBufferPointer) throws -> Int {
+        var lo = -1, hi = restartCount - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if ByteComparison.compare(try restartKey(mid), target) < 0 { lo = mid } else { hi = mid - 1 }
+        }
+        return lo
+    }
+
+    /// The key at restart `i`, read in place; its entry MUST store it whole.
+    private func restartKey(_ i: Int) throws -> UnsafeRawBufferPointer {
+        let offset = restart(i)
+        var p = offset
+        let limit = restartsOffset
+        guard let shared = Varint.readLength(bytes, at: &p, limit: limit),
+              let unshared = Varint.readLength(bytes, at: &p, limit: limit),
+              Varint.readLength(bytes, at: &p, limit: limit) != nil,
+              shared == 0, p < limit, unshared <= limit - p - 1
+        else {
+            throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(offset): malformed restart entry")
+        }
+        return UnsafeRawBufferPointer(rebasing: bytes[(p + 1)..<(p + 1 + unshared)])
+    }
+}
