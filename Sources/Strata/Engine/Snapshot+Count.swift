@@ -163,6 +163,10 @@ struct CountPlan {
     /// ``Snapshot/count(lower:upper:)``, and joins neighbours decided alike. Pieces no span covers
     /// are left out.
     func pieces() -> [Piece] {
+        if memtableTombstones.isEmpty && tombstones.isEmpty && points.count <= 1 {
+            // The common case of a settled range: one segment's span or nothing.
+            return points.map { Piece(lower: $0.start, upper: $0.end ?? upper, segment: $0.segment) }
+        }
         // Memtable tombstones may overlap one another: their union, so that marking the pieces
         // below costs at most the number of pieces per layer.
         let tombstones = self.tombstones + Self.union(memtableTombstones)

@@ -6,10 +6,11 @@ extension SegmentReader {
     /// A range covering every point key is the properties' `records − tombstones`. Otherwise
     /// (version 2) it descends the index once per bound (FORMAT.md 5.5): an entry whose subtree
     /// lies wholly inside the range adds its stored counts; only the entries the two bounds fall
-    /// in are opened, down to at most two data blocks, which are tallied record by record. A data
-    /// block tallied so is checked against its leaf entry's counts, and no sum may exceed the
-    /// properties' count: a count that cannot be right is
-    /// ``StrataError/corrupted(file:offset:reason:)``, not a wrong answer.
+    /// in are opened, down to at most two data blocks, which are read record by record from the
+    /// bound to the nearer end of the block (``Block/countValues(lower:upper:totalValues:)``).
+    /// No sum may exceed the properties' count, and no part of a block fall outside 0 and its
+    /// entry's count: a count that cannot be right is ``StrataError/corrupted(file:offset:reason:)``;
+    /// a count that is wrong but possible is found by `strata-dump verify`.
     func countValues(lower: UnsafeRawBufferPointer, upper: UnsafeRawBufferPointer?) throws -> Int? {
         let props = properties
         guard props.records > 0 else { return 0 }
@@ -39,13 +40,14 @@ extension SegmentReader {
     private func countValues(in block: Block, depth: Int, lower: UnsafeRawBufferPointer?, upper: UnsafeRawBufferPointer?,
                              claim: (counts: RecordCounts, in: Block)?, budget: Int) throws -> Int {
         if depth == Int(footer.indexHeight) {
-            let t = try block.tally(lower: lower, upper: upper)
-            if let claim, claim.counts != RecordCounts(records: UInt64(t.records), tombstones: UInt64(t.tombstones)) {
-                let c = claim.counts
+            // indexEntry checked tombstones <= records <= properties.records <= Int.max.
+            let total = claim.map { Int($0.counts.values) }
+            let n = try block.countValues(lower: lower, upper: upper, totalValues: total)
+            if let claim, let total, n < 0 || n > total {
                 throw StrataError.corrupted(file: path, offset: claim.in.fileOffset, reason:
-                    "index entry counts \(c.records) records, \(c.tombstones) tombstones; its data block at \(block.fileOffset) holds \(t.records), \(t.tombstones)")
+                    "index entry counts \(total) values; its data block at \(block.fileOffset) holds a different number")
             }
-            return t.valuesInRange
+            return n
         }
         var cursor = BlockCursor(block)
         if let lower { try cursor.seek(lower) } else { try cursor.seekToFirst() }

@@ -69,6 +69,74 @@ extension Block {
         return t
     }
 
+    /// The values with `lower <= key < upper` (a nil bound: none on that side), reading as few
+    /// entries as it can: from the restart interval of `lower` to the first key `>= upper`; or,
+    /// given `totalValues` (the block's values, from its index entry) and a bound nearer the end
+    /// of the block than its start, the values on the near side subtracted from the total (so the
+    /// result may be below 0 or above `totalValues` when that total is wrong: the caller checks).
+    /// Keys that do not increase give a wrong count, never a fault (see ``tally(lower:upper:)``).
+    func countValues(lower: UnsafeRawBufferPointer?, upper: UnsafeRawBufferPointer?, totalValues: Int?) throws -> Int {
+        if restartsOffset == 0 { return 0 }
+        let rl = try lower.map { try lastRestart(below: $0) } ?? -1
+        let ru = try upper.map { try lastRestart(below: $0) } ?? Int.max
+        switch (lower, upper, totalValues) {
+        case (let l?, nil, let total?) where rl < restartCount - rl:
+            // Nearer the start: the total less the values below `lower`.
+            return total - (try walk(from: 0, lower: nil, upper: l, rl: -1, ru: rl, stopAtUpper: true))
+        case (nil, let u?, let total?) where ru >= restartCount - ru:
+            // Nearer the end: the total less the values from `upper` on.
+            return total - (try walk(from: max(ru, 0), lower: u, upper: nil, rl: ru, ru: Int.max, stopAtUpper: false))
+        default:
+            return try walk(from: max(rl, 0), lower: lower, upper: upper, rl: rl, ru: ru, stopAtUpper: true)
+        }
+    }
+
+    /// The values with `lower <= key < upper` among the entries from restart `start` on, `rl` and
+    /// `ru` being the last restarts below the bounds (as in ``tally(lower:upper:)``); with
+    /// `stopAtUpper`, the walk ends at the first key `>= upper`.
+    private func walk(from start: Int, lower: UnsafeRawBufferPointer?, upper: UnsafeRawBufferPointer?,
+                      rl: Int, ru: Int, stopAtUpper: Bool) throws -> Int {
+        let b = bytes
+        let limit = restartsOffset
+        var key: [UInt8] = []
+        var values = 0
+        var interval = start
+        var p = restart(start)
+        var nextRestart = interval + 1 < restartCount ? restart(interval + 1) : Int.max
+        while p < limit {
+            if p == nextRestart {
+                interval += 1
+                nextRestart = interval + 1 < restartCount ? restart(interval + 1) : Int.max
+            }
+            if stopAtUpper && interval > ru { break }
+            let entry = p
+            guard let shared = Varint.readLength(b, at: &p, limit: limit),
+                  let unshared = Varint.readLength(b, at: &p, limit: limit),
+                  let vlen = Varint.readLength(b, at: &p, limit: limit),
+                  p < limit, let kind = RecordKind(rawValue: b[p]),
+                  unshared <= limit - p - 1, vlen <= limit - p - 1 - unshared
+            else {
+                throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(entry): malformed")
+            }
+            let suffix = p + 1
+            p = suffix + unshared + vlen
+            var atOrAboveLower = interval > rl
+            var belowUpper = interval < ru
+            if interval == rl || interval == ru {
+                guard shared <= key.count else {
+                    throw StrataError.corrupted(file: file, offset: fileOffset, reason: "block entry at \(entry): shares \(shared) bytes of a \(key.count)-byte key")
+                }
+                key.removeSubrange(shared...)
+                key.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[suffix..<(suffix + unshared)]))
+                if interval == rl { atOrAboveLower = lower.map { ByteComparison.compare(key, $0) >= 0 } ?? true }
+                if interval == ru { belowUpper = upper.map { ByteComparison.compare(key, $0) < 0 } ?? true }
+            }
+            if !belowUpper && stopAtUpper { break }
+            if kind == .value && atOrAboveLower && belowUpper { values += 1 }
+        }
+        return values
+    }
+
     /// The last restart whose key (stored whole) is `< target`; -1 if there is none.
     private func lastRestart(below target: UnsafeRawBufferPointer) throws -> Int {
         var lo = -1, hi = restartCount - 1

@@ -197,7 +197,15 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
                     #expect(t.records == records.count)
                     #expect(t.tombstones == records.filter { $0.kind == .tombstone }.count)
                     let inRange = try lower.withOptional { l in try upper.withOptional { u in try block.tally(lower: l, upper: u) } }
-                    #expect(inRange.valuesInRange == bruteForce(records, lower ?? [], upper), "interval \(interval)")
+                    let want = bruteForce(records, lower ?? [], upper)
+                    #expect(inRange.valuesInRange == want, "interval \(interval)")
+                    // The walk that stops at a bound, with and without the block's total.
+                    for total in [nil, t.records - t.tombstones] {
+                        let n = try lower.withOptional { l in
+                            try upper.withOptional { u in try block.countValues(lower: l, upper: u, totalValues: total) }
+                        }
+                        #expect(n == want, "interval \(interval), total \(total.map(String.init) ?? "nil")")
+                    }
                 }
             }
         }
@@ -242,11 +250,11 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
         }
         // Two levels: the root agrees with the properties, a leaf entry does not agree with its
         // block (its sibling makes up for it). Opening cannot tell; a count that reads the block
-        // can, and one that sums it whole is bounded by the properties.
-        var shifted = lying(0, RecordCounts(records: truth[0].records + 1, tombstones: truth[0].tombstones))
-        shifted[1].records -= 1
+        // and finds more values below its bound than the entry gives the whole block can.
+        var shifted = lying(0, RecordCounts(records: 2, tombstones: 1))
+        shifted[1].records += truth[0].records - 2
         let reader = try open(craft(craftedBlocks, twoLevels: true, leafCounts: shifted), in: dir, "000010.seg")
-        expectCorrupted("a count reading the lying block") { _ = try count(reader, [0x11, 0x01, 0x02], [0x11, 0x01, 0x13]) }
+        expectCorrupted("a count reading the lying block") { _ = try count(reader, [0x11, 0x01, 0x03], [0x11, 0x01, 0x13]) }
         // Extreme counts below a root that claims them too: bounded by the properties at open.
         for bad in [max, intMax, 1 << 40] {
             let leaves = lying(2, RecordCounts(records: bad, tombstones: 0))

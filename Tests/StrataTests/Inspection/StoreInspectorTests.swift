@@ -898,7 +898,7 @@ struct StoreInspectorTests {
             #expect(clean.recordsChecked == 60)
 
             // The first two entries lie, but add up to the properties' 60: opening cannot tell.
-            forged.leafCounts = [RecordCounts(records: 21, tombstones: 0), RecordCounts(records: 19, tombstones: 0),
+            forged.leafCounts = [RecordCounts(records: 3, tombstones: 0), RecordCounts(records: 37, tombstones: 0),
                                  RecordCounts(records: 20, tombstones: 0)]
             try forged.write(to: path)
             let dump = try SegmentInspector.dump(segmentAt: path)
@@ -906,7 +906,7 @@ struct StoreInspectorTests {
             let root = Int(dump.footer.rootIndexOffset)
             #expect(report.faults.count == 2, "\(report.faults)")
             #expect(report.faults.allSatisfy { $0.offset == root && $0.reason.contains("index entry counts") }, "\(report.faults)")
-            // A count that reads the lying block record by record refuses it.
+            // A count that finds more values below its bound than the entry gives the block refuses it.
             let reader = try SegmentReader(path: path, number: 1, cache: nil)
             let lower = Keyspace.keyValue.key(userKey(5)), upper = Keyspace.keyValue.key(userKey(50))
             #expect(throws: StrataError.self) {
