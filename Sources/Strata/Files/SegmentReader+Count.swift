@@ -6,11 +6,11 @@ extension SegmentReader {
     /// A range covering every point key is the properties' `records − tombstones`. Otherwise
     /// (version 2) it descends the index once per bound (FORMAT.md 5.5): an entry whose subtree
     /// lies wholly inside the range adds its stored counts; only the entries the two bounds fall
-    /// in are opened, down to at most two data blocks, which are read record by record from the
-    /// bound to the nearer end of the block (``Block/countValues(lower:upper:totalValues:)``).
-    /// No sum may exceed the properties' count, and no part of a block fall outside 0 and its
-    /// entry's count: a count that cannot be right is ``StrataError/corrupted(file:offset:reason:)``;
-    /// a count that is wrong but possible is found by `strata-dump verify`.
+    /// in are opened, down to at most two data blocks (``Block/countValues(lower:upper:totalValues:)``),
+    /// whose leaf entries must give the counts the blocks found when they were loaded. No sum may
+    /// exceed the properties' count: a count that cannot be right is
+    /// ``StrataError/corrupted(file:offset:reason:)``; an entry of a block summed whole that is
+    /// wrong but possible is found by `strata-dump verify`.
     func countValues(lower: UnsafeRawBufferPointer, upper: UnsafeRawBufferPointer?) throws -> Int? {
         let props = properties
         guard props.records > 0 else { return 0 }
@@ -40,6 +40,11 @@ extension SegmentReader {
     private func countValues(in block: Block, depth: Int, lower: UnsafeRawBufferPointer?, upper: UnsafeRawBufferPointer?,
                              claim: (counts: RecordCounts, in: Block)?, budget: Int) throws -> Int {
         if depth == Int(footer.indexHeight) {
+            // The block counted its records when it was loaded: its entry must say the same.
+            if let claim, claim.counts != RecordCounts(records: UInt64(block.recordCount), tombstones: UInt64(block.tombstoneCount)) {
+                throw StrataError.corrupted(file: path, offset: claim.in.fileOffset, reason:
+                    "index entry counts \(claim.counts.records) records, \(claim.counts.tombstones) tombstones; its data block at \(block.fileOffset) holds \(block.recordCount), \(block.tombstoneCount)")
+            }
             // indexEntry checked tombstones <= records <= properties.records <= Int.max.
             let total = claim.map { Int($0.counts.values) }
             let n = try block.countValues(lower: lower, upper: upper, totalValues: total)

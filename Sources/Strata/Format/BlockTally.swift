@@ -79,6 +79,18 @@ extension Block {
         if restartsOffset == 0 { return 0 }
         let rl = try lower.map { try lastRestart(below: $0) } ?? -1
         let ru = try upper.map { try lastRestart(below: $0) } ?? Int.max
+        if tombstoneCount == 0 && (restartStride > 0 || restartCount == 1) {
+            // Every entry a value, and `j × R` of them before restart `j` (both counted when the
+            // block was loaded): the values below a bound are the entries before its restart
+            // interval plus those of the interval below it — one interval read per bound.
+            func below(_ bound: UnsafeRawBufferPointer, _ r: Int) throws -> Int {
+                guard r >= 0 else { return 0 }
+                return r * restartStride + (try walk(from: r, lower: nil, upper: bound, rl: -1, ru: r, stopAtUpper: true))
+            }
+            let high = try upper.map { try below($0, ru) } ?? recordCount
+            let low = try lower.map { try below($0, rl) } ?? 0
+            return max(high - low, 0)
+        }
         switch (lower, upper, totalValues) {
         case (let l?, nil, let total?) where rl < restartCount - rl:
             // Nearer the start: the total less the values below `lower`.

@@ -15,15 +15,15 @@ private struct Rec {
 }
 
 /// `count` distinct random keys over a small alphabet (so that bounds fall between and on keys),
-/// one in six a tombstone, sorted.
-private func randomRecords(_ count: Int, _ rng: inout SplitMix64) -> [Rec] {
+/// one in six a tombstone (none without `tombstones`), sorted.
+private func randomRecords(_ count: Int, _ rng: inout SplitMix64, tombstones: Bool = true) -> [Rec] {
     var seen = Set<[UInt8]>()
     var out: [Rec] = []
     while out.count < count {
         let alphabet: [UInt8] = [0x00, 0x30, 0x31, 0x61, 0x62, 0xFF]
         let key: [UInt8] = [0x11, 0x01] + (0..<(1 + rng.below(6))).map { _ in alphabet[rng.below(6)] }
         guard seen.insert(key).inserted else { continue }
-        let tombstone = rng.below(6) == 0
+        let tombstone = tombstones && rng.below(6) == 0
         out.append(Rec(key: key, kind: tombstone ? .tombstone : .value,
                        value: tombstone ? [] : [UInt8](repeating: 0x41, count: rng.below(30))))
     }
@@ -180,16 +180,22 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
         #expect(v2.footer.indexHeight >= 2 || seed > 2, "the seeds with small index blocks reach several levels")
     }
 
-    /// `Block.tally` against brute force, for every restart interval and bounds on, between and
-    /// outside the keys.
+    /// `Block.tally` and `Block.countValues` against brute force, for every restart interval,
+    /// blocks with and without tombstones, and bounds on, between and outside the keys.
     @Test func blockTallyMatchesBruteForce() throws {
         var rng = SplitMix64(seed: 0x7A11)
+        var stridedValuesOnly = 0
         for interval in [1, 2, 3, 16] {
-            for _ in 0..<30 {
-                let records = randomRecords(1 + rng.below(80), &rng)
+            for i in 0..<40 {
+                let records = randomRecords(1 + rng.below(80), &rng, tombstones: i % 2 == 0)
                 var b = BlockBuilder(restartInterval: interval)
                 for r in records { b.add(key: r.key, kind: r.kind, value: r.value) }
                 let block = try Block(copying: b.finish())
+                // What the block counted when it was loaded.
+                #expect(block.recordCount == records.count)
+                #expect(block.tombstoneCount == records.filter { $0.kind == .tombstone }.count)
+                #expect(block.restartStride == (records.count > interval ? interval : 0))
+                if block.tombstoneCount == 0 && block.restartStride > 0 { stridedValuesOnly += 1 }
                 for _ in 0..<40 {
                     let lower: [UInt8]? = rng.below(5) == 0 ? nil : randomBound(records, &rng)
                     let upper: [UInt8]? = rng.below(5) == 0 ? nil : randomBound(records, &rng)
@@ -199,6 +205,7 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
                     let inRange = try lower.withOptional { l in try upper.withOptional { u in try block.tally(lower: l, upper: u) } }
                     let want = bruteForce(records, lower ?? [], upper)
                     #expect(inRange.valuesInRange == want, "interval \(interval)")
+                    #expect(t.records == block.recordCount && t.tombstones == block.tombstoneCount)
                     // The walk that stops at a bound, with and without the block's total.
                     for total in [nil, t.records - t.tombstones] {
                         let n = try lower.withOptional { l in
@@ -209,6 +216,26 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
                 }
             }
         }
+        #expect(stridedValuesOnly > 20, "blocks of values only, with regular restarts, are counted by their stride")
+    }
+
+    /// A block whose restarts are not evenly spaced has no stride, and is counted by reading it.
+    @Test func irregularRestartsAreReadNotMultiplied() throws {
+        // Five values; restarts at entries 0, 2 and 3 (not multiples of 2).
+        var bytes: [UInt8] = []
+        var offsets: [Int] = []
+        for i in 0..<5 {
+            offsets.append(bytes.count)
+            bytes += [0, 3, 1, 0, 0x11, 0x01, UInt8(0x30 + i), 0x78]
+        }
+        for r in [offsets[0], offsets[2], offsets[3]] { LittleEndian.append(UInt32(r), to: &bytes) }
+        LittleEndian.append(UInt32(3), to: &bytes)
+        let block = try Block(copying: bytes)
+        #expect(block.restartStride == 0)
+        #expect(block.recordCount == 5 && block.tombstoneCount == 0)
+        let lower: [UInt8] = [0x11, 0x01, 0x31], upper: [UInt8] = [0x11, 0x01, 0x34]
+        let n = try lower.withUnsafeBytes { l in try upper.withUnsafeBytes { try block.countValues(lower: l, upper: $0, totalValues: 5) } }
+        #expect(n == 3)
     }
 
     /// A hand-built segment with true counts (one and two index levels) counts like the brute force.
