@@ -6,7 +6,7 @@ extension SegmentReader {
     /// A range covering every point key is the properties' `records − tombstones`. Otherwise
     /// (version 2) it descends the index once per bound (FORMAT.md 5.5): an entry whose subtree
     /// lies wholly inside the range adds its stored counts; only the entries the two bounds fall
-    /// in are opened, down to at most two data blocks (``Block/countValues(lower:upper:totalValues:)``),
+    /// in are opened, down to at most two data blocks (``Block/countValues(lower:upper:)``),
     /// whose leaf entries must give the counts the blocks found when they were loaded. No sum may
     /// exceed the properties' count: a count that cannot be right is
     /// ``StrataError/corrupted(file:offset:reason:)``; an entry of a block summed whole that is
@@ -45,14 +45,7 @@ extension SegmentReader {
                 throw StrataError.corrupted(file: path, offset: claim.in.fileOffset, reason:
                     "index entry counts \(claim.counts.records) records, \(claim.counts.tombstones) tombstones; its data block at \(block.fileOffset) holds \(block.recordCount), \(block.tombstoneCount)")
             }
-            // indexEntry checked tombstones <= records <= properties.records <= Int.max.
-            let total = claim.map { Int($0.counts.values) }
-            let n = try block.countValues(lower: lower, upper: upper, totalValues: total)
-            if let claim, let total, n < 0 || n > total {
-                throw StrataError.corrupted(file: path, offset: claim.in.fileOffset, reason:
-                    "index entry counts \(total) values; its data block at \(block.fileOffset) holds a different number")
-            }
-            return n
+            return try block.countValues(lower: lower, upper: upper)
         }
         var cursor = BlockCursor(block)
         if let lower { try cursor.seek(lower) } else { try cursor.seekToFirst() }
