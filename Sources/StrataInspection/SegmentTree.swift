@@ -26,13 +26,19 @@ struct FileFault: Sendable, Equatable {
 /// Level 0 is the root; the entries of level `indexHeight - 1` point to data blocks, those of the
 /// levels above to index blocks. Every index entry's key must equal the last key of the block it
 /// points to (checked here for index children; a data child's last key is checked by whoever reads
-/// the data block) and the entries of a level must increase. Each block is visited once, so a
+/// the data block) and the entries of a level must increase. From format version 2, an entry's
+/// record counts must be the sum of the entries of the index block it points to (checked here) or
+/// what its data block holds (checked by whoever reads it). Each block is visited once, so a
 /// damaged index that points at a block twice cannot make the walk blow up.
 struct SegmentTree {
     struct DataBlockReference {
         var handle: BlockHandle
         /// The key of the leaf index entry pointing here: the block's last key.
         var indexKey: [UInt8]
+        /// The records and tombstones the leaf entry says the block holds (format version 2).
+        var counts: RecordCounts?
+        /// The offset of the leaf index block holding that entry.
+        var indexBlockOffset: Int
     }
 
     var indexBlocksPerLevel: [Int] = []
@@ -43,17 +49,20 @@ struct SegmentTree {
     init(_ reader: SegmentReader) {
         let height = Int(reader.footer.indexHeight)
         var visited: Set<UInt64> = [reader.footer.rootIndex.offset]
-        // The blocks of the current level, each with the key its parent entry gives it.
-        var level: [(block: Block, handle: BlockHandle, parentKey: [UInt8]?)] = [(reader.rootBlock, reader.footer.rootIndex, nil)]
+        // The blocks of the current level, each with the key and counts its parent entry gives it.
+        typealias Node = (block: Block, handle: BlockHandle, parentKey: [UInt8]?, parentCounts: RecordCounts?)
+        var level: [Node] = [(reader.rootBlock, reader.footer.rootIndex, nil, nil)]
         for depth in 0..<height {
             indexBlocksPerLevel.append(level.count)
             indexHandlesPerLevel.append(level.map(\.handle))
             let leaf = depth == height - 1
-            var next: [(block: Block, handle: BlockHandle, parentKey: [UInt8]?)] = []
+            var next: [Node] = []
             var previous: [UInt8]?
-            for (block, _, parentKey) in level {
+            for (block, _, parentKey, parentCounts) in level {
                 var cursor = BlockCursor(block)
                 var last: [UInt8]?
+                var sum: RecordCounts? = parentCounts.map { _ in RecordCounts(records: 0, tombstones: 0) }
+                var unreadEntries = false
                 do {
                     try cursor.seekToFirst()
                     while cursor.isValid {
@@ -65,22 +74,30 @@ struct SegmentTree {
                         previous = key
                         last = key
                         let h: BlockHandle
+                        let counts: RecordCounts?
                         do {
-                            h = try reader.childHandle(kind: cursor.kind, value: cursor.value, in: block)
+                            let entry = try reader.indexEntry(kind: cursor.kind, value: cursor.value, in: block)
+                            (h, counts) = (entry.handle, entry.counts)
                         } catch {
+                            unreadEntries = true
                             let f = FileFault(error, at: block.fileOffset)
                             faults.append(FileFault(offset: f.offset, reason: "index level \(depth): entry \(KeyRendering.describe(key)): \(f.reason)"))
                             try cursor.next()
                             continue
                         }
+                        if let s = sum, let c = counts {
+                            let (r, o1) = s.records.addingReportingOverflow(c.records)
+                            let (t, o2) = s.tombstones.addingReportingOverflow(c.tombstones)
+                            sum = o1 || o2 ? nil : RecordCounts(records: r, tombstones: t)
+                        }
                         if !visited.insert(h.offset).inserted {
                             faults.append(FileFault(offset: block.fileOffset, reason:
                                 "index level \(depth): a second entry points to the block at \(h.offset)"))
                         } else if leaf {
-                            dataBlocks.append(DataBlockReference(handle: h, indexKey: key))
+                            dataBlocks.append(DataBlockReference(handle: h, indexKey: key, counts: counts, indexBlockOffset: block.fileOffset))
                         } else {
                             do {
-                                next.append((try reader.block(h), h, key))
+                                next.append((try reader.block(h), h, key, counts))
                             } catch {
                                 faults.append(FileFault(error, at: Int(clamping: h.offset)))
                             }
@@ -88,7 +105,13 @@ struct SegmentTree {
                         try cursor.next()
                     }
                 } catch {
+                    unreadEntries = true
                     faults.append(FileFault(error, at: block.fileOffset))
+                }
+                if let parentCounts, !unreadEntries, sum != parentCounts {
+                    let counted = sum.map { "\($0.records) records, \($0.tombstones) tombstones" } ?? "more than 2^64 records"
+                    faults.append(FileFault(offset: block.fileOffset, reason:
+                        "index block's entries count \(counted); its parent entry \(parentCounts.records), \(parentCounts.tombstones)"))
                 }
                 if let parentKey, last != parentKey {
                     faults.append(FileFault(offset: block.fileOffset, reason:

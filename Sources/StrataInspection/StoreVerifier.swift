@@ -8,7 +8,8 @@ import Strata
 /// (FORMAT.md 5.3, 5.5: restart offsets on entry boundaries, index and range tombstone entries of
 /// kind 0, index handles before the footer, a height in 1…64), faults named at the offsets the
 /// engine names (FORMAT.md 5.11); key order within and across data blocks; that each index
-/// entry's key is the last key of the block it points to and that a level's entries increase;
+/// entry's key is the last key of the block it points to, its record counts (format version 2)
+/// what that block or subtree holds, and that a level's entries increase;
 /// that the filter admits every key the segment holds; that the properties' counts, sizes and
 /// key ranges match what the blocks hold; that the manifest's record count and key range match
 /// the segment. Across a run: that no two segments' keys overlap. For each log at or above the
@@ -269,7 +270,10 @@ public enum StoreVerifier {
                 if !cursor.isValid { fault(offset, "data block holds no records") }
                 var first = true
                 var last: [UInt8]?
+                var held = RecordCounts(records: 0, tombstones: 0)
                 while cursor.isValid {
+                    held.records += 1
+                    if cursor.kind == .tombstone { held.tombstones += 1 }
                     let key = cursor.key
                     if let p = previous, ByteComparison.compare(p, key) >= 0 {
                         fault(offset, "key \(KeyRendering.describe(key)) does not follow \(KeyRendering.describe(p))"
@@ -293,6 +297,9 @@ public enum StoreVerifier {
                 }
                 if let last, last != ref.indexKey {
                     fault(offset, "block's last key \(KeyRendering.describe(last)) differs from its index entry \(KeyRendering.describe(ref.indexKey))")
+                }
+                if let claimed = ref.counts, claimed != held {
+                    fault(ref.indexBlockOffset, "index entry counts \(claimed.records) records, \(claimed.tombstones) tombstones; its data block at \(offset) holds \(held.records), \(held.tombstones)")
                 }
             } catch {
                 report.fault(path, FileFault(error, at: offset))

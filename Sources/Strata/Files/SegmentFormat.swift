@@ -15,11 +15,12 @@
 /// range tombstone block may be), and its offset is then 0.
 package enum SegmentFormat {
     package static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
-    static let version: UInt32 = 1
+    /// The version written: 2 adds record counts to index entries (FORMAT.md 5.5, 8).
+    package static let version: UInt32 = 2
     package static let footerSize = 68
     package static let blockTrailerSize = 9
     /// Versions this build reads.
-    static let supportedVersions: ClosedRange<UInt32> = 1...1
+    static let supportedVersions: ClosedRange<UInt32> = 1...2
     /// The index heights a reader accepts (FORMAT.md 5.5). Each index level has at most half the
     /// blocks of the level below, so 65 levels would take more than 2^64 data blocks.
     static let indexHeights: ClosedRange<UInt32> = 1...64
@@ -48,6 +49,54 @@ package struct BlockHandle: Hashable, Sendable {
         var p = 0
         guard let o = Varint.read(value, at: &p), let l = Varint.read(value, at: &p), p == value.count else { return nil }
         return BlockHandle(offset: o, length: l)
+    }
+}
+
+/// The point records and point tombstones below an index entry (FORMAT.md 5.5, version 2): in
+/// the data block a leaf entry names, or in the whole subtree an upper entry names.
+package struct RecordCounts: Hashable, Sendable {
+    package var records: UInt64
+    package var tombstones: UInt64
+
+    package init(records: UInt64, tombstones: UInt64) {
+        self.records = records
+        self.tombstones = tombstones
+    }
+
+    static let zero = RecordCounts(records: 0, tombstones: 0)
+
+    /// The values (records that are not tombstones); only when `tombstones <= records`.
+    package var values: UInt64 { records - tombstones }
+}
+
+/// The value of an index entry (FORMAT.md 5.5): the child's handle, then from version 2 the
+/// child's record counts. Version 1: `offset length`; version 2: `offset length records
+/// tombstones`, all varints.
+package struct IndexEntryValue: Hashable, Sendable {
+    package var handle: BlockHandle
+    /// Nil in a version-1 segment.
+    package var counts: RecordCounts?
+
+    func encode(into bytes: inout [UInt8]) {
+        handle.encode(into: &bytes)
+        if let counts {
+            Varint.append(counts.records, to: &bytes)
+            Varint.append(counts.tombstones, to: &bytes)
+        }
+    }
+
+    /// Decodes the value of an index entry of a segment of `version`: exactly its varints, nil
+    /// otherwise. The counts are not checked here (``SegmentReader/indexEntry(kind:value:in:)``).
+    static func decode(_ value: UnsafeRawBufferPointer, version: UInt32) -> IndexEntryValue? {
+        var p = 0
+        guard let o = Varint.read(value, at: &p), let l = Varint.read(value, at: &p) else { return nil }
+        var counts: RecordCounts?
+        if version >= 2 {
+            guard let r = Varint.read(value, at: &p), let t = Varint.read(value, at: &p) else { return nil }
+            counts = RecordCounts(records: r, tombstones: t)
+        }
+        guard p == value.count else { return nil }
+        return IndexEntryValue(handle: BlockHandle(offset: o, length: l), counts: counts)
     }
 }
 

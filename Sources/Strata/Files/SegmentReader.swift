@@ -92,11 +92,40 @@ package final class SegmentReader: @unchecked Sendable {
                 }
             }
             self.rangeTombstones = tombstones
-            self.root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil)
+            let root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil)
+            if footer.formatVersion >= 2 {
+                try Self.checkRootCounts(root, path: path, footer: footer, fileSize: size, properties: props)
+            }
+            self.root = root
         } catch {
             if let mapped { SystemCalls.unmap(mapped) }
             file.close()
             throw error
+        }
+    }
+
+    /// Version 2: the root entries' counts add up to the properties' (FORMAT.md 5.5), so that no
+    /// count summed from the index can exceed what the properties promise.
+    private static func checkRootCounts(_ root: Block, path: String, footer: SegmentFooter, fileSize: Int,
+                                        properties: SegmentProperties) throws {
+        var sum = RecordCounts.zero
+        var c = BlockCursor(root)
+        try c.seekToFirst()
+        while c.isValid {
+            guard let counts = try indexEntry(kind: c.kind, value: c.value, in: root, path: path, version: footer.formatVersion,
+                                              fileSize: fileSize, segmentRecords: properties.records).counts else { break }
+            // Each term is at most properties.records (checked by indexEntry), so comparing before
+            // adding cannot overflow.
+            guard counts.records <= properties.records - sum.records, counts.tombstones <= counts.records else {
+                throw StrataError.corrupted(file: path, offset: root.fileOffset, reason: "root index entries count more than the properties' \(properties.records) records")
+            }
+            sum.records += counts.records
+            sum.tombstones += counts.tombstones
+            try c.next()
+        }
+        guard sum.records == properties.records, sum.tombstones == properties.tombstones else {
+            throw StrataError.corrupted(file: path, offset: root.fileOffset, reason:
+                "root index entries count \(sum.records) records, \(sum.tombstones) tombstones; the properties \(properties.records), \(properties.tombstones)")
         }
     }
 
@@ -192,19 +221,38 @@ package final class SegmentReader: @unchecked Sendable {
     package var rootBlock: Block { root }
 
     /// The handle an index entry of `block` holds (FORMAT.md 5.5): the entry's kind MUST be 0,
-    /// its value exactly two varints, and the block it names MUST lie, trailer included, before
-    /// the footer. A fault names the index block holding the entry, not the place it points to.
+    /// its value exactly two varints (four from version 2), and the block it names MUST lie,
+    /// trailer included, before the footer. A fault names the index block holding the entry, not
+    /// the place it points to.
     package func childHandle(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> BlockHandle {
+        try indexEntry(kind: kind, value: value, in: block).handle
+    }
+
+    /// The whole value of an index entry of `block`, checked as ``childHandle(kind:value:in:)``
+    /// says; from version 2 also its counts: no more tombstones than records, and no more records
+    /// than the segment's properties count.
+    package func indexEntry(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> IndexEntryValue {
+        try Self.indexEntry(kind: kind, value: value, in: block, path: path, version: footer.formatVersion,
+                            fileSize: fileSize, segmentRecords: properties.records)
+    }
+
+    private static func indexEntry(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block, path: String,
+                                   version: UInt32, fileSize: Int, segmentRecords: UInt64) throws -> IndexEntryValue {
         guard kind == .value else {
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry has kind \(kind.rawValue), not 0")
         }
-        guard let h = BlockHandle.decode(value) else {
+        guard let entry = IndexEntryValue.decode(value, version: version) else {
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
         }
+        let h = entry.handle
         guard SegmentFormat.liesBeforeFooter(h, footerOffset: fileSize - SegmentFormat.footerSize) else {
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry's block handle \(h.offset)+\(h.length) outside the file")
         }
-        return h
+        if let c = entry.counts, c.tombstones > c.records || c.records > segmentRecords {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset,
+                                        reason: "index entry counts \(c.records) records, \(c.tombstones) tombstones (the segment has \(segmentRecords) records)")
+        }
+        return entry
     }
 
     /// Whether the bloom filter allows `key` to be here (always true without a filter).

@@ -19,6 +19,9 @@ struct SegmentWriterOptions: Sendable {
     var restartInterval = 16
     /// Bloom filter bits per key; 0 writes no filter.
     var bloomBitsPerKey = 10
+    /// The segment format version written: ``SegmentFormat/version``, or 1 (index entries without
+    /// record counts) to produce files of an older build, for tests.
+    var formatVersion = SegmentFormat.version
 }
 
 /// Writes one segment file: sorted records into LZ4-compressed data blocks, then the filter,
@@ -36,7 +39,10 @@ final class SegmentWriter {
     private var out: [UInt8] = []
     private var offset: UInt64 = 0
     private var data: BlockBuilder
-    private var leafEntries: [([UInt8], BlockHandle)] = []
+    /// Per data block: its last key, handle and record counts.
+    private var leafEntries: [([UInt8], BlockHandle, RecordCounts)] = []
+    /// The tombstones of the open data block.
+    private var blockTombstones: UInt64 = 0
     private var hashes: [UInt64] = []
     private var rangeTombstones: [([UInt8], [UInt8])] = []
     private(set) var properties = SegmentProperties()
@@ -65,6 +71,7 @@ final class SegmentWriter {
         properties.add(key: key, kind: kind, valueLength: value.count)
         if options.bloomBitsPerKey > 0 { hashes.append(KeyHash.hash64(key)) }
         data.add(key: key, kind: kind, value: value)
+        if kind == .tombstone { blockTombstones += 1 }
         if data.estimatedSize >= options.blockSize { try flushDataBlock() }
         lastKey.removeAll(keepingCapacity: true)
         lastKey.append(contentsOf: key)
@@ -84,12 +91,14 @@ final class SegmentWriter {
     private func flushDataBlock() throws {
         guard !data.isEmpty else { return }
         let last = data.lastAddedKey
+        let counts = RecordCounts(records: UInt64(data.count), tombstones: blockTombstones)
+        blockTombstones = 0
         let raw = data.finish()
         properties.uncompressedDataBytes += UInt64(raw.count)
         let handle = try writeBlock(raw, compress: true)
         properties.storedDataBytes += handle.length + UInt64(SegmentFormat.blockTrailerSize)
         properties.dataBlocks += 1
-        leafEntries.append((last, handle))
+        leafEntries.append((last, handle, counts))
     }
 
     /// Appends a stored block (payload + trailer) and returns its handle.
@@ -141,27 +150,33 @@ final class SegmentWriter {
             properties.rangeTombstones = UInt64(merged.count)
         }
 
-        // The B-tree, bottom up: each level indexes the blocks of the level below by their last key.
+        // The B-tree, bottom up: each level indexes the blocks of the level below by their last key,
+        // and (version 2) carries the record counts of each entry's subtree.
+        let withCounts = options.formatVersion >= 2
         var level = leafEntries
         var height: UInt32 = 0
         if level.isEmpty {
             var b = BlockBuilder(restartInterval: 1)
-            level = [([], try writeBlock(b.finish(), compress: false))]
+            level = [([], try writeBlock(b.finish(), compress: false), .zero)]
             properties.indexBlocks += 1
             height = 1
         }
         while height == 0 || level.count > 1 {
-            var next: [([UInt8], BlockHandle)] = []
+            var next: [([UInt8], BlockHandle, RecordCounts)] = []
             var b = BlockBuilder(restartInterval: 1)
             var value: [UInt8] = []
-            for (i, (key, handle)) in level.enumerated() {
+            var blockCounts = RecordCounts.zero
+            for (i, (key, handle, counts)) in level.enumerated() {
                 value.removeAll(keepingCapacity: true)
-                handle.encode(into: &value)
+                IndexEntryValue(handle: handle, counts: withCounts ? counts : nil).encode(into: &value)
                 b.add(key: key, kind: .value, value: value)
+                blockCounts.records += counts.records
+                blockCounts.tombstones += counts.tombstones
                 // At least two entries a block, so that each level is smaller than the one below
                 // even when single keys are larger than an index block.
                 if (b.count >= 2 && b.estimatedSize >= options.indexBlockSize) || i == level.count - 1 {
-                    next.append((key, try writeBlock(b.finish(), compress: false)))
+                    next.append((key, try writeBlock(b.finish(), compress: false), blockCounts))
+                    blockCounts = .zero
                     properties.indexBlocks += 1
                 }
             }
@@ -171,7 +186,7 @@ final class SegmentWriter {
         let root = level[0].1
         let props = try writeBlock(properties.encode(), compress: false)
         let footer = SegmentFooter(rootIndex: root, indexHeight: height, filter: filter,
-                                   rangeTombstones: tombstones, properties: props)
+                                   rangeTombstones: tombstones, properties: props, formatVersion: options.formatVersion)
         out.append(contentsOf: footer.encode())
         try drain()
         try file.sync()

@@ -10,6 +10,12 @@ package final class Block: @unchecked Sendable {
     package let bytes: UnsafeRawBufferPointer
     let restartsOffset: Int
     let restartCount: Int
+    /// The entries (records) of the block and how many are tombstones, counted when it was loaded.
+    let recordCount: Int
+    let tombstoneCount: Int
+    /// `R` when restart `j` is entry `j × R` for every `j` (as the writer lays blocks out), so that
+    /// `j × R` entries come before restart `j`; 0 when the block is not laid out so.
+    let restartStride: Int
     /// Where the block came from, for error messages.
     let file: String
     package let fileOffset: Int
@@ -39,12 +45,16 @@ package final class Block: @unchecked Sendable {
             }
             previous = r
         }
-        if let reason = Self.entryStructureFault(raw, restartsOffset: start, restartCount: n) {
+        var shape = Shape()
+        if let reason = Self.entryStructureFault(raw, restartsOffset: start, restartCount: n, shape: &shape) {
             storage.deallocate()
             throw StrataError.corrupted(file: file, offset: fileOffset, reason: reason)
         }
         self.restartsOffset = start
         self.restartCount = n
+        self.recordCount = shape.records
+        self.tombstoneCount = shape.tombstones
+        self.restartStride = shape.stride ?? 0
     }
 
     /// Walks the entry headers from offset 0 (FORMAT.md 5.3): every entry's three varints and
@@ -54,7 +64,7 @@ package final class Block: @unchecked Sendable {
     /// inside an entry would let a seek decode bytes of a key or value as an entry. Nil when the
     /// structure is sound, else the reason.
     private static func entryStructureFault(_ raw: UnsafeRawBufferPointer, restartsOffset limit: Int,
-                                            restartCount n: Int) -> String? {
+                                            restartCount n: Int, shape: inout Shape) -> String? {
         var p = 0
         var nextRestart = 0
         var nextRestartOffset = 0  // restart 0 is 0, checked above
@@ -87,16 +97,28 @@ package final class Block: @unchecked Sendable {
             }
             if atRestart {
                 guard shared == 0 else { return "block entry at \(entry): restart entry shares \(shared) bytes" }
+                if nextRestart == 1 { shape.stride = shape.records }
+                if let r = shape.stride, r * nextRestart != shape.records { shape.stride = nil }
                 nextRestart += 1
                 if nextRestart < n { nextRestartOffset = Int(LittleEndian.uint32(raw, at: limit + 4 * nextRestart)) }
             }
             previousKeyLength = shared + unshared
+            shape.records += 1
+            if raw[p - 1] == RecordKind.tombstone.rawValue { shape.tombstones += 1 }
             p += unshared + valueLength
         }
         if nextRestart < n && limit > 0 {
             return "block restart \(nextRestart) at \(nextRestartOffset) is not an entry boundary (the entries end at \(limit))"
         }
         return nil
+    }
+
+    /// What ``entryStructureFault(_:restartsOffset:restartCount:shape:)`` counts on its walk.
+    private struct Shape {
+        var records = 0
+        var tombstones = 0
+        /// The entries before restart 1, while every restart so far has been a multiple of it.
+        var stride: Int?
     }
 
     /// A block built in memory (tests, the memtable flush path).

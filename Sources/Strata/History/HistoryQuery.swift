@@ -80,12 +80,11 @@ package enum HistoryQuery {
         return HistoryPage(messages: messages, hasMore: hasMore)
     }
 
-    /// The number of messages with a timetoken of at least `lower`, counted from the keys alone.
+    /// The number of messages with a timetoken of at least `lower` (and below `upper`), without
+    /// decoding one: whole data blocks are summed from the segments' index counts, only the
+    /// blocks at the ends and what other layers overlap are read (``Snapshot/count(lower:upper:)``).
     static func count(in snapshot: Snapshot, keys: ChannelKeys, lower: UInt64, upper: UInt64? = nil) throws -> Int {
-        let cursor = snapshot.cursor(lower: keys.key(lower), upper: upper.map(keys.key) ?? keys.end)
-        var n = 0
-        while try cursor.next() { n += 1 }
-        return n
+        try snapshot.count(lower: keys.key(lower), upper: upper.map(keys.key) ?? keys.end)
     }
 
     /// The timetokens of the first `count` messages at or after `lower` (oldest first).

@@ -95,13 +95,14 @@ private struct SegmentCrafter {
         return root
     }
 
-    /// Appends the properties and the footer; returns the file.
+    /// Appends the properties and the footer; returns the file. The index entries are of format
+    /// version 1 (a handle, no counts), which readers still read, so the footer says 1.
     mutating func finish(root: BlockHandle, height: Int, filter: BlockHandle = .empty,
                          rangeTombstones: BlockHandle = .empty) -> [UInt8] {
         properties.finish(lastKey: lastKey)
         let props = store(properties.encode())
         bytes += SegmentFooter(rootIndex: root, indexHeight: UInt32(height), filter: filter,
-                               rangeTombstones: rangeTombstones, properties: props).encode()
+                               rangeTombstones: rangeTombstones, properties: props, formatVersion: 1).encode()
         return bytes
     }
 

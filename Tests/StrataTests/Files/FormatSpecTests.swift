@@ -121,7 +121,7 @@ private func exampleManifest(segment: SegmentMetadata) -> Manifest {
 }
 
 private func exampleSegmentMetadata() -> SegmentMetadata {
-    SegmentMetadata(number: 3, fileSize: 233, smallestKey: exampleKey, largestKey: exampleKey, records: 1)
+    SegmentMetadata(number: 3, fileSize: 235, smallestKey: exampleKey, largestKey: exampleKey, records: 1)
 }
 
 private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
@@ -288,12 +288,12 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
             try SegmentFooter.decode(UnsafeRawBufferPointer(rebasing: $0[footerOffset...]), file: "spec.seg", fileOffset: footerOffset)
         }
         // The field values the annotations in FORMAT.md 11.2 state.
-        #expect(footer.rootIndex == BlockHandle(offset: 0x63, length: 17))
+        #expect(footer.rootIndex == BlockHandle(offset: 0x63, length: 19))
         #expect(footer.indexHeight == 1)
         #expect(footer.filter == BlockHandle(offset: 0x19, length: 65))
         #expect(footer.rangeTombstones == BlockHandle(offset: 0, length: 0))
-        #expect(footer.properties == BlockHandle(offset: 0x7d, length: 31))
-        #expect(footer.formatVersion == 1)
+        #expect(footer.properties == BlockHandle(offset: 0x7f, length: 31))
+        #expect(footer.formatVersion == 2)
         #expect(footer.encode() == Array(spec[footerOffset...]))
 
         let dir = try TemporaryDirectory()
@@ -310,6 +310,11 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         #expect(reader.properties.largestKey == exampleKey)
         #expect(reader.properties.keyspaces.map(\.id) == [1])
         #expect(reader.rangeTombstones.isEmpty)
+        // The root's one entry: the data block's handle and counts (1 record, 0 tombstones).
+        var root = BlockCursor(reader.rootBlock)
+        try root.seekToFirst()
+        let entry = try reader.indexEntry(kind: root.kind, value: root.value, in: reader.rootBlock)
+        #expect(entry == IndexEntryValue(handle: BlockHandle(offset: 0, length: 16), counts: RecordCounts(records: 1, tombstones: 0)))
 
         let found = try exampleKey.withUnsafeBytes { try reader.get($0, hash: KeyHash.hash64(exampleKey)) }
         #expect(found?.0 == .value)
@@ -386,12 +391,12 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
 
         // Segment: the version is checked before the footer CRC (left stale here on purpose).
         var seg = try Spec.dump("segment")
-        seg[seg.count - 16] = 2
+        seg[seg.count - 16] = 3
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("000002.seg", seg)
         let path = dir.file("000002.seg")
-        #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 2)) {
+        #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 3)) {
             _ = try SegmentReader(path: path, number: 2, cache: nil)
         }
 

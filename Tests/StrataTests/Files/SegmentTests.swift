@@ -262,8 +262,9 @@ private final class Outcome: @unchecked Sendable {
         #expect(try get(reader, [0xFF, 0xFF, 0xFF]) == nil)
     }
 
-    /// Each index entry's key is the last key of the subtree it points to, the leaves point to
-    /// the data blocks in order, and the block counts match the properties.
+    /// Each index entry's key is the last key of the subtree it points to, its counts are the
+    /// subtree's records and tombstones, the leaves point to the data blocks in order, and the
+    /// block counts match the properties.
     @Test func indexInvariants() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -275,29 +276,41 @@ private final class Outcome: @unchecked Sendable {
         var dataBlocks = 0, indexBlocks = 0
         var allKeys: [[UInt8]] = []
 
-        /// Walks the subtree of `block` at `level` (0 = root); returns its last key.
-        func walk(_ block: Block, level: Int) throws -> [UInt8]? {
+        /// Walks the subtree of `block` at `level` (0 = root); returns its last key and counts.
+        func walk(_ block: Block, level: Int) throws -> ([UInt8]?, RecordCounts) {
             var c = BlockCursor(block)
             try c.seekToFirst()
             var last: [UInt8]?
+            var counts = RecordCounts(records: 0, tombstones: 0)
             if level == height {
                 dataBlocks += 1
-                while c.isValid { allKeys.append(c.key); last = c.key; try c.next() }
-                return last
+                while c.isValid {
+                    allKeys.append(c.key)
+                    last = c.key
+                    counts.records += 1
+                    if c.kind == .tombstone { counts.tombstones += 1 }
+                    try c.next()
+                }
+                return (last, counts)
             }
             indexBlocks += 1
             #expect(block.bytes.count <= smallBlocks.indexBlockSize + 64, "index block of \(block.bytes.count) bytes")
             while c.isValid {
-                let handle = try #require(BlockHandle.decode(c.value))
-                let childLast = try walk(try reader.block(handle), level: level + 1)
+                let entry = try #require(IndexEntryValue.decode(c.value, version: 2))
+                let (childLast, childCounts) = try walk(try reader.block(entry.handle), level: level + 1)
                 #expect(childLast == c.key, "index entry key is the last key of its subtree (level \(level))")
+                #expect(entry.counts == childCounts, "index entry counts its subtree (level \(level))")
+                counts.records += childCounts.records
+                counts.tombstones += childCounts.tombstones
                 last = c.key
                 try c.next()
             }
-            return last
+            return (last, counts)
         }
-        let last = try walk(reader.rootBlock, level: 0)
+        let (last, counts) = try walk(reader.rootBlock, level: 0)
         #expect(last == records.last?.key)
+        #expect(counts == RecordCounts(records: reader.properties.records, tombstones: reader.properties.tombstones))
+        #expect(counts.tombstones > 0, "the records include tombstones")
         #expect(allKeys == records.map(\.key))
         #expect(UInt64(dataBlocks) == reader.properties.dataBlocks)
         #expect(UInt64(indexBlocks) == reader.properties.indexBlocks)
@@ -574,10 +587,10 @@ private final class Outcome: @unchecked Sendable {
         }
         // A future version, CRC recomputed: unsupported.
         b = Array(good[0..<64])
-        b.replaceSubrange(52..<56, with: [2, 0, 0, 0])
+        b.replaceSubrange(52..<56, with: [3, 0, 0, 0])
         b = Array(b[0..<64])
         LittleEndian.append(CRC32C.mask(CRC32C.checksum(b)), to: &b)
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "f.seg", found: 2)) { try decode(b) }
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "f.seg", found: 3)) { try decode(b) }
         // Any other flipped bit: checksum mismatch.
         for i in Array(0..<52) + Array(64..<68) {
             b = good
@@ -594,6 +607,24 @@ private final class Outcome: @unchecked Sendable {
             #expect((bytes + [0]).withUnsafeBytes { BlockHandle.decode($0) } == nil, "trailing bytes")
             #expect(bytes.dropLast().withUnsafeBytes { BlockHandle.decode($0) } == nil, "cut short")
         }
+    }
+
+    /// Index entry values: version 1 a handle, version 2 a handle and counts; exactly their varints.
+    @Test func indexEntryValueEncoding() {
+        let h = BlockHandle(offset: 1 << 40, length: 300)
+        for counts in [RecordCounts(records: 0, tombstones: 0), RecordCounts(records: 7, tombstones: 2),
+                       RecordCounts(records: .max, tombstones: .max)] {
+            var bytes: [UInt8] = []
+            IndexEntryValue(handle: h, counts: counts).encode(into: &bytes)
+            #expect(bytes.withUnsafeBytes { IndexEntryValue.decode($0, version: 2) } == IndexEntryValue(handle: h, counts: counts))
+            #expect(bytes.withUnsafeBytes { IndexEntryValue.decode($0, version: 1) } == nil, "four varints are not a version-1 value")
+            #expect((bytes + [0]).withUnsafeBytes { IndexEntryValue.decode($0, version: 2) } == nil, "trailing bytes")
+            #expect(bytes.dropLast().withUnsafeBytes { IndexEntryValue.decode($0, version: 2) } == nil, "cut short")
+        }
+        var v1: [UInt8] = []
+        IndexEntryValue(handle: h, counts: nil).encode(into: &v1)
+        #expect(v1.withUnsafeBytes { IndexEntryValue.decode($0, version: 1) } == IndexEntryValue(handle: h, counts: nil))
+        #expect(v1.withUnsafeBytes { IndexEntryValue.decode($0, version: 2) } == nil, "two varints are not a version-2 value")
     }
 
     @Test func wrongExpectedSizeOrShortFileIsCorruption() throws {

@@ -162,6 +162,10 @@ private struct ForgedSegment {
     var filterKeys: [[UInt8]]?
     /// A change to the properties before they are written.
     var adjust: (inout SegmentProperties) -> Void = { _ in }
+    /// The segment format version: 1 writes index entries without counts, 2 with them.
+    var formatVersion: UInt32 = 1
+    /// Version 2: the leaf entries' counts; by default what each block holds.
+    var leafCounts: [RecordCounts]?
 
     func write(to path: String) throws {
         var out: [UInt8] = []
@@ -201,9 +205,10 @@ private struct ForgedSegment {
         // entries that do not increase, which is the damage some tests want.
         var index: [UInt8] = []
         var restarts: [UInt32] = []
-        for (key, handle) in leaf {
+        for (i, (key, handle)) in leaf.enumerated() {
             var encoded: [UInt8] = []
-            handle.encode(into: &encoded)
+            let counts = leafCounts?[i] ?? RecordCounts(records: UInt64(blocks[i].count), tombstones: 0)
+            IndexEntryValue(handle: handle, counts: formatVersion >= 2 ? counts : nil).encode(into: &encoded)
             restarts.append(UInt32(index.count))
             Varint.append(UInt64(0), to: &index)
             Varint.append(UInt64(key.count), to: &index)
@@ -218,7 +223,7 @@ private struct ForgedSegment {
         adjust(&props)
         let properties = store(props.encode())
         out += SegmentFooter(rootIndex: root, indexHeight: 1, filter: filter, rangeTombstones: .empty,
-                             properties: properties).encode()
+                             properties: properties, formatVersion: formatVersion).encode()
         try Data(out).write(to: URL(fileURLWithPath: path))
     }
 }
@@ -881,6 +886,43 @@ struct StoreInspectorTests {
         }
     }
 
+    @Test("verify accepts a consistent version-2 segment and reports an index entry that miscounts its block")
+    func forgedIndexCounts() throws {
+        try withTemporaryDirectory { tmp in
+            let path = tmp.appendingPathComponent("000001.seg").path
+            var forged = ForgedSegment(blocks: Self.forgedBlocks)
+            forged.formatVersion = 2
+            try forged.write(to: path)
+            let clean = try StoreVerifier.verify(fileAt: path)
+            #expect(clean.isClean, "\(clean.faults)")
+            #expect(clean.recordsChecked == 60)
+
+            // The first two entries lie, but add up to the properties' 60: opening cannot tell.
+            forged.leafCounts = [RecordCounts(records: 3, tombstones: 0), RecordCounts(records: 37, tombstones: 0),
+                                 RecordCounts(records: 20, tombstones: 0)]
+            try forged.write(to: path)
+            let dump = try SegmentInspector.dump(segmentAt: path)
+            let report = try StoreVerifier.verify(fileAt: path)
+            let root = Int(dump.footer.rootIndexOffset)
+            #expect(report.faults.count == 2, "\(report.faults)")
+            #expect(report.faults.allSatisfy { $0.offset == root && $0.reason.contains("index entry counts") }, "\(report.faults)")
+            // A count that finds more values below its bound than the entry gives the block refuses it.
+            let reader = try SegmentReader(path: path, number: 1, cache: nil)
+            let lower = Keyspace.keyValue.key(userKey(5)), upper = Keyspace.keyValue.key(userKey(50))
+            #expect(throws: StrataError.self) {
+                try lower.withUnsafeBytes { l in try upper.withUnsafeBytes { try reader.countValues(lower: l, upper: $0) } }
+            }
+
+            // Counts that do not add up to the properties are refused when the segment opens.
+            forged.leafCounts = [RecordCounts(records: 20, tombstones: 0), RecordCounts(records: 20, tombstones: 0),
+                                 RecordCounts(records: 21, tombstones: 0)]
+            try forged.write(to: path)
+            #expect(throws: StrataError.self) { _ = try SegmentReader(path: path, number: 1, cache: nil) }
+            let refused = try StoreVerifier.verify(fileAt: path)
+            #expect(refused.faults.contains { $0.offset == root && $0.reason.contains("root index entries count") }, "\(refused.faults)")
+        }
+    }
+
     @Test("verify reports a filter that rejects a key the segment holds")
     func forgedFilter() throws {
         try withTemporaryDirectory { tmp in
@@ -948,18 +990,18 @@ struct StoreInspectorTests {
             try Data(header).write(to: URL(fileURLWithPath: log))
             #expect(throws: StrataError.unsupportedFormatVersion(file: log, found: 3)) { try LogInspector.dump(logAt: log) }
 
-            // A segment whose footer says version 2.
+            // A segment whose footer says version 3.
             let (segment, _) = try writeSegment(in: tmp, records: 100)
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
             let footer = bytes.count - SegmentFormat.footerSize
-            bytes[footer + 52] = 2
+            bytes[footer + 52] = 3
             try Data(bytes).write(to: URL(fileURLWithPath: segment))
             #expect(try StoreInspector.kind(ofFileAt: segment) == .segment)
-            #expect(throws: StrataError.unsupportedFormatVersion(file: segment, found: 2)) {
+            #expect(throws: StrataError.unsupportedFormatVersion(file: segment, found: 3)) {
                 try SegmentInspector.dump(segmentAt: segment)
             }
             let report = try StoreVerifier.verify(fileAt: segment)
-            #expect(report.faults.contains { $0.reason.contains("format version 2") }, "\(report.faults)")
+            #expect(report.faults.contains { $0.reason.contains("format version 3") }, "\(report.faults)")
         }
     }
 
