@@ -13,6 +13,7 @@ enum WorkloadRegistry {
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
         Open(),
+        PushTriggerEvaluation(),
     ]
 }
 

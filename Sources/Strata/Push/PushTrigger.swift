@@ -74,11 +74,15 @@ public struct PushTrigger: Sendable, Hashable {
     ///   `$[n]`, a type error, an expression that is not boolean, or one past the length or depth
     ///   limit.
     public init(_ expression: String, fields: [String]) throws {
-        let source = TriggerSource(expression)
-        guard source.bytes.count <= Self.maximumLength else {
-            throw source.error(at: Self.maximumLength, "the expression is \(source.bytes.count) bytes of UTF-8 long; "
+        let length = expression.utf8.count
+        guard length <= Self.maximumLength else {
+            // Positions before the limit depend only on the text up to the character there: copy
+            // no more than that (a scalar is at most 4 bytes).
+            let head = TriggerSource(String(decoding: expression.utf8.prefix(Self.maximumLength + 4), as: UTF8.self))
+            throw head.error(at: Self.maximumLength, "the expression is \(length) bytes of UTF-8 long; "
                 + "expected at most \(Self.maximumLength)")
         }
+        let source = TriggerSource(expression)
         let tokens = try TriggerLexer(source: source, fields: fields).tokens()
         var parser = TriggerParser(source: source)
         let (nodes, root) = try parser.parse(tokens)

@@ -1,5 +1,3 @@
-import Foundation
-
 /// Java's `String` methods of the trigger language, on the strings' UTF-8 bytes.
 ///
 /// Java compares strings by their UTF-16 units, with no Unicode normalization; Swift's `==` and
