@@ -25,6 +25,8 @@
 //       The collections' crash modes (SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift).
 //   strata-crash-helper transactions <directory> <seed>
 //       Transactions over a series, a channel and a database (TransactionMode.swift).
+//   strata-crash-helper push <directory> <seed>
+//       Appends to a series a push subscription matches (PushMode.swift).
 //
 // In both modes the helper exits by itself when the process that started it dies.
 //
@@ -243,6 +245,8 @@ case "documents":
     runDocuments(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "transactions":
     runTransactions(directory: directory, arguments: Array(arguments.dropFirst(3)))
+case "push":
+    runPush(directory: directory, arguments: Array(arguments.dropFirst(3)))
 default:
     fail("unknown mode \(arguments[1])")
 }

@@ -17,6 +17,9 @@ public struct PushOptions: Sendable {
 public struct PushNotifications: Sendable {
     let state: PushState
     let options: PushOptions
+    /// The checks of the session that gave this handle, or nil for the store's own: in a
+    /// session, subscribing to an item needs ``Permission/selectTopic`` on it.
+    var access: SessionAccess? = nil
 
     // MARK: Devices
 
@@ -102,12 +105,15 @@ public struct PushNotifications: Sendable {
 
     // MARK: Subscriptions
 
+    /// In a session, every item needs ``Permission/selectTopic``.
+    ///
     /// Subscribes: compiles the format and trigger, stores the subscription with a new id (or,
     /// with `coalescing`, modifies a same-device subscription with the same adapter, items,
     /// fields and trigger), and returns it with status `.subscribed`. Nothing is sent until the
     /// next update.
     public func subscribe(_ subscription: PushSubscription, device id: String, coalescing: Bool = false) throws -> PushSubscription {
         try subscription.validate()
+        if let access { for item in subscription.items { try access.require(.selectTopic, item) } }
         if case .limited? = subscription.requestedMaxFrequency {
             throw StrataError.invalidArgument("push subscription: frequency limits are not supported yet")
         }

@@ -47,6 +47,11 @@ extension StoreSession {
     public func setSecurityPolicy(_ policy: SecurityPolicy) async throws -> SecurityPolicy {
         try await executor.run { try self.setSecurityPolicy(policy) }
     }
+
+    /// The `async` twin of ``pushNotifications(options:)``.
+    public func pushNotifications(options: PushOptions = PushOptions()) async throws -> PushNotifications {
+        try await executor.run { try self.pushNotifications(options: options) }
+    }
 }
 
 extension Store {

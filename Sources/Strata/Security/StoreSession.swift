@@ -97,6 +97,16 @@ public final class StoreSession: Sendable {
         try store.transaction(durability: durability, access: access, body)
     }
 
+    /// The store's push subscriptions, with the session's checks: ``PushNotifications/subscribe(_:device:coalescing:)``
+    /// needs ``Permission/selectTopic`` on every item (Diffusion's permission for subscribing).
+    /// Devices, the other subscription calls and the outbox are not checked: they are the
+    /// delivery loop's side of push, which a program runs as the owner.
+    public func pushNotifications(options: PushOptions = PushOptions()) throws -> PushNotifications {
+        var push = try store.pushNotifications(options: options)
+        push.access = access
+        return push
+    }
+
     /// The store's security policy; needs the global ``Permission/viewSecurity``.
     public var securityPolicy: SecurityPolicy {
         get throws {

@@ -57,6 +57,7 @@ import Testing
         out += "changes \(changes.map { "\($0.id)@\($0.sequence)" }) \(last)\n"
         for id in ["a", "b", "c"] { out += "doc \(id) \(String(describing: try d.document(id: id)?.fields))\n" }
         out += "policy \(try store.securityPolicy.version)\n"
+        out += "push subscriptions \(try store.pushNotifications().state.model.withLock { $0.subscriptions.count })\n"
         return out
     }
 
@@ -204,6 +205,14 @@ import Testing
         },
         Entry(name: "transaction async", path: series, required: [.updateTopic]) { session in
             try await session.transaction { tx in _ = try tx.timeSeries(series, of: Double.self).append(5) }
+        },
+        // Push
+        Entry(name: "push subscribe", path: series, required: [.selectTopic]) { session in
+            let push = try session.pushNotifications()
+            let device = try push.register(PushDevice(platform: .apple, applicationID: "app", deviceToken: "token"))
+            var sub = PushSubscription(mode: .merge, items: [series], fields: ["value"])
+            sub.notificationFormat = #"{"aps":{"alert":"${value}"}}"#
+            _ = try push.subscribe(sub, device: device.id)
         },
         // Security
         Entry(name: "securityPolicy", path: "", required: [.viewSecurity]) { try _ = $0.securityPolicy },
