@@ -51,9 +51,8 @@ public struct InspectedPolicy: Codable, Sendable, Equatable {
 public enum SecurityInspector {
     /// The stored policy; with `principal`, also what that principal may do on each collection.
     ///
-    /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` or
-    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for a policy record that does not
-    ///   decode; the errors of reading the store's files.
+    /// - Throws: `StrataError.corrupted` or `StrataError.unsupportedFormatVersion` for a policy
+    ///   record that does not decode; the errors of reading the store's files.
     public static func policy(ofStoreAt directory: String, principal: String? = nil) throws -> InspectedPolicy {
         let snapshot = try StoreImage.snapshot(directory: directory)
         let policy = try snapshot.get(SecurityPolicyRecord.key).map(SecurityPolicyRecord.decode) ?? SecurityPolicy()

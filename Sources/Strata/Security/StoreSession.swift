@@ -44,8 +44,11 @@ public final class StoreSession: Sendable {
 
     /// The time series at `path`, with the session's checks.
     ///
-    /// - Parameter options: nil keeps the stored options (or, for a new series, the defaults);
-    ///   options different from the stored ones replace them and need ``Permission/modifyTopic``.
+    /// - Parameters:
+    ///   - path: The series' path.
+    ///   - type: The type of its values.
+    ///   - options: nil keeps the stored options (or, for a new series, the defaults); options
+    ///     different from the stored ones replace them and need ``Permission/modifyTopic``.
     /// - Throws: ``StrataError/permissionDenied(principal:permission:path:)`` naming
     ///   ``Permission/modifyTopic`` if the series does not exist (nothing is created) or the
     ///   options would change; otherwise as ``Store/timeSeries(_:of:options:)``.
