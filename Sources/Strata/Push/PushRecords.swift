@@ -81,14 +81,38 @@ enum PushRecords {
         return w.bytes
     }
 
+    /// Compiled formats and triggers (and name lists) already decoded at open, so that a million
+    /// subscriptions with a few distinct formats share a few compiled ones.
+    struct CompileCache {
+        struct Key: Hashable {
+            let text: String
+            let fields: [String]
+        }
+        var templates: [Key: NotificationTemplate] = [:]
+        var triggers: [Key: PushTrigger] = [:]
+        var names: [[String]: [String]] = [:]
+
+        mutating func intern(_ list: [String]) -> [String] {
+            if let shared = names[list] { return shared }
+            names[list] = list
+            return list
+        }
+    }
+
     static func decodeSubscription(_ bytes: [UInt8], number: UInt64) throws -> PushState.SubscriptionEntry {
+        var cache = CompileCache()
+        return try decodeSubscription(bytes, number: number, cache: &cache)
+    }
+
+    static func decodeSubscription(_ bytes: [UInt8], number: UInt64, cache: inout CompileCache) throws -> PushState.SubscriptionEntry {
         let id = PushLayout.subscriptionID(number)
         var r = try PushLayout.Reader(bytes, what: "push subscription \(id)")
         let device = try r.varint()
         let mode = try r.u8()
         let adapter = try r.u8()
         guard (1...2).contains(mode), (1...2).contains(adapter) else { throw r.fail("bad mode \(mode) or adapter \(adapter)") }
-        var s = PushSubscription(mode: mode == 1 ? .merge : .distinct, items: try r.names(), fields: try r.names())
+        var s = PushSubscription(mode: mode == 1 ? .merge : .distinct, items: cache.intern(try r.names()),
+                                 fields: cache.intern(try r.names()))
         s.dataAdapter = adapter == 1 ? .timeSeries : .history
         s.notificationFormat = try r.string()
         switch try r.u8() {
@@ -120,8 +144,18 @@ enum PushRecords {
         s.subscriptionID = id
         do {
             try s.validate()
-            let template = try NotificationTemplate(s.notificationFormat ?? "", fields: s.fields)
-            let trigger = try s.triggerExpression.map { try PushTrigger($0, fields: s.fields) }
+            let format = CompileCache.Key(text: s.notificationFormat ?? "", fields: s.fields)
+            let template = try cache.templates[format] ?? NotificationTemplate(format.text, fields: s.fields)
+            cache.templates[format] = template
+            s.notificationFormat = template.format
+            var trigger: PushTrigger?
+            if let expression = s.triggerExpression {
+                let key = CompileCache.Key(text: expression, fields: s.fields)
+                let compiled = try cache.triggers[key] ?? PushTrigger(expression, fields: s.fields)
+                cache.triggers[key] = compiled
+                s.triggerExpression = compiled.expression
+                trigger = compiled
+            }
             return PushState.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
         } catch StrataError.invalidArgument(let reason) {
             throw r.fail(reason)

@@ -77,8 +77,9 @@ final class PushState: CollectionState, CommitParticipant {
             m.deviceByKey[entry.device] = n
             m.nextDevice = max(m.nextDevice, n + 1)
         }
+        var cache = PushRecords.CompileCache()
         try scan(snapshot, kind: 2) { n, bytes in
-            let entry = try PushRecords.decodeSubscription(bytes, number: n)
+            let entry = try PushRecords.decodeSubscription(bytes, number: n, cache: &cache)
             guard m.devices[entry.device] != nil else {
                 throw StrataError.corrupted(file: "push subscription \(n)", offset: 0, reason: "unknown device \(entry.device)")
             }
