@@ -412,7 +412,7 @@ package final class DatabaseState: CollectionState {
     /// committed.
     private func stage(_ steps: [Step], rows: [RowChanges], indexes active: [String: ActiveIndex],
                        writer w: inout WriterState, into commit: inout CommitBatch) -> [Document] {
-        let observing = broadcaster.wantsChanges(of: engine)
+        let observing = broadcaster.wantsChanges(of: engine, kind: .documentDatabase, name: name)
         let inTransaction = TransactionScope.current != nil
         // Moved out and back, not copied: `commit.records` may hold a transaction's earlier writes.
         var batch = WriteBatch()
@@ -547,7 +547,7 @@ package final class DatabaseState: CollectionState {
                              indexes current: [String: ActiveIndex], now: Date, writer w: inout WriterState,
                              into commit: inout CommitBatch) {
         let key = DocumentLayout.documentKey(id, documentID)
-        let observing = broadcaster.wantsChanges(of: engine)
+        let observing = broadcaster.wantsChanges(of: engine, kind: .documentDatabase, name: name)
         let sequence = w.nextSequence
         // Moved out and back, not copied: `commit.records` may hold a transaction's earlier writes.
         var batch = WriteBatch()

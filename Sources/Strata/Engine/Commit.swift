@@ -81,4 +81,11 @@ struct CommitBatch: Sendable {
 /// participant that throws fails the write (nothing of it commits).
 protocol CommitParticipant: AnyObject, Sendable {
     func prepare(_ batch: inout CommitBatch) throws
+    /// Whether the participant needs the logical changes of writes to collection `name` of
+    /// `kind` (so that a write nobody needs described describes nothing). Default: every one.
+    func wantsChanges(of kind: CollectionKind, name: String) -> Bool
+}
+
+extension CommitParticipant {
+    func wantsChanges(of kind: CollectionKind, name: String) -> Bool { true }
 }

@@ -67,9 +67,13 @@ final class CommitBroadcaster: Sendable {
     /// commit's changes).
     var hasSubscribers: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
 
-    /// Whether a commit must describe its changes: someone subscribes, or a participant of
-    /// `engine` takes part. Collections skip building the description otherwise.
-    func wantsChanges(of engine: Engine) -> Bool { hasSubscribers || engine.hasParticipants }
+    /// Whether a commit of collection `name` of `kind` must describe its changes: someone
+    /// subscribes, or a participant of `engine` wants this collection's
+    /// (``CommitParticipant/wantsChanges(of:name:)``). Collections skip building the description
+    /// otherwise.
+    func wantsChanges(of engine: Engine, kind: CollectionKind, name: String) -> Bool {
+        hasSubscribers || engine.participantsWantChanges(of: kind, name: name)
+    }
 
     /// The number of live subscriptions (for tests and tools).
     var count: Int { subscriberCount.load(ordering: .relaxed) }

@@ -65,6 +65,12 @@ extension Engine {
     /// Whether any participant is registered (a collection then describes every commit's changes).
     var hasParticipants: Bool { participantCount.load(ordering: .relaxed) > 0 }
 
+    /// Whether a participant needs the changes of collection `name` of `kind`.
+    func participantsWantChanges(of kind: CollectionKind, name: String) -> Bool {
+        guard hasParticipants else { return false }
+        return participants.withLock { $0.contains { $0.wantsChanges(of: kind, name: name) } }
+    }
+
     /// Queues `w`; the writer at the head of the queue commits its own and the following batches.
     /// Only a leader touches the log and the active memtable, so they change one at a time.
     func commit(_ w: PendingWrite) throws {

@@ -130,7 +130,7 @@ final class ChannelState: CollectionState {
             tt &+= 1
         }
         w.staged += timetokens
-        if broadcaster.wantsChanges(of: history.engine) {
+        if broadcaster.wantsChanges(of: history.engine, kind: .channel, name: keys.name) {
             batch.changes.append(Messages(channelID: keys.id, name: keys.name, typeName: typeName, timetokens: timetokens, values: values))
         }
         return first

@@ -200,7 +200,7 @@ package final class SeriesState: CollectionState {
     private func now() -> Int64 { SeriesTime.milliseconds(clock()) ?? 0 }
 
     /// Whether a commit must carry its records as a change (someone subscribes or takes part).
-    private var changesWanted: Bool { broadcaster.wantsChanges(of: engine) }
+    private var changesWanted: Bool { broadcaster.wantsChanges(of: engine, kind: .timeSeries, name: path) }
 
     /// Appends `count` events in one batch. `timestamps` gives explicit timestamps (which must not
     /// go back), else each event gets the clock's time, raised to the latest timestamp if the clock
