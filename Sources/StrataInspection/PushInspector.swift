@@ -92,8 +92,8 @@ public enum PushInspector {
     /// The devices, the subscriptions with their pending counts, and the oldest `limit`
     /// notifications of the outbox (all if nil).
     ///
-    /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` or
-    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for a record that does not decode;
+    /// - Throws: `StrataError.corrupted` or `StrataError.unsupportedFormatVersion` for a record
+    ///   that does not decode;
     ///   the errors of reading the store's files.
     public static func push(ofStoreAt directory: String, limit: Int? = nil) throws -> InspectedPush {
         let snapshot = try StoreImage.snapshot(directory: directory)
