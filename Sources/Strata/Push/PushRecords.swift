@@ -7,8 +7,8 @@ import Foundation
 ///     subscription  u8 layout ‖ varint device ‖ u8 mode (1 MERGE, 2 DISTINCT) ‖ u8 adapter (1 time
 ///                   series, 2 history) ‖ names items ‖ names fields ‖ string format ‖ u8 trigger?
 ///                   [‖ string trigger] ‖ varint buffer (0 default, 1 unlimited, n + 2 limited n)
-///                   ‖ u8 frequency (0 default, 1 unlimited, 2 limited ‖ f64) ‖ u8 status (1 active,
-///                   2 subscribed, 3 triggered) ‖ zigzag varint status time (ms)
+///                   ‖ u8 frequency (0 default, 1 unlimited, 2 limited ‖ f64) ‖ u8 status (2
+///                   subscribed, 3 triggered) ‖ zigzag varint status time (ms); FORMAT.md §18
 ///     item state    u8 layout ‖ names merged field texts
 ///     notification  u8 layout ‖ varint device ‖ varint subscription ‖ u8 platform ‖ string
 ///                   application ‖ string token ‖ string item ‖ string payload ‖ zigzag created (ms)
