@@ -31,6 +31,7 @@ let package = Package(
                 "CBenchLZ4",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Strata", package: "Strata"),
+                .product(name: "StrataInspection", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

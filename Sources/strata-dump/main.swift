@@ -13,7 +13,7 @@ import StrataInspection
 struct StrataDump: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-dump",
-        abstract: "Inspect the files of a Strata store: summary, logs, segments, verify, series, channels, documents, security.",
+        abstract: "Inspect the files of a Strata store: summary, logs, segments, verify, series, channels, documents, security, push.",
         discussion: """
             strata-dump reads files read-only and takes no lock, so it may run beside the process \
             that has the store open. Every subcommand prints JSON instead of tables with --json.
@@ -21,7 +21,7 @@ struct StrataDump: ParsableCommand {
             Exit status: 0 on success (verify: no faults), 1 when damage is found, 2 for usage \
             errors and paths that are not a readable Strata store or file.
             """,
-        subcommands: [Summary.self, Log.self, Segment.self, Verify.self, Series.self, Channels.self, Documents.self, Security.self])
+        subcommands: [Summary.self, Log.self, Segment.self, Verify.self, Series.self, Channels.self, Documents.self, Security.self, Push.self])
 }
 
 struct OutputOptions: ParsableArguments {

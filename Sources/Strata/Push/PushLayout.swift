@@ -10,8 +10,8 @@ import Foundation
 ///
 /// Records start with a `u8` layout (1). Strings are `varint(byteCount) ‖ UTF-8`; name lists
 /// `varint(count) ‖ string*`.
-enum PushLayout {
-    static let layout: UInt8 = 1
+package enum PushLayout {
+    package static let layout: UInt8 = 1
 
     static func key(_ kind: UInt64, _ numbers: UInt64...) -> [UInt8] {
         var e = TupleKeyEncoder()
@@ -21,19 +21,19 @@ enum PushLayout {
         return e.bytes
     }
 
-    static let countersKey = key(0)
-    static func deviceKey(_ n: UInt64) -> [UInt8] { key(1, n) }
-    static func subscriptionKey(_ n: UInt64) -> [UInt8] { key(2, n) }
-    static func itemStateKey(_ subscription: UInt64, _ item: Int) -> [UInt8] { key(3, subscription, UInt64(item)) }
-    static func notificationKey(_ n: UInt64) -> [UInt8] { key(4, n) }
-    static func prefix(_ kind: UInt64) -> [UInt8] { key(kind) }
-    static func prefix(_ kind: UInt64, _ n: UInt64) -> [UInt8] { key(kind, n) }
+    package static let countersKey = key(0)
+    package static func deviceKey(_ n: UInt64) -> [UInt8] { key(1, n) }
+    package static func subscriptionKey(_ n: UInt64) -> [UInt8] { key(2, n) }
+    package static func itemStateKey(_ subscription: UInt64, _ item: Int) -> [UInt8] { key(3, subscription, UInt64(item)) }
+    package static func notificationKey(_ n: UInt64) -> [UInt8] { key(4, n) }
+    package static func prefix(_ kind: UInt64) -> [UInt8] { key(kind) }
+    package static func prefix(_ kind: UInt64, _ n: UInt64) -> [UInt8] { key(kind, n) }
 
     // MARK: Ids
 
-    static func deviceID(_ n: UInt64) -> String { "D\(n)" }
-    static func subscriptionID(_ n: UInt64) -> String { "S\(n)" }
-    static func number(_ id: String, prefix: Character) -> UInt64? {
+    package static func deviceID(_ n: UInt64) -> String { "D\(n)" }
+    package static func subscriptionID(_ n: UInt64) -> String { "S\(n)" }
+    package static func number(_ id: String, prefix: Character) -> UInt64? {
         guard id.first == prefix, id.count > 1, let n = UInt64(id.dropFirst()), id == "\(prefix)\(n)" else { return nil }
         return n
     }

@@ -7,12 +7,12 @@ import Foundation
 ///     subscription  u8 layout ‖ varint device ‖ u8 mode (1 MERGE, 2 DISTINCT) ‖ u8 adapter (1 time
 ///                   series, 2 history) ‖ names items ‖ names fields ‖ string format ‖ u8 trigger?
 ///                   [‖ string trigger] ‖ varint buffer (0 default, 1 unlimited, n + 2 limited n)
-///                   ‖ u8 frequency (0 default, 1 unlimited, 2 limited ‖ f64) ‖ u8 status (1 active,
-///                   2 subscribed, 3 triggered) ‖ zigzag varint status time (ms)
+///                   ‖ u8 frequency (0 default, 1 unlimited, 2 limited ‖ f64) ‖ u8 status (2
+///                   subscribed, 3 triggered) ‖ zigzag varint status time (ms); FORMAT.md §18
 ///     item state    u8 layout ‖ names merged field texts
 ///     notification  u8 layout ‖ varint device ‖ varint subscription ‖ u8 platform ‖ string
 ///                   application ‖ string token ‖ string item ‖ string payload ‖ zigzag created (ms)
-enum PushRecords {
+package enum PushRecords {
     static func counters(_ m: PushState.Model) -> [UInt8] {
         var w = PushLayout.Writer()
         w.varint(m.nextDevice)
@@ -177,7 +177,7 @@ enum PushRecords {
         return w.bytes
     }
 
-    static func decodeNotification(_ bytes: [UInt8], id: UInt64) throws -> PushNotification {
+    package static func decodeNotification(_ bytes: [UInt8], id: UInt64) throws -> PushNotification {
         var r = try PushLayout.Reader(bytes, what: "push notification \(id)")
         let device = try r.varint()
         let subscription = try r.varint()
@@ -224,5 +224,30 @@ enum PushRecords {
             fields["publisher"] = parts.publisher ?? ""
             return fields
         }
+    }
+}
+
+// MARK: For tools
+
+extension PushRecords {
+    /// The counters record `(17, 0)`: the numbers the next device, subscription and notification get.
+    package static func decodeCounters(_ bytes: [UInt8]) throws -> (device: UInt64, subscription: UInt64, notification: UInt64) {
+        var r = try PushLayout.Reader(bytes, what: "push counters")
+        let counters = (device: try r.varint(), subscription: try r.varint(), notification: try r.varint())
+        try r.end()
+        return counters
+    }
+
+    /// A device record `(17, 1, number)`: the device, whether it is suspended, its last badge number.
+    package static func decodeDeviceRecord(_ bytes: [UInt8], number: UInt64) throws -> (device: PushDevice, suspended: Bool, badge: UInt64) {
+        let e = try decodeDevice(bytes, number: number)
+        return (e.device, e.suspended, e.badge)
+    }
+
+    /// A subscription record `(17, 2, number)`: its device's number and the subscription (id, status and
+    /// status time set), its format and trigger checked as at subscribe.
+    package static func decodeSubscriptionRecord(_ bytes: [UInt8], number: UInt64) throws -> (device: UInt64, subscription: PushSubscription) {
+        let e = try decodeSubscription(bytes, number: number)
+        return (e.device, e.subscription)
     }
 }

@@ -25,6 +25,8 @@ struct EngineResult: Codable, Sendable {
     var strataSpeedup: Double?
     /// This engine's bytes per record divided by Strata's.
     var diskRatioToStrata: Double?
+    /// Figures of the run beyond the table's (e.g. push-fanout's notifications/s).
+    var notes: [String]?
 
     struct Latency: Codable, Sendable {
         var p50: UInt64 = 0

@@ -50,10 +50,14 @@ struct Runner {
             }
             if let reference = workload.referenceName {
                 progress.start(workload.name + " " + reference)
+                let directory = baseDirectory.appendingPathComponent("\(workload.name)-reference")
+                defer { try? FileManager.default.removeItem(at: directory) }
                 do {
+                    try? FileManager.default.removeItem(at: directory)
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                     let recorder = Recorder(progress: progress, expectedOperations: max(operations, 1))
                     let (outcome, bytes) = try workload.reference(config: config, count: count, operations: operations,
-                                                                  recorder: recorder)
+                                                                  directory: directory, recorder: recorder)
                     results.append(Self.result(reference, recorder, outcome, disk: bytes))
                 } catch {
                     progress.finish()
@@ -106,6 +110,7 @@ struct Runner {
         e.records = outcome.records
         e.bytesPerRecord = outcome.records > 0 ? Double(disk) / Double(outcome.records) : 0
         e.closeSeconds = outcome.closeSeconds
+        e.notes = outcome.notes.isEmpty ? nil : outcome.notes
         return e
     }
 

@@ -54,6 +54,14 @@ enum TableReport {
                                unchecked.itemsPerSecond / checked.itemsPerSecond,
                                Double(checked.latencyNanoseconds.p50) / Double(unchecked.latencyNanoseconds.p50)))
         }
+        for r in w.results { for note in r.notes ?? [] { Swift.print("\(r.engine): \(note)") } }
+        if let with = w.results.first(where: { $0.engine == EngineKind.strata.rawValue && $0.unavailable == nil }),
+           let without = w.results.first(where: { $0.engine == PushFanout.referenceRow && $0.unavailable == nil }),
+           without.itemsPerSecond > 0 {
+            Swift.print("with/without subscriptions: \(grouped(Int(with.itemsPerSecond.rounded()))) / "
+                        + "\(grouped(Int(without.itemsPerSecond.rounded()))) events/s = "
+                        + String(format: "%.3f", with.itemsPerSecond / without.itemsPerSecond))
+        }
     }
 
     /// 1234567 → "1,234,567".

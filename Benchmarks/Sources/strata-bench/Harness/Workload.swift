@@ -25,9 +25,10 @@ protocol Workload: Sendable {
     /// The row name of a reference measured after the engines in the same run (not a store,
     /// e.g. `lz4-decompress` for ts-scan), or nil (the default) for none.
     var referenceName: String? { get }
-    /// Times the reference's operations with `recorder`; returns its outcome and the bytes it
-    /// holds (the divisor of its B/record, in place of bytes on disk).
-    func reference(config: BenchConfig, count: Int, operations: Int, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int)
+    /// Times the reference's operations with `recorder` (in `directory`, fresh and empty, if it
+    /// writes files); returns its outcome and the bytes it holds (the divisor of its B/record, in
+    /// place of bytes on disk).
+    func reference(config: BenchConfig, count: Int, operations: Int, directory: URL, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int)
     /// A line printed under the table's title (e.g. the ts-* `--values`), or nil.
     func tableNote(_ config: BenchConfig) -> String?
     /// Whether `--session` adds a row of this workload run on Strata through a `StoreSession`
@@ -41,7 +42,7 @@ extension Workload {
     var quickOperations: Int { 0 }
     func unavailability(on engine: EngineKind) -> String? { nil }
     var referenceName: String? { nil }
-    func reference(config: BenchConfig, count: Int, operations: Int, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int) {
+    func reference(config: BenchConfig, count: Int, operations: Int, directory: URL, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int) {
         throw BenchError("\(name) has no reference")
     }
     func tableNote(_ config: BenchConfig) -> String? { nil }
@@ -71,6 +72,8 @@ struct RunOutcome: Sendable {
     var records: Int
     /// Seconds the final clean close took (flushes and background work an engine waits for).
     var closeSeconds: Double = 0
+    /// Lines printed under the table after the row's name (e.g. push-fanout's notifications/s).
+    var notes: [String] = []
 }
 
 /// A workload failed: a wrong result, or an engine error.

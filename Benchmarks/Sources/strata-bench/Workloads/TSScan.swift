@@ -48,7 +48,7 @@ struct TSScan: Workload {
 
     var referenceName: String? { "lz4-decompress" }
 
-    func reference(config: BenchConfig, count: Int, operations: Int, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int) {
+    func reference(config: BenchConfig, count: Int, operations: Int, directory: URL, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int) {
         let lengths = SeriesValues.lengths(count: count, series: config.series, batch: config.batch)
         let values = SeriesValues(config: config, count: count)
         let base = Int64(Date().timeIntervalSince1970 * 1000)
