@@ -9,7 +9,7 @@ extension ValueShape: ExpressibleByArgument {}
 enum WorkloadRegistry {
     static let all: [any Workload] = [
         KVFillSeq(), KVFillRandom(), KVGetRandom(), KVScan(),
-        TSAppend(), TSRange(), TSScan(), TSLatest(), PushFanout(),
+        TSAppend(), TSRange(), TSScan(), TSLatest(), PushFanout(), PushOpen(),
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
         Open(),
