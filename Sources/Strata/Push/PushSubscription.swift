@@ -101,6 +101,26 @@ public struct PushSubscription: Sendable, Hashable {
     /// The buffer in effect: the requested one, else 1 for MERGE and unlimited for DISTINCT.
     var bufferSize: BufferSize { requestedBufferSize ?? (mode == .merge ? .limited(1) : .unlimited) }
 
+    /// The most updates that wait per item: the buffer size, with ``unlimited`` (and any larger
+    /// request) held to ``maxWaiting`` (as a Lightstreamer server caps buffers).
+    var waitingCapacity: Int {
+        switch bufferSize {
+        case .limited(let n): return min(max(1, n), Self.maxWaiting)
+        case .unlimited: return Self.maxWaiting
+        }
+    }
+
+    /// The cap on waiting updates per subscription and item.
+    static let maxWaiting = 1_000
+
+    /// The frequency limit as the least milliseconds between two notifications of an item:
+    /// 1000 / maxFrequency rounded up to the clock's whole millisecond; nil without a limit.
+    var frequencyInterval: Int64? {
+        guard case .limited(let f)? = requestedMaxFrequency, f > 0, f.isFinite else { return nil }
+        let ms = (1_000 / f).rounded(.up)
+        return ms >= 1e15 ? 1_000_000_000_000_000 : max(1, Int64(ms))
+    }
+
     /// Refuses what cannot be subscribed: no items or fields, a name that is empty or holds a
     /// space, a missing format, a buffer below 1, a frequency that is not a positive number.
     func validate() throws {
