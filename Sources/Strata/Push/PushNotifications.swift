@@ -50,7 +50,8 @@ public struct PushNotifications: Sendable {
         }
     }
 
-    /// Suspends a device: no notifications are created for it until it registers again.
+    /// Suspends a device: no notifications are created for it until it registers again (its
+    /// updates waiting for a frequency limit stay waiting until then).
     public func suspend(device id: String) throws {
         try state.writeReporting { m, batch, statuses in
             let (n, entry) = try Self.device(id, in: m)

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -58,8 +59,8 @@ final class PushState: CollectionState, CommitParticipant {
     let model: Mutex<Model>
     let turnstile = PushTurnstile()
     /// The task that releases waiting updates when they become due, started by the first
-    /// ``PushNotifications/notifications()`` stream and cancelled at close.
-    let timer = Mutex<Task<Void, Never>?>(nil)
+    /// ``PushNotifications/notifications(bufferSize:)`` stream and cancelled at close.
+    let timer = Mutex<(any DispatchSourceTimer)?>(nil)
     /// `model.subscriptions.count`, read without the lock on every commit.
     private let subscriptionCount = Atomic<Int>(0)
 
@@ -157,7 +158,7 @@ final class PushState: CollectionState, CommitParticipant {
     }
 
     /// ``write(_:)`` whose body also reports the status changes it makes (to
-    /// ``PushNotifications/statusChanges()`` streams, with the commit).
+    /// ``PushNotifications/statusChanges(bufferSize:)`` streams, with the commit).
     func writeReporting<R>(_ body: (Model, inout WriteBatch, inout [PushStatusChange]) throws -> (R, (inout Model) -> Void)) throws -> R {
         let pass = turnstile.enter()
         defer { pass.leave() }
@@ -432,7 +433,7 @@ final class PushState: CollectionState, CommitParticipant {
         }
     }
 
-    /// Whether any waiting update is due at `at` (ms), and the earliest instant one will be.
+    /// The earliest instant (ms) at which a waiting update is or will be due; nil when nothing waits.
     func nextDue() -> Int64? {
         model.withLock { m in
             let staging = Staging(m, now: 0)
@@ -482,35 +483,31 @@ final class PushState: CollectionState, CommitParticipant {
         return released
     }
 
-    /// Starts the task that releases waiting updates when due (once per store): it looks at the
-    /// clock every `period` and releases what has come due. A fake clock is honoured: the task
-    /// only wakes up on real time, and decides on the clock.
-    func startTimer(period: Duration = .milliseconds(100)) {
-        timer.withLock { task in
-            guard task == nil else { return }
-            task = Task.detached { [weak self] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: period)
-                    guard let self else { return }
-                    do {
-                        try self.releaseDue()
-                    } catch StrataError.closed {
-                        return
-                    } catch {
-                        // A failed release is retried at the next wake-up; the engine reports its failure to streams.
-                    }
-                }
+    /// Starts the timer that releases waiting updates when due (once per store): it wakes up
+    /// every `period` of real time on a queue of its own (not the cooperative pool, which callers
+    /// may keep busy) and releases what has come due by the clock, so a fake clock is honoured.
+    func startTimer(period: DispatchTimeInterval = .milliseconds(100)) {
+        timer.withLock { source in
+            guard source == nil else { return }
+            let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.push.timer"))
+            t.schedule(deadline: .now() + period, repeating: period)
+            t.setEventHandler { [weak self] in
+                // A failure is retried at the next wake-up (the engine reports it to the streams);
+                // close cancels the timer.
+                _ = try? self?.releaseDue()
             }
+            t.resume()
+            source = t
         }
     }
 }
 
-/// Notifications a commit added to the outbox, in id order (for ``PushNotifications/notifications()``).
+/// Notifications a commit added to the outbox, in id order (for ``PushNotifications/notifications(bufferSize:)``).
 struct NotificationsAdded: CommitChange {
     let notifications: [PushNotification]
 }
 
-/// Status changes a commit made (for ``PushNotifications/statusChanges()``).
+/// Status changes a commit made (for ``PushNotifications/statusChanges(bufferSize:)``).
 struct PushStatusChanged: CommitChange {
     let changes: [PushStatusChange]
 }

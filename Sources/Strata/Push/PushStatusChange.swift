@@ -1,5 +1,5 @@
 /// A change of a push subscription's or device's status, as Lightstreamer's MPN delegates report
-/// it (see ``PushNotifications/statusChanges()``).
+/// it (see ``PushNotifications/statusChanges(bufferSize:)``).
 public enum PushStatusChange: Sendable, Hashable {
     /// A subscription was made (its status is `.subscribed`).
     case subscribed(subscriptionID: String, deviceID: String)

@@ -61,9 +61,15 @@ public struct PushSubscription: Sendable, Hashable {
     /// A trigger: no notification until it holds, then exactly one.
     public var triggerExpression: String?
     /// The per-item buffer of updates waiting for the frequency limit; nil: 1 for MERGE,
-    /// unlimited for DISTINCT.
+    /// unlimited for DISTINCT. When it is full, a MERGE update's state replaces the newest
+    /// waiting one (so the default buffer 1 keeps only the latest state) and a DISTINCT update
+    /// drops the oldest waiting one. The store holds at most 1,000 waiting updates per item
+    /// (`.unlimited` and larger sizes included), as a server caps its buffers.
     public var requestedBufferSize: BufferSize?
-    /// The most notifications per second per item; nil: unlimited.
+    /// The most notifications per second per item; nil: unlimited. Between two notifications of
+    /// an item at least 1000 / f milliseconds pass (rounded up to the clock's millisecond),
+    /// counted from the last one sent; a waiting update released later than it was due counts as
+    /// sent when it was due. Triggered notifications ignore the limit.
     public var requestedMaxFrequency: MaxFrequency?
     /// The persistent id, once subscribed.
     public internal(set) var subscriptionID: String?
