@@ -49,6 +49,9 @@ final class PushState: CollectionState, CommitParticipant {
         var nextDevice: UInt64 = 1
         var nextSubscription: UInt64 = 1
         var nextNotification: UInt64 = 1
+        /// False only when a scan found no waiting update and nothing could have added one since
+        /// (so that a poll with nothing waiting costs no scan of the subscriptions).
+        var mayWait = true
     }
 
     static let registryName = ""
@@ -171,7 +174,10 @@ final class PushState: CollectionState, CommitParticipant {
             if !statuses.isEmpty { commit.changes.append(PushStatusChanged(changes: statuses)) }
             try engine.commit(commit)
         }
-        model.withLock { apply(&$0) }
+        model.withLock {
+            apply(&$0)
+            $0.mayWait = true   // a coalescing subscribe keeps waiting updates
+        }
         subscriptionCount.store(model.withLock { $0.subscriptions.count }, ordering: .relaxed)
         return result
     }
@@ -412,6 +418,7 @@ final class PushState: CollectionState, CommitParticipant {
                 for (n, e) in touched where m.subscriptions[n] != nil { m.subscriptions[n] = e }
                 for (n, d) in touchedDevices where m.devices[n] != nil { m.devices[n] = d }
                 m.nextNotification = max(m.nextNotification, nextID)
+                if touched.values.contains(where: { $0.timing.values.contains { !$0.waiting.isEmpty } }) { m.mayWait = true }
             })
         }
     }
@@ -436,6 +443,7 @@ final class PushState: CollectionState, CommitParticipant {
     /// The earliest instant (ms) at which a waiting update is or will be due; nil when nothing waits.
     func nextDue() -> Int64? {
         model.withLock { m in
+            guard m.mayWait else { return nil }
             let staging = Staging(m, now: 0)
             var earliest: Int64?
             for (n, entry) in m.subscriptions where entry.trigger == nil {
@@ -444,6 +452,7 @@ final class PushState: CollectionState, CommitParticipant {
                     earliest = min(earliest ?? due, due)
                 }
             }
+            if earliest == nil { m.mayWait = false }
             return earliest
         }
     }
