@@ -245,6 +245,33 @@ import Testing
         #expect(got == expected)
     }
 
+    @Test("a suspended device's waiting updates wait until it registers again; setting a trigger drops them; coalescing keeps the newest")
+    func suspendModifyCoalesce() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = TestClock()
+        let f = try Fixture(dir, clock, Self.subscription(.distinct, frequency: 1))
+        defer { try? f.store.close() }
+        try f.append(1)
+        clock.advance(1); try f.append(2)
+        try f.push.suspend(device: f.device)
+        clock.advance(2_000)
+        #expect(try f.take() == ["1"])
+        _ = try f.push.register(PushStateTests.apple)
+        #expect(try f.take() == ["2"])
+        for p in 3...5 { try f.append(p) }                       // 2 counts as sent at 1000: 3 goes now, 4 and 5 wait
+        let sub = Self.subscription(.distinct, buffer: .limited(1), frequency: 1)
+        #expect(try f.push.subscribe(sub, device: f.device, coalescing: true).subscriptionID == f.subscriptionID)
+        clock.advance(1_000)
+        #expect(try f.take() == ["3", "5"], "the new buffer of 1 kept the newest")
+        try f.append(6)                                          // waits
+        _ = try f.push.modify(f.subscriptionID, triggerExpression: "true", notificationFormat: nil)
+        clock.advance(5_000)
+        #expect(try f.take() == [], "a trigger sends at once: the waiting update was dropped")
+        try f.append(7)
+        #expect(try f.take() == ["7"])
+    }
+
     @Test("a frequency or buffer that is not positive is refused; limited values are accepted and read back")
     func validation() throws {
         let dir = try TemporaryDirectory()
