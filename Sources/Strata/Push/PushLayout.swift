@@ -5,7 +5,8 @@ import Foundation
 ///     (17, 0)                     counters: varint next device ‖ varint next subscription ‖ varint next notification
 ///     (17, 1, device)             device
 ///     (17, 2, subscription)       subscription
-///     (17, 3, subscription, item) an item's state (MERGE's merged fields)
+///     (17, 3, subscription, item) an item's state (MERGE's merged fields, the last-sent time and
+///                                 the updates waiting for the frequency limit)
 ///     (17, 4, notification)       a notification in the outbox
 ///
 /// Records start with a `u8` layout (1). Strings are `varint(byteCount) ‖ UTF-8`; name lists

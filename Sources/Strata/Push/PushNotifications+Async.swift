@@ -54,6 +54,16 @@ extension PushNotifications {
         try await executor.run { try self.pendingNotifications(limit: limit) }
     }
 
+    /// The `async` twin of ``notifications(bufferSize:)``.
+    public func notifications(bufferSize: Int = 4_096) async throws -> AsyncThrowingStream<PushNotification, any Error> {
+        try await executor.run { try self.notifications(bufferSize: bufferSize) }
+    }
+
+    /// The `async` twin of ``statusChanges(bufferSize:)``.
+    public func statusChanges(bufferSize: Int = 4_096) async throws -> AsyncThrowingStream<PushStatusChange, any Error> {
+        try await executor.run { try self.statusChanges(bufferSize: bufferSize) }
+    }
+
     /// The `async` twin of ``acknowledge(_:)``.
     public func acknowledge(_ notification: PushNotification) async throws {
         try await executor.run { try self.acknowledge(notification) }

@@ -27,7 +27,7 @@ public struct PushNotifications: Sendable {
     /// and token (resuming it if suspended).
     public func register(_ device: PushDevice) throws -> RegisteredDevice {
         try device.validate()
-        return try state.write { m, batch in
+        return try state.writeReporting { m, batch, statuses in
             var next = m
             let n: UInt64
             var entry: PushState.DeviceEntry
@@ -36,6 +36,7 @@ public struct PushNotifications: Sendable {
                 entry = e
                 guard entry.suspended else { return (RegisteredDevice(id: PushLayout.deviceID(n), status: .registered, device: device), { _ in }) }
                 entry.suspended = false
+                statuses.append(.resumed(deviceID: PushLayout.deviceID(n)))
             } else {
                 n = m.nextDevice
                 next.nextDevice += 1
@@ -52,11 +53,13 @@ public struct PushNotifications: Sendable {
         }
     }
 
-    /// Suspends a device: no notifications are created for it until it registers again.
+    /// Suspends a device: no notifications are created for it until it registers again (its
+    /// updates waiting for a frequency limit stay waiting until then).
     public func suspend(device id: String) throws {
-        try state.write { m, batch in
+        try state.writeReporting { m, batch, statuses in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
+            if !entry.suspended { statuses.append(.suspended(deviceID: id)) }
             changed.suspended = true
             batch.putRaw(PushLayout.deviceKey(n), PushRecords.encode(changed))
             let stored = changed
@@ -110,16 +113,12 @@ public struct PushNotifications: Sendable {
     /// Subscribes: compiles the format and trigger, stores the subscription with a new id (or,
     /// with `coalescing`, modifies a same-device subscription with the same adapter, items,
     /// fields and trigger), and returns it with status `.subscribed`. Nothing is sent until the
-    /// next update.
+    /// next update. A coalesced subscription keeps its items' merged states, last-sent times and
+    /// waiting updates (as many of the newest as its new buffer holds; none when it has no
+    /// frequency limit any more).
     public func subscribe(_ subscription: PushSubscription, device id: String, coalescing: Bool = false) throws -> PushSubscription {
         try subscription.validate()
         if let access { for item in subscription.items { try access.require(.selectTopic, item) } }
-        if case .limited? = subscription.requestedMaxFrequency {
-            throw StrataError.invalidArgument("push subscription: frequency limits are not supported yet")
-        }
-        if case .limited? = subscription.requestedBufferSize {
-            throw StrataError.invalidArgument("push subscription: buffer sizes are not supported yet")
-        }
         let template = try NotificationTemplate(subscription.notificationFormat ?? "", fields: subscription.fields)
         let trigger = try subscription.triggerExpression.map { try PushTrigger($0, fields: subscription.fields) }
         if let t = subscription.triggerExpression, !options.acceptedTriggers.isEmpty {
@@ -128,11 +127,12 @@ public struct PushNotifications: Sendable {
             }
         }
         let now = SeriesTime.date(state.now)
-        return try state.write { m, batch in
+        return try state.writeReporting { m, batch, statuses in
             let (deviceNumber, _) = try Self.device(id, in: m)
             var next = m
             var number = m.nextSubscription
             var merged: [Int: [String]] = [:]
+            var timing: [Int: PushState.ItemTiming] = [:]
             if coalescing, let existing = m.subscriptions.values.first(where: {
                 $0.device == deviceNumber && $0.subscription.dataAdapter == subscription.dataAdapter
                     && $0.subscription.items == subscription.items && $0.subscription.fields == subscription.fields
@@ -140,7 +140,10 @@ public struct PushNotifications: Sendable {
             }) {
                 number = existing.number
                 merged = existing.merged
+                timing = existing.timing
+                statuses.append(.modified(subscriptionID: PushLayout.subscriptionID(number), deviceID: id))
             } else {
+                statuses.append(.subscribed(subscriptionID: PushLayout.subscriptionID(next.nextSubscription), deviceID: id))
                 next.nextSubscription += 1
                 PushState.putCounters(next, into: &batch)
             }
@@ -148,8 +151,9 @@ public struct PushNotifications: Sendable {
             s.subscriptionID = PushLayout.subscriptionID(number)
             s.status = .subscribed
             s.statusTimestamp = now
-            let entry = PushState.SubscriptionEntry(number: number, device: deviceNumber, subscription: s, template: template,
-                                                    trigger: trigger, merged: merged)
+            var entry = PushState.SubscriptionEntry(number: number, device: deviceNumber, subscription: s, template: template,
+                                                    trigger: trigger, merged: merged, timing: timing)
+            Self.fitWaiting(&entry, into: &batch)
             batch.putRaw(PushLayout.subscriptionKey(number), PushRecords.encode(entry))
             return (s, { m in
                 let old = m.subscriptions[number]
@@ -165,9 +169,10 @@ public struct PushNotifications: Sendable {
     }
 
     /// Changes a subscription's trigger and format (nil keeps); a triggered subscription becomes
-    /// subscribed again.
+    /// subscribed again. Waiting updates stay (rendered with the new format when released), unless
+    /// the subscription now has a trigger: then they are dropped (a trigger sends at once).
     public func modify(_ id: String, triggerExpression: String?, notificationFormat: String?) throws -> PushSubscription {
-        try state.write { m, batch in
+        try state.writeReporting { m, batch, statuses in
             guard let n = PushLayout.number(id, prefix: "S"), var entry = m.subscriptions[n] else {
                 throw StrataError.notFound("push subscription \(id.debugDescription)")
             }
@@ -184,6 +189,8 @@ public struct PushNotifications: Sendable {
             s.statusTimestamp = SeriesTime.date(state.now)
             entry.subscription = s
             batch.putRaw(PushLayout.subscriptionKey(n), PushRecords.encode(entry))
+            Self.fitWaiting(&entry, into: &batch)
+            statuses.append(.modified(subscriptionID: id, deviceID: PushLayout.deviceID(entry.device)))
             let stored = entry
             return (s, { $0.subscriptions[n] = stored })
         }
@@ -191,11 +198,12 @@ public struct PushNotifications: Sendable {
 
     /// Deletes a subscription (its merged states too); its notifications already in the outbox stay.
     public func unsubscribe(_ id: String) throws {
-        try state.write { m, batch in
+        try state.writeReporting { m, batch, statuses in
             guard let n = PushLayout.number(id, prefix: "S"), let entry = m.subscriptions[n] else {
                 throw StrataError.notFound("push subscription \(id.debugDescription)")
             }
             Self.remove(entry, into: &batch)
+            statuses.append(.deleted(subscriptionID: id, deviceID: PushLayout.deviceID(entry.device)))
             return ((), { Self.forget(n, in: &$0) })
         }
     }
@@ -203,10 +211,14 @@ public struct PushNotifications: Sendable {
     /// Deletes every subscription of a device, or those with exactly `status`; returns how many.
     @discardableResult
     public func unsubscribeAll(device id: String, status: PushSubscription.Status? = nil) throws -> Int {
-        try state.write { m, batch in
+        try state.writeReporting { m, batch, statuses in
             let (deviceNumber, _) = try Self.device(id, in: m)
             let doomed = m.subscriptions.values.filter { $0.device == deviceNumber && (status == nil || $0.subscription.status == status) }
-            for entry in doomed { Self.remove(entry, into: &batch) }
+                .sorted { $0.number < $1.number }
+            for entry in doomed {
+                Self.remove(entry, into: &batch)
+                statuses.append(.deleted(subscriptionID: PushLayout.subscriptionID(entry.number), deviceID: id))
+            }
             let numbers = doomed.map(\.number)
             return (numbers.count, { m in for n in numbers { Self.forget(n, in: &m) } })
         }
@@ -218,6 +230,25 @@ public struct PushNotifications: Sendable {
         let (n, _) = try Self.device(id, in: m)
         return m.subscriptions.values.filter { $0.device == n && (status == nil || $0.subscription.status == status) }
             .sorted { $0.number < $1.number }.map(\.subscription)
+    }
+
+    /// Holds an entry's waiting updates to what it can keep now: none with a trigger or without a
+    /// frequency limit (and no last-sent time either), else the newest its buffer holds; writes
+    /// the item states it changes.
+    private static func fitWaiting(_ entry: inout PushState.SubscriptionEntry, into batch: inout WriteBatch) {
+        let timed = entry.trigger == nil && entry.subscription.frequencyInterval != nil
+        let capacity = entry.subscription.waitingCapacity
+        for (item, timing) in entry.timing {
+            var fitted = timing
+            if !timed {
+                fitted = PushState.ItemTiming()
+            } else if fitted.waiting.count > capacity {
+                fitted.waiting.removeFirst(fitted.waiting.count - capacity)
+            }
+            guard fitted != timing else { continue }
+            entry.timing[item] = fitted == PushState.ItemTiming() ? nil : fitted
+            batch.putRaw(PushLayout.itemStateKey(entry.number, item), PushRecords.encodeItemState(merged: entry.merged[item], timing: fitted))
+        }
     }
 
     private static func remove(_ entry: PushState.SubscriptionEntry, into batch: inout WriteBatch) {
@@ -237,10 +268,17 @@ public struct PushNotifications: Sendable {
 
     // MARK: The outbox
 
-    /// The unacknowledged notifications, oldest first, at most `limit`.
+    /// The due, unacknowledged notifications at `clock()`, oldest first, at most `limit`. First
+    /// releases the waiting (throttled) updates whose time has come: their notifications are
+    /// written to the outbox, in one batch, and returned here too.
     public func pendingNotifications(limit: Int = 100) throws -> [PushNotification] {
         guard limit >= 1 else { throw StrataError.invalidArgument("pendingNotifications: limit \(limit) must be at least 1") }
-        let snapshot = try state.engine.snapshot()
+        try state.releaseDue()
+        return try Self.outbox(try state.engine.snapshot(), limit: limit)
+    }
+
+    /// The notifications in the outbox of `snapshot`, oldest first, at most `limit`.
+    static func outbox(_ snapshot: Snapshot, limit: Int) throws -> [PushNotification] {
         let prefix = PushLayout.prefix(4)
         let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
         var result: [PushNotification] = []
@@ -261,6 +299,56 @@ public struct PushNotifications: Sendable {
         var batch = WriteBatch()
         batch.deleteRaw(PushLayout.notificationKey(notification.id))
         try state.engine.commit(CommitBatch(records: batch))
+    }
+
+    /// The outbox as a stream: first every pending due notification (releasing the waiting
+    /// updates whose time has come), then each new one as it commits, oldest first. Notifications
+    /// stay in the outbox until ``acknowledge(_:)``, so a stream made after a reopen yields the
+    /// unacknowledged ones again (at least once). While a stream is open, a timer releases
+    /// waiting updates as they come due, deciding on `StoreOptions.clock`. The stream ends by
+    /// throwing ``StrataError/closed`` when the store closes, or
+    /// ``StrataError/subscriberOverflow(_:)`` when its consumer falls more than `bufferSize`
+    /// notifications behind.
+    public func notifications(bufferSize: Int = 4_096) throws -> AsyncThrowingStream<PushNotification, any Error> {
+        guard bufferSize >= 1 else { throw StrataError.invalidArgument("notifications: buffer size \(bufferSize) must be at least 1") }
+        try state.releaseDue()
+        let broadcaster = state.broadcaster
+        let engine = state.engine
+        // Every commit that adds notifications holds the turnstile until it is visible and queued
+        // for delivery: holding it here, none is half-way between the snapshot and the stream.
+        let pass = state.turnstile.enter()
+        defer { pass.leave() }
+        let stream = try broadcaster.synchronized {
+            let snapshot = try engine.snapshot()
+            return try broadcaster.subscribe(
+                after: snapshot.sequence, buffering: .bounded(bufferSize),
+                initial: { try Self.outbox(snapshot, limit: .max) },
+                overflow: { "push notifications: a subscriber fell more than \(bufferSize) notifications behind" }
+            ) { commit in
+                commit.changes.flatMap { ($0 as? NotificationsAdded)?.notifications ?? [] }
+            }
+        }
+        state.startTimer()
+        return stream
+    }
+
+    /// The status changes of subscriptions and devices from now on, as Lightstreamer's MPN
+    /// delegates report them, in commit order: a subscription subscribed, triggered, modified
+    /// or deleted; a device suspended or resumed. Ends like ``notifications(bufferSize:)``.
+    public func statusChanges(bufferSize: Int = 4_096) throws -> AsyncThrowingStream<PushStatusChange, any Error> {
+        guard bufferSize >= 1 else { throw StrataError.invalidArgument("statusChanges: buffer size \(bufferSize) must be at least 1") }
+        let broadcaster = state.broadcaster
+        let engine = state.engine
+        let pass = state.turnstile.enter()
+        defer { pass.leave() }
+        return try broadcaster.synchronized {
+            try broadcaster.subscribe(
+                after: try engine.snapshot().sequence, buffering: .bounded(bufferSize),
+                overflow: { "push status changes: a subscriber fell more than \(bufferSize) changes behind" }
+            ) { commit in
+                commit.changes.flatMap { ($0 as? PushStatusChanged)?.changes ?? [] }
+            }
+        }
     }
 }
 

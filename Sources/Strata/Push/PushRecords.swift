@@ -9,7 +9,10 @@ import Foundation
 ///                   [‖ string trigger] ‖ varint buffer (0 default, 1 unlimited, n + 2 limited n)
 ///                   ‖ u8 frequency (0 default, 1 unlimited, 2 limited ‖ f64) ‖ u8 status (2
 ///                   subscribed, 3 triggered) ‖ zigzag varint status time (ms); FORMAT.md §18
-///     item state    u8 layout ‖ names merged field texts
+///     item state    u8 layout ‖ names merged field texts (MERGE; an empty list for DISTINCT)
+///                   ‖ u8 sent (0 none, 1 ‖ zigzag last-sent time in ms) ‖ varint waiting count
+///                   ‖ (names field texts)* (the waiting updates, oldest first); a record that ends
+///                   after the merged texts (as first written) has nothing sent and nothing waiting
 ///     notification  u8 layout ‖ varint device ‖ varint subscription ‖ u8 platform ‖ string
 ///                   application ‖ string token ‖ string item ‖ string payload ‖ zigzag created (ms)
 package enum PushRecords {
@@ -160,6 +163,45 @@ package enum PushRecords {
         } catch StrataError.invalidArgument(let reason) {
             throw r.fail(reason)
         }
+    }
+
+    // MARK: Item states
+
+    static func encodeItemState(merged: [String]?, timing: PushState.ItemTiming) -> [UInt8] {
+        var w = PushLayout.Writer()
+        w.names(merged ?? [])
+        if let sent = timing.lastSent {
+            w.u8(1)
+            w.signed(sent)
+        } else {
+            w.u8(0)
+        }
+        w.varint(UInt64(timing.waiting.count))
+        for values in timing.waiting { w.names(values) }
+        return w.bytes
+    }
+
+    /// An item state: the merged texts (nil when none) and the frequency state.
+    static func decodeItemState(_ bytes: [UInt8], subscription n: UInt64, item: UInt64,
+                                fieldCount: Int) throws -> ([String]?, PushState.ItemTiming) {
+        var r = try PushLayout.Reader(bytes, what: "push item state \(PushLayout.subscriptionID(n))/\(item)")
+        let merged = try r.names()
+        guard merged.isEmpty || merged.count == fieldCount else { throw r.fail("\(merged.count) merged fields for \(fieldCount)") }
+        var timing = PushState.ItemTiming()
+        if r.offset < bytes.count {
+            switch try r.u8() {
+            case 0: break
+            case 1: timing.lastSent = try r.signed()
+            case let flag: throw r.fail("bad sent flag \(flag)")
+            }
+            for _ in 0..<(try r.count()) {
+                let values = try r.names()
+                guard values.count == fieldCount else { throw r.fail("a waiting update of \(values.count) fields for \(fieldCount)") }
+                timing.waiting.append(values)
+            }
+        }
+        try r.end()
+        return (merged.isEmpty ? nil : merged, timing)
     }
 
     // MARK: Notifications

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -26,6 +27,18 @@ final class PushState: CollectionState, CommitParticipant {
         var trigger: PushTrigger?
         /// MERGE: each item's merged field texts, by item index.
         var merged: [Int: [String]] = [:]
+        /// Each item's frequency state (last notification, waiting updates), by item index.
+        var timing: [Int: ItemTiming] = [:]
+    }
+
+    /// The frequency state of a subscription's item.
+    struct ItemTiming: Sendable, Hashable {
+        /// When the last notification for the item was sent (ms; a released waiting update counts
+        /// as sent at the instant it became due); nil before the first, and always nil without a
+        /// frequency limit (no state to keep).
+        var lastSent: Int64?
+        /// The updates waiting for the frequency limit, oldest first: their field texts.
+        var waiting: [[String]] = []
     }
 
     struct Model: Sendable {
@@ -36,27 +49,40 @@ final class PushState: CollectionState, CommitParticipant {
         var nextDevice: UInt64 = 1
         var nextSubscription: UInt64 = 1
         var nextNotification: UInt64 = 1
+        /// False only when a scan found no waiting update and nothing could have added one since
+        /// (so that a poll with nothing waiting costs no scan of the subscriptions).
+        var mayWait = true
     }
 
     static let registryName = ""
 
     let engine: Engine
+    let broadcaster: CommitBroadcaster
     let clock: @Sendable () -> Date
     let model: Mutex<Model>
     let turnstile = PushTurnstile()
+    /// The task that releases waiting updates when they become due, started by the first
+    /// ``PushNotifications/notifications(bufferSize:)`` stream and cancelled at close.
+    let timer = Mutex<(any DispatchSourceTimer)?>(nil)
     /// `model.subscriptions.count`, read without the lock on every commit.
     private let subscriptionCount = Atomic<Int>(0)
 
     init(store: Store) throws {
         engine = store.engine
+        broadcaster = store.broadcaster
         clock = store.options.clock
         model = Mutex(try Self.load(from: store.engine.snapshot()))
         subscriptionCount.store(model.withLock { $0.subscriptions.count }, ordering: .relaxed)
         engine.register(self)
     }
 
-    func storeDidClose() {}
-    func storeDidFail(_ error: StrataError) {}
+    func storeDidClose() {
+        timer.withLock { $0?.cancel() }
+    }
+
+    func storeDidFail(_ error: StrataError) {
+        timer.withLock { $0?.cancel() }
+    }
 
     var now: Int64 { SeriesTime.milliseconds(clock()) ?? 0 }
 
@@ -98,13 +124,10 @@ final class PushState: CollectionState, CommitParticipant {
                 throw StrataError.corrupted(file: "push item state", offset: 0, reason: "bad key \(TupleKey.describe(key))")
             }
             guard var entry = m.subscriptions[n], item < UInt64(entry.subscription.items.count) else { continue }
-            var r = try PushLayout.Reader(Array(cursor.value), what: "push item state \(n)/\(item)")
-            let values = try r.names()
-            try r.end()
-            guard values.count == entry.subscription.fields.count else {
-                throw r.fail("\(values.count) merged fields for \(entry.subscription.fields.count)")
-            }
-            entry.merged[Int(item)] = values
+            let (merged, timing) = try PushRecords.decodeItemState(Array(cursor.value), subscription: n, item: item,
+                                                                    fieldCount: entry.subscription.fields.count)
+            if let merged { entry.merged[Int(item)] = merged }
+            if timing != ItemTiming() { entry.timing[Int(item)] = timing }
             m.subscriptions[n] = entry
         }
         let outbox = PushLayout.prefix(4)
@@ -135,13 +158,27 @@ final class PushState: CollectionState, CommitParticipant {
     /// Runs `body` holding the turnstile, commits the records it adds, then applies `after` to
     /// the model: the way every API write changes push state.
     func write<R>(_ body: (Model, inout WriteBatch) throws -> (R, (inout Model) -> Void)) throws -> R {
+        try writeReporting { m, batch, _ in try body(m, &batch) }
+    }
+
+    /// ``write(_:)`` whose body also reports the status changes it makes (to
+    /// ``PushNotifications/statusChanges(bufferSize:)`` streams, with the commit).
+    func writeReporting<R>(_ body: (Model, inout WriteBatch, inout [PushStatusChange]) throws -> (R, (inout Model) -> Void)) throws -> R {
         let pass = turnstile.enter()
         defer { pass.leave() }
         let current = model.withLock { $0 }
         var batch = WriteBatch()
-        let (result, apply) = try body(current, &batch)
-        if !batch.isEmpty { try engine.commit(CommitBatch(records: batch)) }
-        model.withLock { apply(&$0) }
+        var statuses: [PushStatusChange] = []
+        let (result, apply) = try body(current, &batch, &statuses)
+        if !batch.isEmpty {
+            var commit = CommitBatch(records: batch)
+            if !statuses.isEmpty { commit.changes.append(PushStatusChanged(changes: statuses)) }
+            try engine.commit(commit)
+        }
+        model.withLock {
+            apply(&$0)
+            $0.mayWait = true   // a coalescing subscribe keeps waiting updates
+        }
         subscriptionCount.store(model.withLock { $0.subscriptions.count }, ordering: .relaxed)
         return result
     }
@@ -170,6 +207,8 @@ final class PushState: CollectionState, CommitParticipant {
                 return
             }
             for (key, value) in staged.records { batch.records.putRaw(key, value) }
+            if !staged.notifications.isEmpty { batch.changes.append(NotificationsAdded(notifications: staged.notifications)) }
+            if !staged.statuses.isEmpty { batch.changes.append(PushStatusChanged(changes: staged.statuses)) }
             let apply = staged.apply
             batch.onVisible.append { [self] _ in
                 model.withLock { apply(&$0) }
@@ -210,20 +249,14 @@ final class PushState: CollectionState, CommitParticipant {
     }
 
     /// The records and the model change of matching `updates` against `m`.
-    private func stage(_ updates: [Update], _ m: Model) throws -> (records: [([UInt8], [UInt8])], apply: @Sendable (inout Model) -> Void) {
-        var subscriptions: [UInt64: SubscriptionEntry] = [:]
-        var devices: [UInt64: DeviceEntry] = [:]
-        var next = m.nextNotification
-        var records: [([UInt8], [UInt8])] = []
-        var changedStates = Set<[UInt64]>()
-        var changedSubscriptions = Set<UInt64>()
-        let created = now
+    private func stage(_ updates: [Update], _ m: Model) throws -> Staged {
+        var staging = Staging(m, now: now)
         for update in updates {
             guard let numbers = m.byItem[update.key] else { continue }
             var fields: [String: String]?
             for n in numbers {
-                guard var entry = subscriptions[n] ?? m.subscriptions[n], entry.subscription.status != .triggered,
-                      var device = devices[entry.device] ?? m.devices[entry.device], !device.suspended else { continue }
+                guard var entry = staging.subscriptions[n] ?? m.subscriptions[n], entry.subscription.status != .triggered,
+                      let device = staging.devices[entry.device] ?? m.devices[entry.device], !device.suspended else { continue }
                 let sub = entry.subscription
                 guard let itemIndex = sub.items.firstIndex(of: update.key.item) else { continue }
                 let updateFields = try fields ?? update.fields()
@@ -234,55 +267,257 @@ final class PushState: CollectionState, CommitParticipant {
                     var merged = entry.merged[itemIndex] ?? Array(repeating: "", count: sub.fields.count)
                     for (j, name) in sub.fields.enumerated() { if let v = updateFields[name] { merged[j] = v } }
                     entry.merged[itemIndex] = merged
-                    changedStates.insert([n, UInt64(itemIndex)])
+                    staging.changedStates.insert([n, UInt64(itemIndex)])
                     values = merged
                 case .distinct:
                     values = sub.fields.map { updateFields[$0] ?? "" }
                 }
-                defer { subscriptions[n] = entry }
                 if let trigger = entry.trigger {
+                    // Triggered notifications ignore the frequency limit.
+                    staging.subscriptions[n] = entry
                     guard trigger.evaluate(values) else { continue }
                     entry.subscription.status = .triggered
-                    entry.subscription.statusTimestamp = SeriesTime.date(created)
-                    changedSubscriptions.insert(n)
+                    entry.subscription.statusTimestamp = SeriesTime.date(staging.now)
+                    staging.changedSubscriptions.insert(n)
+                    staging.statuses.append(.triggered(subscriptionID: PushLayout.subscriptionID(n), deviceID: PushLayout.deviceID(entry.device)))
+                    staging.subscriptions[n] = entry
+                    staging.emit(values, subscription: n, item: itemIndex)
+                    continue
                 }
-                var badge: UInt64 = 0
-                if entry.template.usesBadge {
-                    device.badge &+= 1
-                    badge = device.badge
-                    devices[entry.device] = device
+                guard let interval = sub.frequencyInterval else {
+                    staging.subscriptions[n] = entry
+                    staging.emit(values, subscription: n, item: itemIndex)
+                    continue
                 }
-                let id = PushLayout.subscriptionID(n)
-                let payload = entry.template.render(values: values, subscriptionID: id, badge: { Int(clamping: badge) })
-                let notification = PushNotification(id: next, deviceID: PushLayout.deviceID(entry.device), platform: device.device.platform,
-                                                    applicationID: device.device.applicationID, deviceToken: device.device.deviceToken,
-                                                    subscriptionID: id, item: update.key.item, payload: payload,
-                                                    created: SeriesTime.date(created))
-                records.append((PushLayout.notificationKey(next), PushRecords.encode(notification, device: entry.device, subscription: n)))
-                next += 1
+                // Whatever became due before this update is released first, as the timer would have.
+                staging.subscriptions[n] = entry
+                staging.releaseDue(subscription: n, item: itemIndex, interval: interval)
+                entry = staging.subscriptions[n] ?? entry
+                var timing = entry.timing[itemIndex] ?? ItemTiming()
+                staging.changedStates.insert([n, UInt64(itemIndex)])
+                if timing.waiting.isEmpty, timing.lastSent.map({ $0 &+ interval <= staging.now }) ?? true {
+                    timing.lastSent = staging.now
+                    entry.timing[itemIndex] = timing
+                    staging.subscriptions[n] = entry
+                    staging.emit(values, subscription: n, item: itemIndex)
+                    continue
+                }
+                let capacity = sub.waitingCapacity
+                if timing.waiting.count >= capacity {
+                    switch sub.mode {
+                    case .merge: timing.waiting.removeLast()       // the newest state replaces the newest waiting one
+                    case .distinct: timing.waiting.removeFirst()   // the oldest waiting update is dropped
+                    }
+                }
+                timing.waiting.append(values)
+                entry.timing[itemIndex] = timing
+                staging.subscriptions[n] = entry
             }
         }
-        for key in changedStates {
-            guard let entry = subscriptions[key[0]], let merged = entry.merged[Int(key[1])] else { continue }
-            var w = PushLayout.Writer()
-            w.names(merged)
-            records.append((PushLayout.itemStateKey(key[0], Int(key[1])), w.bytes))
-        }
-        for n in changedSubscriptions {
-            guard let entry = subscriptions[n] else { continue }
-            records.append((PushLayout.subscriptionKey(n), PushRecords.encode(entry)))
-        }
-        for (n, device) in devices { records.append((PushLayout.deviceKey(n), PushRecords.encode(device))) }
-        if next != m.nextNotification {
-            var counters = m
-            counters.nextNotification = next
-            records.append((PushLayout.countersKey, PushRecords.counters(counters)))
-        }
-        let (touched, touchedDevices, nextID) = (subscriptions, devices, next)
-        return (records, { m in
-            for (n, e) in touched where m.subscriptions[n] != nil { m.subscriptions[n] = e }
-            for (n, d) in touchedDevices where m.devices[n] != nil { m.devices[n] = d }
-            m.nextNotification = max(m.nextNotification, nextID)
-        })
+        return staging.finish(m)
     }
+
+    /// What a commit's matching (or a release of waiting updates) adds to a batch, and the
+    /// model change it makes once visible.
+    struct Staged {
+        var records: [([UInt8], [UInt8])]
+        var notifications: [PushNotification]
+        var statuses: [PushStatusChange]
+        var apply: @Sendable (inout Model) -> Void
+    }
+
+    /// The changes a batch makes to push state, computed against a model `base`.
+    struct Staging {
+        let base: Model
+        let now: Int64
+        var subscriptions: [UInt64: SubscriptionEntry] = [:]
+        var devices: [UInt64: DeviceEntry] = [:]
+        var next: UInt64
+        var records: [([UInt8], [UInt8])] = []
+        var notifications: [PushNotification] = []
+        var statuses: [PushStatusChange] = []
+        var changedStates = Set<[UInt64]>()
+        var changedSubscriptions = Set<UInt64>()
+
+        init(_ base: Model, now: Int64) {
+            self.base = base
+            self.now = now
+            next = base.nextNotification
+        }
+
+        /// Writes the notification of `values` for subscription `n`'s item (its badge taken now).
+        mutating func emit(_ values: [String], subscription n: UInt64, item: Int) {
+            guard let entry = subscriptions[n] ?? base.subscriptions[n], var device = devices[entry.device] ?? base.devices[entry.device] else { return }
+            var badge: UInt64 = 0
+            if entry.template.usesBadge {
+                device.badge &+= 1
+                badge = device.badge
+                devices[entry.device] = device
+            }
+            let id = PushLayout.subscriptionID(n)
+            let payload = entry.template.render(values: values, subscriptionID: id, badge: { Int(clamping: badge) })
+            let notification = PushNotification(id: next, deviceID: PushLayout.deviceID(entry.device), platform: device.device.platform,
+                                                applicationID: device.device.applicationID, deviceToken: device.device.deviceToken,
+                                                subscriptionID: id, item: entry.subscription.items[item], payload: payload,
+                                                created: SeriesTime.date(now))
+            records.append((PushLayout.notificationKey(next), PushRecords.encode(notification, device: entry.device, subscription: n)))
+            notifications.append(notification)
+            next += 1
+        }
+
+        /// The instant subscription `n`'s item `item` has its oldest waiting update due, if any.
+        func due(subscription n: UInt64, item: Int) -> Int64? {
+            guard let entry = subscriptions[n] ?? base.subscriptions[n], let interval = entry.subscription.frequencyInterval,
+                  let timing = entry.timing[item], !timing.waiting.isEmpty else { return nil }
+            return timing.lastSent.map { $0 &+ interval } ?? .min
+        }
+
+        /// Releases the item's waiting updates that are due at `now`, oldest first, each counted
+        /// as sent at the instant it became due; returns how many. Nothing is released for a
+        /// suspended device or a subscription with a trigger.
+        @discardableResult
+        mutating func releaseDue(subscription n: UInt64, item: Int, interval: Int64, limit: Int = .max) -> Int {
+            guard var entry = subscriptions[n] ?? base.subscriptions[n], entry.trigger == nil,
+                  let device = devices[entry.device] ?? base.devices[entry.device], !device.suspended,
+                  var timing = entry.timing[item] else { return 0 }
+            var released = 0
+            while released < limit, let values = timing.waiting.first {
+                let due = timing.lastSent.map { $0 &+ interval } ?? now
+                guard due <= now else { break }
+                timing.waiting.removeFirst()
+                timing.lastSent = due
+                entry.timing[item] = timing
+                subscriptions[n] = entry
+                emit(values, subscription: n, item: item)
+                released += 1
+            }
+            if released > 0 { changedStates.insert([n, UInt64(item)]) }
+            return released
+        }
+
+        /// The records of everything staged, and the model change.
+        func finish(_ m: Model) -> Staged {
+            var records = self.records
+            for key in changedStates {
+                guard let entry = subscriptions[key[0]] else { continue }
+                let item = Int(key[1])
+                records.append((PushLayout.itemStateKey(key[0], item),
+                                PushRecords.encodeItemState(merged: entry.merged[item], timing: entry.timing[item] ?? ItemTiming())))
+            }
+            for n in changedSubscriptions {
+                guard let entry = subscriptions[n] else { continue }
+                records.append((PushLayout.subscriptionKey(n), PushRecords.encode(entry)))
+            }
+            for (n, device) in devices { records.append((PushLayout.deviceKey(n), PushRecords.encode(device))) }
+            if next != m.nextNotification {
+                var counters = m
+                counters.nextNotification = next
+                records.append((PushLayout.countersKey, PushRecords.counters(counters)))
+            }
+            let (touched, touchedDevices, nextID) = (subscriptions, devices, next)
+            return Staged(records: records, notifications: notifications, statuses: statuses, apply: { m in
+                for (n, e) in touched where m.subscriptions[n] != nil { m.subscriptions[n] = e }
+                for (n, d) in touchedDevices where m.devices[n] != nil { m.devices[n] = d }
+                m.nextNotification = max(m.nextNotification, nextID)
+                if touched.values.contains(where: { $0.timing.values.contains { !$0.waiting.isEmpty } }) { m.mayWait = true }
+            })
+        }
+    }
+
+    // MARK: Releasing waiting updates
+
+    /// The most notifications one release batch writes.
+    static let releaseBatchLimit = 1_024
+
+    /// Releases every waiting update due at `clock()`, in batches through the turnstile, oldest
+    /// due first; returns how many notifications it wrote.
+    @discardableResult
+    func releaseDue() throws -> Int {
+        var total = 0
+        while true {
+            let written = try releaseBatch()
+            total += written
+            if written < Self.releaseBatchLimit { return total }
+        }
+    }
+
+    /// The earliest instant (ms) at which a waiting update is or will be due; nil when nothing waits.
+    func nextDue() -> Int64? {
+        model.withLock { m in
+            guard m.mayWait else { return nil }
+            let staging = Staging(m, now: 0)
+            var earliest: Int64?
+            for (n, entry) in m.subscriptions where entry.trigger == nil {
+                for item in entry.timing.keys {
+                    guard let due = staging.due(subscription: n, item: item) else { continue }
+                    earliest = min(earliest ?? due, due)
+                }
+            }
+            if earliest == nil { m.mayWait = false }
+            return earliest
+        }
+    }
+
+    private func releaseBatch() throws -> Int {
+        guard let earliest = nextDue(), earliest <= now else { return 0 }
+        let pass = turnstile.enter()
+        defer { pass.leave() }
+        let m = model.withLock { $0 }
+        var staging = Staging(m, now: now)
+        var released = 0
+        while released < Self.releaseBatchLimit {
+            // One update per item and round, the items in the order their updates became due.
+            var due: [(Int64, UInt64, Int)] = []
+            for (n, entry) in m.subscriptions where entry.trigger == nil {
+                guard let device = m.devices[entry.device], !device.suspended else { continue }
+                for item in entry.timing.keys {
+                    if let t = staging.due(subscription: n, item: item), t <= staging.now { due.append((t, n, item)) }
+                }
+            }
+            guard !due.isEmpty else { break }
+            due.sort { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
+            let before = released
+            for (_, n, item) in due where released < Self.releaseBatchLimit {
+                guard let interval = (staging.subscriptions[n] ?? m.subscriptions[n])?.subscription.frequencyInterval else { continue }
+                released += staging.releaseDue(subscription: n, item: item, interval: interval, limit: 1)
+            }
+            if released == before { break }
+        }
+        guard released > 0 else { return 0 }
+        let staged = staging.finish(m)
+        var batch = CommitBatch(records: WriteBatch())
+        for (key, value) in staged.records { batch.records.putRaw(key, value) }
+        batch.changes.append(NotificationsAdded(notifications: staged.notifications))
+        try engine.commit(batch)
+        model.withLock { staged.apply(&$0) }
+        return released
+    }
+
+    /// Starts the timer that releases waiting updates when due (once per store): it wakes up
+    /// every `period` of real time on a queue of its own (not the cooperative pool, which callers
+    /// may keep busy) and releases what has come due by the clock, so a fake clock is honoured.
+    func startTimer(period: DispatchTimeInterval = .milliseconds(100)) {
+        timer.withLock { source in
+            guard source == nil else { return }
+            let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.push.timer"))
+            t.schedule(deadline: .now() + period, repeating: period)
+            t.setEventHandler { [weak self] in
+                // A failure is retried at the next wake-up (the engine reports it to the streams);
+                // close cancels the timer.
+                _ = try? self?.releaseDue()
+            }
+            t.resume()
+            source = t
+        }
+    }
+}
+
+/// Notifications a commit added to the outbox, in id order (for ``PushNotifications/notifications(bufferSize:)``).
+struct NotificationsAdded: CommitChange {
+    let notifications: [PushNotification]
+}
+
+/// Status changes a commit made (for ``PushNotifications/statusChanges(bufferSize:)``).
+struct PushStatusChanged: CommitChange {
+    let changes: [PushStatusChange]
 }

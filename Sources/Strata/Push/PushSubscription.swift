@@ -61,9 +61,15 @@ public struct PushSubscription: Sendable, Hashable {
     /// A trigger: no notification until it holds, then exactly one.
     public var triggerExpression: String?
     /// The per-item buffer of updates waiting for the frequency limit; nil: 1 for MERGE,
-    /// unlimited for DISTINCT.
+    /// unlimited for DISTINCT. When it is full, a MERGE update's state replaces the newest
+    /// waiting one (so the default buffer 1 keeps only the latest state) and a DISTINCT update
+    /// drops the oldest waiting one. The store holds at most 1,000 waiting updates per item
+    /// (`.unlimited` and larger sizes included), as a server caps its buffers.
     public var requestedBufferSize: BufferSize?
-    /// The most notifications per second per item; nil: unlimited.
+    /// The most notifications per second per item; nil: unlimited. Between two notifications of
+    /// an item at least 1000 / f milliseconds pass (rounded up to the clock's millisecond),
+    /// counted from the last one sent; a waiting update released later than it was due counts as
+    /// sent when it was due. Triggered notifications ignore the limit.
     public var requestedMaxFrequency: MaxFrequency?
     /// The persistent id, once subscribed.
     public internal(set) var subscriptionID: String?
@@ -100,6 +106,26 @@ public struct PushSubscription: Sendable, Hashable {
 
     /// The buffer in effect: the requested one, else 1 for MERGE and unlimited for DISTINCT.
     var bufferSize: BufferSize { requestedBufferSize ?? (mode == .merge ? .limited(1) : .unlimited) }
+
+    /// The most updates that wait per item: the buffer size, with ``unlimited`` (and any larger
+    /// request) held to ``maxWaiting`` (as a Lightstreamer server caps buffers).
+    var waitingCapacity: Int {
+        switch bufferSize {
+        case .limited(let n): return min(max(1, n), Self.maxWaiting)
+        case .unlimited: return Self.maxWaiting
+        }
+    }
+
+    /// The cap on waiting updates per subscription and item.
+    static let maxWaiting = 1_000
+
+    /// The frequency limit as the least milliseconds between two notifications of an item:
+    /// 1000 / maxFrequency rounded up to the clock's whole millisecond; nil without a limit.
+    var frequencyInterval: Int64? {
+        guard case .limited(let f)? = requestedMaxFrequency, f > 0, f.isFinite else { return nil }
+        let ms = (1_000 / f).rounded(.up)
+        return ms >= 1e15 ? 1_000_000_000_000_000 : max(1, Int64(ms))
+    }
 
     /// Refuses what cannot be subscribed: no items or fields, a name that is empty or holds a
     /// space, a missing format, a buffer below 1, a frequency that is not a positive number.
