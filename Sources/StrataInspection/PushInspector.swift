@@ -101,7 +101,7 @@ public enum PushInspector {
         if let bytes = try snapshot.get(PushLayout.countersKey) { counters = try PushRecords.decodeCounters(bytes) }
 
         var devices: [InspectedPush.Device] = []
-        try scan(snapshot, kind: 1) { n, bytes in
+        try PushLayout.scan(snapshot, kind: 1) { n, bytes in
             let d = try PushRecords.decodeDeviceRecord(bytes, number: n)
             devices.append(.init(id: PushLayout.deviceID(n), platform: d.device.platform.rawValue,
                                  applicationID: d.device.applicationID, deviceToken: d.device.deviceToken,
@@ -109,7 +109,7 @@ public enum PushInspector {
             counters.device = max(counters.device, n + 1)
         }
         var subscriptions: [InspectedPush.Subscription] = []
-        try scan(snapshot, kind: 2) { n, bytes in
+        try PushLayout.scan(snapshot, kind: 2) { n, bytes in
             let (device, s) = try PushRecords.decodeSubscriptionRecord(bytes, number: n)
             subscriptions.append(.init(
                 id: PushLayout.subscriptionID(n), device: PushLayout.deviceID(device), mode: s.mode.rawValue,
@@ -122,7 +122,7 @@ public enum PushInspector {
         var outbox: [InspectedPush.Notification] = []
         var pendingBySubscription: [String: Int] = [:]
         var pending = 0
-        try scan(snapshot, kind: 4) { id, bytes in
+        try PushLayout.scan(snapshot, kind: 4) { id, bytes in
             pending += 1
             let n = try PushRecords.decodeNotification(bytes, id: id)
             pendingBySubscription[n.subscriptionID, default: 0] += 1
@@ -154,17 +154,4 @@ public enum PushInspector {
         }
     }
 
-    /// Calls `body` with the number and value of each record `(17, kind, number)`, in number order.
-    private static func scan(_ snapshot: Snapshot, kind: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
-        let prefix = PushLayout.prefix(kind)
-        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-        while try cursor.next() {
-            let key = cursor.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[prefix.count...])
-            guard let n = try? d.nextUInt(), d.isAtEnd else {
-                throw StrataError.corrupted(file: "push records", offset: 0, reason: "bad key \(TupleKey.describe(key))")
-            }
-            try body(n, Array(cursor.value))
-        }
-    }
 }

@@ -200,21 +200,10 @@ struct NotificationTemplateCompiler {
     }
 
     private mutating func hex4(escapeStart: Int) throws -> UInt16 {
-        guard bytes.count - position >= 4 else { throw error("truncated \\u escape", at: escapeStart) }
-        var v: UInt16 = 0
-        for _ in 0..<4 {
-            let c = bytes[position]
-            let d: UInt8
-            switch c {
-            case 0x30...0x39: d = c - 0x30
-            case 0x41...0x46: d = c - 0x41 + 10
-            case 0x61...0x66: d = c - 0x61 + 10
-            default: throw error("invalid hex digit in \\u escape")
-            }
-            v = v << 4 | UInt16(d)
-            position += 1
-        }
-        return v
+        let (value, end, failure) = JSONTextParser.hex4(bytes, from: position, escapeStart: escapeStart)
+        if let failure { throw error(failure.message, at: failure.offset) }
+        position = end
+        return value
     }
 
     private mutating func expectLiteral(_ literal: StaticString) throws {
@@ -227,30 +216,10 @@ struct NotificationTemplateCompiler {
 
     private mutating func number() throws {
         let start = position
-        var isInteger = true
-        if bytes[position] == UInt8(ascii: "-") { position += 1 }
-        guard position < bytes.count, isDigit(bytes[position]) else { throw error("expected a digit") }
-        if bytes[position] == UInt8(ascii: "0") {
-            position += 1
-            if position < bytes.count && isDigit(bytes[position]) { throw error("leading zero in a number", at: start) }
-        } else {
-            while position < bytes.count && isDigit(bytes[position]) { position += 1 }
-        }
-        if position < bytes.count && bytes[position] == UInt8(ascii: ".") {
-            isInteger = false
-            position += 1
-            guard position < bytes.count, isDigit(bytes[position]) else { throw error("expected a digit after '.'") }
-            while position < bytes.count && isDigit(bytes[position]) { position += 1 }
-        }
-        if position < bytes.count && (bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E")) {
-            isInteger = false
-            position += 1
-            if position < bytes.count && (bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-")) {
-                position += 1
-            }
-            guard position < bytes.count, isDigit(bytes[position]) else { throw error("expected a digit in the exponent") }
-            while position < bytes.count && isDigit(bytes[position]) { position += 1 }
-        }
+        let scan = JSONTextParser.scanNumber(bytes, from: start)
+        if let failure = scan.failure { throw error(failure.message, at: failure.offset) }
+        position = scan.end
+        let isInteger = scan.isInteger
         let text = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
         if isInteger && JSONTextParser.int64(text) != nil { return }
         guard let d = Double(String(decoding: text, as: UTF8.self)), d.isFinite else {

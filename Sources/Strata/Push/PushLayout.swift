@@ -114,4 +114,19 @@ package enum PushLayout {
             guard offset == bytes.count else { throw fail("\(bytes.count - offset) bytes after the record") }
         }
     }
+
+    /// Calls `body` with the number and value of each record `(17, kind, number)` of `snapshot`,
+    /// in number order.
+    package static func scan(_ snapshot: Snapshot, kind: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
+        let prefix = PushLayout.prefix(kind)
+        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+        while try cursor.next() {
+            let key = cursor.withKey { Array($0) }
+            var d = TupleKeyDecoder(key[prefix.count...])
+            guard let n = try? d.nextUInt(), d.isAtEnd else {
+                throw StrataError.corrupted(file: "push records", offset: 0, reason: "bad key \(TupleKey.describe(key))")
+            }
+            try body(n, Array(cursor.value))
+        }
+    }
 }

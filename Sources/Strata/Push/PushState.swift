@@ -97,14 +97,14 @@ final class PushState: CollectionState, CommitParticipant {
             m.nextNotification = try r.varint()
             try r.end()
         }
-        try scan(snapshot, kind: 1) { n, bytes in
+        try PushLayout.scan(snapshot, kind: 1) { n, bytes in
             let entry = try PushRecords.decodeDevice(bytes, number: n)
             m.devices[n] = entry
             m.deviceByKey[entry.device] = n
             m.nextDevice = max(m.nextDevice, n + 1)
         }
         var cache = PushRecords.CompileCache()
-        try scan(snapshot, kind: 2) { n, bytes in
+        try PushLayout.scan(snapshot, kind: 2) { n, bytes in
             let entry = try PushRecords.decodeSubscription(bytes, number: n, cache: &cache)
             guard m.devices[entry.device] != nil else {
                 throw StrataError.corrupted(file: "push subscription \(n)", offset: 0, reason: "unknown device \(entry.device)")
@@ -140,18 +140,6 @@ final class PushState: CollectionState, CommitParticipant {
         return m
     }
 
-    private static func scan(_ snapshot: Snapshot, kind: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
-        let prefix = PushLayout.prefix(kind)
-        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-        while try cursor.next() {
-            let key = cursor.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[prefix.count...])
-            guard let n = try? d.nextUInt(), d.isAtEnd else {
-                throw StrataError.corrupted(file: "push records", offset: 0, reason: "bad key \(TupleKey.describe(key))")
-            }
-            try body(n, Array(cursor.value))
-        }
-    }
 
     // MARK: Writes of the API
 

@@ -256,28 +256,10 @@ struct JSONTextParser {
 
     mutating func parseNumber() throws -> JSON {
         let start = position
-        var isInteger = true
-        if bytes[position] == UInt8(ascii: "-") { position += 1 }
-        guard position < bytes.count, isDigit(bytes[position]) else { throw error("expected a digit", at: position) }
-        if bytes[position] == UInt8(ascii: "0") {
-            position += 1
-            if position < bytes.count && isDigit(bytes[position]) { throw error("leading zero in a number", at: start) }
-        } else {
-            while position < bytes.count && isDigit(bytes[position]) { position += 1 }
-        }
-        if position < bytes.count && bytes[position] == UInt8(ascii: ".") {
-            isInteger = false
-            position += 1
-            guard position < bytes.count, isDigit(bytes[position]) else { throw error("expected a digit after '.'") }
-            while position < bytes.count && isDigit(bytes[position]) { position += 1 }
-        }
-        if position < bytes.count && (bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E")) {
-            isInteger = false
-            position += 1
-            if position < bytes.count && (bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-")) { position += 1 }
-            guard position < bytes.count, isDigit(bytes[position]) else { throw error("expected a digit in the exponent") }
-            while position < bytes.count && isDigit(bytes[position]) { position += 1 }
-        }
+        let scan = Self.scanNumber(bytes, from: start)
+        if let failure = scan.failure { throw error(failure.message, at: failure.offset) }
+        position = scan.end
+        let isInteger = scan.isInteger
         let text = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
         if isInteger, let i = Self.int64(text) { return .int(i) }
         let string = String(decoding: text, as: UTF8.self)
@@ -287,6 +269,38 @@ struct JSONTextParser {
 
     @inline(__always)
     func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+
+    /// Scans RFC 8259's number grammar at `start` (where `-` or a digit stands): where the number
+    /// ends and whether it is an integer, or the first violation and its offset. Shared by every
+    /// JSON scanner of the module, so they accept exactly the same numbers.
+    static func scanNumber(_ bytes: UnsafeRawBufferPointer, from start: Int)
+        -> (end: Int, isInteger: Bool, failure: (message: String, offset: Int)?) {
+        func digit(_ p: Int) -> Bool { p < bytes.count && bytes[p] >= 0x30 && bytes[p] <= 0x39 }
+        var p = start
+        var isInteger = true
+        if p < bytes.count && bytes[p] == UInt8(ascii: "-") { p += 1 }
+        guard digit(p) else { return (p, true, ("expected a digit", p)) }
+        if bytes[p] == UInt8(ascii: "0") {
+            p += 1
+            if digit(p) { return (p, true, ("leading zero in a number", start)) }
+        } else {
+            while digit(p) { p += 1 }
+        }
+        if p < bytes.count && bytes[p] == UInt8(ascii: ".") {
+            isInteger = false
+            p += 1
+            guard digit(p) else { return (p, false, ("expected a digit after '.'", p)) }
+            while digit(p) { p += 1 }
+        }
+        if p < bytes.count && (bytes[p] == UInt8(ascii: "e") || bytes[p] == UInt8(ascii: "E")) {
+            isInteger = false
+            p += 1
+            if p < bytes.count && (bytes[p] == UInt8(ascii: "+") || bytes[p] == UInt8(ascii: "-")) { p += 1 }
+            guard digit(p) else { return (p, false, ("expected a digit in the exponent", p)) }
+            while digit(p) { p += 1 }
+        }
+        return (p, isInteger, nil)
+    }
 
     /// The integer of a validated digit string (with an optional `-`), or nil on overflow.
     static func int64(_ text: UnsafeRawBufferPointer) -> Int64? {
@@ -390,20 +404,29 @@ struct JSONTextParser {
     }
 
     mutating func hex4(at escapeStart: Int) throws -> UInt16 {
-        guard bytes.count - position >= 4 else { throw error("truncated \\u escape", at: escapeStart) }
+        let (value, end, failure) = Self.hex4(bytes, from: position, escapeStart: escapeStart)
+        if let failure { throw error(failure.message, at: failure.offset) }
+        position = end
+        return value
+    }
+
+    /// The four hex digits of a `\u` escape at `start`, where they end, or the first violation
+    /// and its offset (shared by every JSON scanner of the module).
+    static func hex4(_ bytes: UnsafeRawBufferPointer, from start: Int, escapeStart: Int)
+        -> (value: UInt16, end: Int, failure: (message: String, offset: Int)?) {
+        guard bytes.count - start >= 4 else { return (0, start, ("truncated \\u escape", escapeStart)) }
         var v: UInt16 = 0
-        for _ in 0..<4 {
-            let c = bytes[position]
+        for p in start..<start + 4 {
+            let c = bytes[p]
             let d: UInt8
             switch c {
             case 0x30...0x39: d = c - 0x30
             case 0x41...0x46: d = c - 0x41 + 10
             case 0x61...0x66: d = c - 0x61 + 10
-            default: throw error("invalid hex digit in \\u escape", at: position)
+            default: return (v, p, ("invalid hex digit in \\u escape", p))
             }
             v = v << 4 | UInt16(d)
-            position += 1
         }
-        return v
+        return (v, start + 4, nil)
     }
 }
