@@ -30,8 +30,9 @@ import Foundation
 /// the stored ones — a session's open never replaces them otherwise. Names and options of a
 /// handle are not checked.
 public final class StoreSession: Sendable {
-    /// The store the session checks calls on.
-    public let store: Store
+    /// The store the session checks calls on. Not public: a session must not hand out the
+    /// owner's unchecked handle.
+    let store: Store
     let access: SessionAccess
 
     init(store: Store, access: SessionAccess) {
