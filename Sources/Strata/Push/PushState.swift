@@ -237,69 +237,68 @@ final class PushState: CollectionState, CommitParticipant {
     }
 
     /// The records and the model change of matching `updates` against `m`.
+    ///
+    /// Each matched subscription is copied into the staging once per batch and then changed in
+    /// place (its merged states, timing, status), so that an update costs no copy of its entry.
     private func stage(_ updates: [Update], _ m: Model) throws -> Staged {
         var staging = Staging(m, now: now)
         for update in updates {
             guard let numbers = m.byItem[update.key] else { continue }
             var fields: [String: String]?
             for n in numbers {
-                guard var entry = staging.subscriptions[n] ?? m.subscriptions[n], entry.subscription.status != .triggered,
-                      let device = staging.devices[entry.device] ?? m.devices[entry.device], !device.suspended else { continue }
-                let sub = entry.subscription
-                guard let itemIndex = sub.items.firstIndex(of: update.key.item) else { continue }
+                if staging.subscriptions[n] == nil {
+                    guard let e = m.subscriptions[n] else { continue }
+                    staging.subscriptions[n] = e
+                }
+                guard let (deviceNumber, triggered, mode, itemIndex) = staging.subscriptions[n].flatMap({ e in
+                    e.subscription.items.firstIndex(of: update.key.item).map {
+                        (e.device, e.subscription.status == .triggered, e.subscription.mode, $0)
+                    }
+                }), !triggered,
+                      let device = staging.devices[deviceNumber] ?? m.devices[deviceNumber], !device.suspended else { continue }
                 let updateFields = try fields ?? update.fields()
                 fields = updateFields
                 let values: [String]
-                switch sub.mode {
+                switch mode {
                 case .merge:
-                    var merged = entry.merged[itemIndex] ?? Array(repeating: "", count: sub.fields.count)
-                    for (j, name) in sub.fields.enumerated() { if let v = updateFields[name] { merged[j] = v } }
-                    entry.merged[itemIndex] = merged
-                    staging.changedStates.insert([n, UInt64(itemIndex)])
-                    values = merged
+                    values = staging.merge(updateFields, subscription: n, item: itemIndex)
+                    staging.changedStates.insert(Staging.StateKey(subscription: n, item: itemIndex))
                 case .distinct:
-                    values = sub.fields.map { updateFields[$0] ?? "" }
+                    values = staging.subscriptions[n]!.subscription.fields.map { updateFields[$0] ?? "" }
                 }
-                if let trigger = entry.trigger {
+                if let trigger = staging.subscriptions[n]!.trigger {
                     // Triggered notifications ignore the frequency limit.
-                    staging.subscriptions[n] = entry
                     guard trigger.evaluate(values) else { continue }
-                    entry.subscription.status = .triggered
-                    entry.subscription.statusTimestamp = SeriesTime.date(staging.now)
+                    staging.subscriptions[n]!.subscription.status = .triggered
+                    staging.subscriptions[n]!.subscription.statusTimestamp = SeriesTime.date(staging.now)
                     staging.changedSubscriptions.insert(n)
-                    staging.statuses.append(.triggered(subscriptionID: PushLayout.subscriptionID(n), deviceID: PushLayout.deviceID(entry.device)))
-                    staging.subscriptions[n] = entry
+                    staging.statuses.append(.triggered(subscriptionID: PushLayout.subscriptionID(n), deviceID: PushLayout.deviceID(deviceNumber)))
                     staging.emit(values, subscription: n, item: itemIndex)
                     continue
                 }
-                guard let interval = sub.frequencyInterval else {
-                    staging.subscriptions[n] = entry
+                guard let interval = staging.subscriptions[n]!.subscription.frequencyInterval else {
                     staging.emit(values, subscription: n, item: itemIndex)
                     continue
                 }
                 // Whatever became due before this update is released first, as the timer would have.
-                staging.subscriptions[n] = entry
                 staging.releaseDue(subscription: n, item: itemIndex, interval: interval)
-                entry = staging.subscriptions[n] ?? entry
-                var timing = entry.timing[itemIndex] ?? ItemTiming()
-                staging.changedStates.insert([n, UInt64(itemIndex)])
+                staging.changedStates.insert(Staging.StateKey(subscription: n, item: itemIndex))
+                var timing = staging.subscriptions[n]!.timing[itemIndex] ?? ItemTiming()
                 if timing.waiting.isEmpty, timing.lastSent.map({ $0 &+ interval <= staging.now }) ?? true {
                     timing.lastSent = staging.now
-                    entry.timing[itemIndex] = timing
-                    staging.subscriptions[n] = entry
+                    staging.subscriptions[n]!.timing[itemIndex] = timing
                     staging.emit(values, subscription: n, item: itemIndex)
                     continue
                 }
-                let capacity = sub.waitingCapacity
+                let capacity = staging.subscriptions[n]!.subscription.waitingCapacity
                 if timing.waiting.count >= capacity {
-                    switch sub.mode {
+                    switch mode {
                     case .merge: timing.waiting.removeLast()       // the newest state replaces the newest waiting one
                     case .distinct: timing.waiting.removeFirst()   // the oldest waiting update is dropped
                     }
                 }
                 timing.waiting.append(values)
-                entry.timing[itemIndex] = timing
-                staging.subscriptions[n] = entry
+                staging.subscriptions[n]!.timing[itemIndex] = timing
             }
         }
         return staging.finish(m)
@@ -324,8 +323,24 @@ final class PushState: CollectionState, CommitParticipant {
         var records: [([UInt8], [UInt8])] = []
         var notifications: [PushNotification] = []
         var statuses: [PushStatusChange] = []
-        var changedStates = Set<[UInt64]>()
+        var changedStates = Set<StateKey>()
         var changedSubscriptions = Set<UInt64>()
+
+        /// A subscription's item whose state changed.
+        struct StateKey: Hashable {
+            let subscription: UInt64
+            let item: Int
+        }
+
+        /// Merges `fields` into the item's state of staged subscription `n` (in place) and
+        /// returns the merged texts.
+        mutating func merge(_ fields: [String: String], subscription n: UInt64, item: Int) -> [String] {
+            let names = subscriptions[n]!.subscription.fields
+            var merged = subscriptions[n]!.merged.removeValue(forKey: item) ?? Array(repeating: "", count: names.count)
+            for (j, name) in names.enumerated() { if let v = fields[name] { merged[j] = v } }
+            subscriptions[n]!.merged[item] = merged
+            return merged
+        }
 
         init(_ base: Model, now: Int64) {
             self.base = base
@@ -335,20 +350,22 @@ final class PushState: CollectionState, CommitParticipant {
 
         /// Writes the notification of `values` for subscription `n`'s item (its badge taken now).
         mutating func emit(_ values: [String], subscription n: UInt64, item: Int) {
-            guard let entry = subscriptions[n] ?? base.subscriptions[n], var device = devices[entry.device] ?? base.devices[entry.device] else { return }
+            if subscriptions[n] == nil, let e = base.subscriptions[n] { subscriptions[n] = e }
+            guard let deviceNumber = subscriptions[n]?.device, var device = devices[deviceNumber] ?? base.devices[deviceNumber],
+                  let template = subscriptions[n]?.template else { return }
             var badge: UInt64 = 0
-            if entry.template.usesBadge {
+            if template.usesBadge {
                 device.badge &+= 1
                 badge = device.badge
-                devices[entry.device] = device
+                devices[deviceNumber] = device
             }
-            let id = PushLayout.subscriptionID(n)
-            let payload = entry.template.render(values: values, subscriptionID: id, badge: { Int(clamping: badge) })
-            let notification = PushNotification(id: next, deviceID: PushLayout.deviceID(entry.device), platform: device.device.platform,
+            let id = subscriptions[n]!.subscription.subscriptionID ?? PushLayout.subscriptionID(n)
+            let payload = template.render(values: values, subscriptionID: id, badge: { Int(clamping: badge) })
+            let notification = PushNotification(id: next, deviceID: PushLayout.deviceID(deviceNumber), platform: device.device.platform,
                                                 applicationID: device.device.applicationID, deviceToken: device.device.deviceToken,
-                                                subscriptionID: id, item: entry.subscription.items[item], payload: payload,
+                                                subscriptionID: id, item: subscriptions[n]!.subscription.items[item], payload: payload,
                                                 created: SeriesTime.date(now))
-            records.append((PushLayout.notificationKey(next), PushRecords.encode(notification, device: entry.device, subscription: n)))
+            records.append((PushLayout.notificationKey(next), PushRecords.encode(notification, device: deviceNumber, subscription: n)))
             notifications.append(notification)
             next += 1
         }
@@ -379,7 +396,7 @@ final class PushState: CollectionState, CommitParticipant {
                 emit(values, subscription: n, item: item)
                 released += 1
             }
-            if released > 0 { changedStates.insert([n, UInt64(item)]) }
+            if released > 0 { changedStates.insert(StateKey(subscription: n, item: item)) }
             return released
         }
 
@@ -387,9 +404,9 @@ final class PushState: CollectionState, CommitParticipant {
         func finish(_ m: Model) -> Staged {
             var records = self.records
             for key in changedStates {
-                guard let entry = subscriptions[key[0]] else { continue }
-                let item = Int(key[1])
-                records.append((PushLayout.itemStateKey(key[0], item),
+                guard let entry = subscriptions[key.subscription] else { continue }
+                let item = key.item
+                records.append((PushLayout.itemStateKey(key.subscription, item),
                                 PushRecords.encodeItemState(merged: entry.merged[item], timing: entry.timing[item] ?? ItemTiming())))
             }
             for n in changedSubscriptions {
