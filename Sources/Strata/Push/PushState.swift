@@ -250,49 +250,49 @@ final class PushState: CollectionState, CommitParticipant {
                     guard let e = m.subscriptions[n] else { continue }
                     staging.subscriptions[n] = e
                 }
-                guard let (deviceNumber, triggered, mode, itemIndex) = staging.subscriptions[n].flatMap({ e in
-                    e.subscription.items.firstIndex(of: update.key.item).map {
-                        (e.device, e.subscription.status == .triggered, e.subscription.mode, $0)
-                    }
-                }), !triggered,
-                      let device = staging.devices[deviceNumber] ?? m.devices[deviceNumber], !device.suspended else { continue }
+                // One read of the entry per update (a dictionary read copies the whole entry).
+                guard let e = staging.subscriptions[n], e.subscription.status != .triggered,
+                      let itemIndex = e.subscription.items.firstIndex(of: update.key.item),
+                      let device = staging.devices[e.device] ?? m.devices[e.device], !device.suspended else { continue }
+                let sub = e.subscription
                 let updateFields = try fields ?? update.fields()
                 fields = updateFields
                 let values: [String]
-                switch mode {
+                switch sub.mode {
                 case .merge:
-                    values = staging.merge(updateFields, subscription: n, item: itemIndex)
+                    values = staging.merge(updateFields, names: sub.fields, subscription: n, item: itemIndex)
                     staging.changedStates.insert(Staging.StateKey(subscription: n, item: itemIndex))
                 case .distinct:
-                    values = staging.subscriptions[n]!.subscription.fields.map { updateFields[$0] ?? "" }
+                    values = sub.fields.map { updateFields[$0] ?? "" }
                 }
-                if let trigger = staging.subscriptions[n]!.trigger {
+                let emitting = Staging.Emitter(subscription: n, device: e.device, template: e.template,
+                                               id: sub.subscriptionID ?? PushLayout.subscriptionID(n), item: update.key.item)
+                if let trigger = e.trigger {
                     // Triggered notifications ignore the frequency limit.
                     guard trigger.evaluate(values) else { continue }
                     staging.subscriptions[n]!.subscription.status = .triggered
                     staging.subscriptions[n]!.subscription.statusTimestamp = SeriesTime.date(staging.now)
                     staging.changedSubscriptions.insert(n)
-                    staging.statuses.append(.triggered(subscriptionID: PushLayout.subscriptionID(n), deviceID: PushLayout.deviceID(deviceNumber)))
-                    staging.emit(values, subscription: n, item: itemIndex)
+                    staging.statuses.append(.triggered(subscriptionID: emitting.id, deviceID: PushLayout.deviceID(e.device)))
+                    staging.emit(values, emitting)
                     continue
                 }
-                guard let interval = staging.subscriptions[n]!.subscription.frequencyInterval else {
-                    staging.emit(values, subscription: n, item: itemIndex)
+                guard let interval = sub.frequencyInterval else {
+                    staging.emit(values, emitting)
                     continue
                 }
                 // Whatever became due before this update is released first, as the timer would have.
                 staging.releaseDue(subscription: n, item: itemIndex, interval: interval)
                 staging.changedStates.insert(Staging.StateKey(subscription: n, item: itemIndex))
-                var timing = staging.subscriptions[n]!.timing[itemIndex] ?? ItemTiming()
+                var timing = staging.subscriptions[n]!.timing.removeValue(forKey: itemIndex) ?? ItemTiming()
                 if timing.waiting.isEmpty, timing.lastSent.map({ $0 &+ interval <= staging.now }) ?? true {
                     timing.lastSent = staging.now
                     staging.subscriptions[n]!.timing[itemIndex] = timing
-                    staging.emit(values, subscription: n, item: itemIndex)
+                    staging.emit(values, emitting)
                     continue
                 }
-                let capacity = staging.subscriptions[n]!.subscription.waitingCapacity
-                if timing.waiting.count >= capacity {
-                    switch mode {
+                if timing.waiting.count >= sub.waitingCapacity {
+                    switch sub.mode {
                     case .merge: timing.waiting.removeLast()       // the newest state replaces the newest waiting one
                     case .distinct: timing.waiting.removeFirst()   // the oldest waiting update is dropped
                     }
@@ -334,8 +334,7 @@ final class PushState: CollectionState, CommitParticipant {
 
         /// Merges `fields` into the item's state of staged subscription `n` (in place) and
         /// returns the merged texts.
-        mutating func merge(_ fields: [String: String], subscription n: UInt64, item: Int) -> [String] {
-            let names = subscriptions[n]!.subscription.fields
+        mutating func merge(_ fields: [String: String], names: [String], subscription n: UInt64, item: Int) -> [String] {
             var merged = subscriptions[n]!.merged.removeValue(forKey: item) ?? Array(repeating: "", count: names.count)
             for (j, name) in names.enumerated() { if let v = fields[name] { merged[j] = v } }
             subscriptions[n]!.merged[item] = merged
@@ -348,24 +347,35 @@ final class PushState: CollectionState, CommitParticipant {
             next = base.nextNotification
         }
 
+        /// What a notification of one subscription's item needs, read once from its entry.
+        struct Emitter {
+            let subscription: UInt64
+            let device: UInt64
+            let template: NotificationTemplate
+            let id: String
+            let item: String
+        }
+
         /// Writes the notification of `values` for subscription `n`'s item (its badge taken now).
         mutating func emit(_ values: [String], subscription n: UInt64, item: Int) {
-            if subscriptions[n] == nil, let e = base.subscriptions[n] { subscriptions[n] = e }
-            guard let deviceNumber = subscriptions[n]?.device, var device = devices[deviceNumber] ?? base.devices[deviceNumber],
-                  let template = subscriptions[n]?.template else { return }
+            guard let e = subscriptions[n] ?? base.subscriptions[n] else { return }
+            emit(values, Emitter(subscription: n, device: e.device, template: e.template,
+                                 id: e.subscription.subscriptionID ?? PushLayout.subscriptionID(n), item: e.subscription.items[item]))
+        }
+
+        mutating func emit(_ values: [String], _ x: Emitter) {
+            guard var device = devices[x.device] ?? base.devices[x.device] else { return }
             var badge: UInt64 = 0
-            if template.usesBadge {
+            if x.template.usesBadge {
                 device.badge &+= 1
                 badge = device.badge
-                devices[deviceNumber] = device
+                devices[x.device] = device
             }
-            let id = subscriptions[n]!.subscription.subscriptionID ?? PushLayout.subscriptionID(n)
-            let payload = template.render(values: values, subscriptionID: id, badge: { Int(clamping: badge) })
-            let notification = PushNotification(id: next, deviceID: PushLayout.deviceID(deviceNumber), platform: device.device.platform,
+            let payload = x.template.render(values: values, subscriptionID: x.id, badge: { Int(clamping: badge) })
+            let notification = PushNotification(id: next, deviceID: PushLayout.deviceID(x.device), platform: device.device.platform,
                                                 applicationID: device.device.applicationID, deviceToken: device.device.deviceToken,
-                                                subscriptionID: id, item: subscriptions[n]!.subscription.items[item], payload: payload,
-                                                created: SeriesTime.date(now))
-            records.append((PushLayout.notificationKey(next), PushRecords.encode(notification, device: deviceNumber, subscription: n)))
+                                                subscriptionID: x.id, item: x.item, payload: payload, created: SeriesTime.date(now))
+            records.append((PushLayout.notificationKey(next), PushRecords.encode(notification, device: x.device, subscription: x.subscription)))
             notifications.append(notification)
             next += 1
         }
