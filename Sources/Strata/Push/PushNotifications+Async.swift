@@ -1,5 +1,6 @@
 // The `async` twins of the push methods (see Store+Async.swift for the rules): each runs its
-// synchronous twin on the store's executor.
+// synchronous twin on the store's executor. `notifications()` and `statusChanges()` are streams
+// and have no twin (API.md: `for try await n in push.notifications()` in any context).
 extension PushNotifications {
     private var executor: StoreExecutor { state.engine.executor }
 
@@ -52,16 +53,6 @@ extension PushNotifications {
     /// The `async` twin of ``pendingNotifications(limit:)``.
     public func pendingNotifications(limit: Int = 100) async throws -> [PushNotification] {
         try await executor.run { try self.pendingNotifications(limit: limit) }
-    }
-
-    /// The `async` twin of ``notifications(bufferSize:)``.
-    public func notifications(bufferSize: Int = 4_096) async throws -> AsyncThrowingStream<PushNotification, any Error> {
-        try await executor.run { try self.notifications(bufferSize: bufferSize) }
-    }
-
-    /// The `async` twin of ``statusChanges(bufferSize:)``.
-    public func statusChanges(bufferSize: Int = 4_096) async throws -> AsyncThrowingStream<PushStatusChange, any Error> {
-        try await executor.run { try self.statusChanges(bufferSize: bufferSize) }
     }
 
     /// The `async` twin of ``acknowledge(_:)``.

@@ -309,45 +309,60 @@ public struct PushNotifications: Sendable {
     /// throwing ``StrataError/closed`` when the store closes, or
     /// ``StrataError/subscriberOverflow(_:)`` when its consumer falls more than `bufferSize`
     /// notifications behind.
-    public func notifications(bufferSize: Int = 4_096) throws -> AsyncThrowingStream<PushNotification, any Error> {
-        guard bufferSize >= 1 else { throw StrataError.invalidArgument("notifications: buffer size \(bufferSize) must be at least 1") }
-        try state.releaseDue()
-        let broadcaster = state.broadcaster
-        let engine = state.engine
-        // Every commit that adds notifications holds the turnstile until it is visible and queued
-        // for delivery: holding it here, none is half-way between the snapshot and the stream.
-        let pass = state.turnstile.enter()
-        defer { pass.leave() }
-        let stream = try broadcaster.synchronized {
-            let snapshot = try engine.snapshot()
-            return try broadcaster.subscribe(
-                after: snapshot.sequence, buffering: .bounded(bufferSize),
-                initial: { try Self.outbox(snapshot, limit: .max) },
-                overflow: { "push notifications: a subscriber fell more than \(bufferSize) notifications behind" }
-            ) { commit in
-                commit.changes.flatMap { ($0 as? NotificationsAdded)?.notifications ?? [] }
+    public func notifications(bufferSize: Int = 4_096) -> AsyncThrowingStream<PushNotification, any Error> {
+        do {
+            guard bufferSize >= 1 else { throw StrataError.invalidArgument("notifications: buffer size \(bufferSize) must be at least 1") }
+            try state.releaseDue()
+            let broadcaster = state.broadcaster
+            let engine = state.engine
+            // Every commit that adds notifications holds the turnstile until it is visible and queued
+            // for delivery: holding it here, none is half-way between the snapshot and the stream.
+            let pass = state.turnstile.enter()
+            defer { pass.leave() }
+            let stream = try broadcaster.synchronized {
+                let snapshot = try engine.snapshot()
+                return try broadcaster.subscribe(
+                    after: snapshot.sequence, buffering: .bounded(bufferSize),
+                    initial: { try Self.outbox(snapshot, limit: .max) },
+                    overflow: { "push notifications: a subscriber fell more than \(bufferSize) notifications behind" }
+                ) { commit in
+                    commit.changes.flatMap { ($0 as? NotificationsAdded)?.notifications ?? [] }
+                }
             }
+            state.startTimer()
+            return stream
+        } catch {
+            return Self.failed(error)
         }
-        state.startTimer()
+    }
+
+    /// A stream that ends at once by throwing `error` (how a stream reports a failed start).
+    static func failed<Element>(_ error: any Error) -> AsyncThrowingStream<Element, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<Element, any Error>.makeStream()
+        continuation.finish(throwing: error)
         return stream
     }
 
     /// The status changes of subscriptions and devices from now on, as Lightstreamer's MPN
     /// delegates report them, in commit order: a subscription subscribed, triggered, modified
     /// or deleted; a device suspended or resumed. Ends like ``notifications(bufferSize:)``.
-    public func statusChanges(bufferSize: Int = 4_096) throws -> AsyncThrowingStream<PushStatusChange, any Error> {
-        guard bufferSize >= 1 else { throw StrataError.invalidArgument("statusChanges: buffer size \(bufferSize) must be at least 1") }
-        let broadcaster = state.broadcaster
-        let engine = state.engine
-        let pass = state.turnstile.enter()
-        defer { pass.leave() }
-        return try broadcaster.synchronized {
-            try broadcaster.subscribe(
-                after: try engine.snapshot().sequence, buffering: .bounded(bufferSize),
-                overflow: { "push status changes: a subscriber fell more than \(bufferSize) changes behind" }
-            ) { commit in
-                commit.changes.flatMap { ($0 as? PushStatusChanged)?.changes ?? [] }
+    public func statusChanges(bufferSize: Int = 4_096) -> AsyncThrowingStream<PushStatusChange, any Error> {
+        do {
+            guard bufferSize >= 1 else { throw StrataError.invalidArgument("statusChanges: buffer size \(bufferSize) must be at least 1") }
+            let broadcaster = state.broadcaster
+            let engine = state.engine
+            let pass = state.turnstile.enter()
+            defer { pass.leave() }
+            return try broadcaster.synchronized {
+                try broadcaster.subscribe(
+                    after: try engine.snapshot().sequence, buffering: .bounded(bufferSize),
+                    overflow: { "push status changes: a subscriber fell more than \(bufferSize) changes behind" }
+                ) { commit in
+                    commit.changes.flatMap { ($0 as? PushStatusChanged)?.changes ?? [] }
+                }
             }
+        } catch {
+            return Self.failed(error)
         }
     }
 }

@@ -192,7 +192,7 @@ import Testing
             try await f.appendAsync(1)
             try await f.appendAsync(2)                                      // waits
             clock.advance(1_000)                                 // due: the stream's start releases it
-            let stream = try await f.push.notifications()
+            let stream = f.push.notifications()
             var it = stream.makeAsyncIterator()
             let a = try #require(try await it.next())
             let b = try #require(try await it.next())
@@ -212,7 +212,7 @@ import Testing
         }
         let f = try await Fixture.make(dir, clock, nil)
         defer { try? f.store.close() }
-        var it = try await f.push.notifications().makeAsyncIterator()
+        var it = f.push.notifications().makeAsyncIterator()
         let again = [try await it.next(), try await it.next(), try await it.next()].compactMap { $0?.id }
         #expect(again == firstIDs, "unacknowledged ones again after the reopen, oldest first")
     }
@@ -223,7 +223,7 @@ import Testing
         defer { dir.remove() }
         let f = try await Fixture.make(dir, TestClock(), nil)
         defer { try? f.store.close() }
-        let stream = try await f.push.statusChanges()
+        let stream = f.push.statusChanges()
         let s = try await f.push.subscribe(Self.subscription(.distinct, trigger: "${last_price} == \"7\""), device: f.device).subscriptionID ?? ""
         try await f.appendAsync(7)
         _ = try await f.push.modify(s, triggerExpression: nil, notificationFormat: #"{"q":1}"#)
