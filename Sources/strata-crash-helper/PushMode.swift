@@ -3,8 +3,9 @@
 //   strata-crash-helper push <directory> <seed>
 //
 // Opens the store (small memtable, so that flushes and compactions run), registers a device and
-// subscribes it (DISTINCT, a payload naming the event's sequence) to `crash/push` unless the
-// store has that subscription already, then appends forever batches of 1…20 events to
+// subscribes it to `crash/push` unless the store has its subscriptions already — S1 DISTINCT, a
+// payload naming each event's sequence; S2 MERGE of the sequence at most every 2 s, whose later
+// updates wait in the item's state — then appends forever batches of 1…20 events to
 // `crash/push` and, in between, to `crash/quiet` (which nobody subscribes to). Some batches are
 // transactions writing both series. Before each write it prints `BEGIN`, after it returns
 // `ACK <first sequence> <count>` for the events of `crash/push`.
@@ -31,6 +32,11 @@ func runPush(directory: URL, arguments: [String]) -> Never {
             var sub = PushSubscription(mode: .distinct, items: ["crash/push"], fields: ["sequence", "value"])
             sub.notificationFormat = #"{"seq":"${sequence}","value":"${value}"}"#
             _ = try push.subscribe(sub, device: device.id)
+            // S2: the merged state at most every 2 s; the rest waits, durably, in the item's state.
+            var limited = PushSubscription(mode: .merge, items: ["crash/push"], fields: ["sequence"])
+            limited.notificationFormat = #"{"merged":"${sequence}"}"#
+            limited.requestedMaxFrequency = .limited(0.5)
+            _ = try push.subscribe(limited, device: device.id)
         }
     } catch {
         fail("open failed: \(error)")

@@ -21,13 +21,18 @@ struct PushCrashTests {
                 guard f.count == 3, let first = UInt64(f[1]), let n = UInt64(f[2]) else { continue }
                 for s in first..<(first + n) { acked.insert(s) }
             }
-            let store = try Store.open(at: dir.url)
+            // A clock hours ahead: every update S2 holds back is due.
+            var options = StoreOptions()
+            let ahead = Double(3_600 * (round + 1))
+            options.clock = { Date().addingTimeInterval(ahead) }
+            let store = try Store.open(at: dir.url, options: options)
             defer { try? store.close() }
             let next = try store.timeSeries("crash/push", of: Double.self).bounds.next
             let values = try store.timeSeries("crash/push", of: Double.self).query(.values).events.map(\.value)
             let push = try store.pushNotifications()
             var notified: [UInt64] = []
             var payloads: [UInt64: String] = [:]
+            var merged: [UInt64] = []
             var batch = try push.pendingNotifications(limit: 1_000)
             var lastID: UInt64 = 0
             while !batch.isEmpty {
@@ -35,6 +40,14 @@ struct PushCrashTests {
                     #expect(n.id > lastID, "ids increase")
                     lastID = n.id
                     let json = try JSON(parsing: n.payload)
+                    if n.subscriptionID == "S2" {
+                        guard case .string(let seq)? = json["merged"], let s = UInt64(seq) else {
+                            Issue.record("payload \(n.payload)")
+                            continue
+                        }
+                        merged.append(s)
+                        continue
+                    }
                     guard case .string(let seq)? = json["seq"], let s = UInt64(seq) else {
                         Issue.record("payload \(n.payload)")
                         continue
@@ -47,11 +60,14 @@ struct PushCrashTests {
                 batch = Array(all.drop { $0.id <= lastID }.prefix(1_000))
             }
             #expect(notified == Array(0..<next), "one notification per event, in order, none for an event that is not there (round \(round))")
+            // S2's waiting state survived the kill: released now, its newest notification is the newest event.
+            #expect(merged.last == next - 1, "S2's last merged state \(merged.last.map(String.init) ?? "none"), events to \(next - 1)")
+            #expect(merged == merged.sorted() && Set(merged).count == merged.count)
             #expect(acked.allSatisfy { $0 < next }, "an acknowledged event is missing")
             for (s, value) in values.enumerated().prefix(200) {
                 #expect(payloads[UInt64(s)] == #"{"seq":"\#(s)","value":"\#(JSON.double(value).description)"}"#)
             }
-            #expect(try push.subscriptions(device: "D1").count == 1)
+            #expect(try push.subscriptions(device: "D1").count == 2)
         }
     }
 }
