@@ -133,7 +133,7 @@ public struct PushSubscription: Sendable, Hashable {
         guard !items.isEmpty else { throw StrataError.invalidArgument("push subscription: no items") }
         guard !fields.isEmpty else { throw StrataError.invalidArgument("push subscription: no fields") }
         for (what, names) in [("item", items), ("field", fields)] {
-            for name in names where name.isEmpty || name.contains(" ") || name.utf8.count > 4_096 {
+            for name in names where name.isEmpty || name.utf8.contains(UInt8(ascii: " ")) || name.utf8.count > 4_096 {
                 throw StrataError.invalidArgument("push subscription: \(what) name \(name.debugDescription) is empty, holds a space or is over 4096 bytes")
             }
         }
