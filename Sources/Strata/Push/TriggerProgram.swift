@@ -171,57 +171,38 @@ struct TriggerProgram: Sendable {
     private static func arithmetic(_ op: TriggerArithmetic, _ kind: TriggerNumeric, _ a: UInt64, _ b: UInt64) -> UInt64? {
         switch kind {
         case .int:
-            let x = Int32(truncatingIfNeeded: Int64(bitPattern: a)), y = Int32(truncatingIfNeeded: Int64(bitPattern: b))
-            let r: Int32
-            switch op {
-            case .add: r = x &+ y
-            case .subtract: r = x &- y
-            case .multiply: r = x &* y
-            case .divide:
-                guard y != 0 else { return nil }
-                r = x.dividedReportingOverflow(by: y).partialValue
-            case .remainder:
-                guard y != 0 else { return nil }
-                r = x.remainderReportingOverflow(dividingBy: y).partialValue
-            }
-            return UInt64(bitPattern: Int64(r))
+            integer(op, Int32(truncatingIfNeeded: Int64(bitPattern: a)), Int32(truncatingIfNeeded: Int64(bitPattern: b)))
+                .map { UInt64(bitPattern: Int64($0)) }
         case .long:
-            let x = Int64(bitPattern: a), y = Int64(bitPattern: b)
-            let r: Int64
-            switch op {
-            case .add: r = x &+ y
-            case .subtract: r = x &- y
-            case .multiply: r = x &* y
-            case .divide:
-                guard y != 0 else { return nil }
-                r = x.dividedReportingOverflow(by: y).partialValue
-            case .remainder:
-                guard y != 0 else { return nil }
-                r = x.remainderReportingOverflow(dividingBy: y).partialValue
-            }
-            return UInt64(bitPattern: r)
+            integer(op, Int64(bitPattern: a), Int64(bitPattern: b)).map { UInt64(bitPattern: $0) }
         case .float:
-            let x = Float(Double(bitPattern: a)), y = Float(Double(bitPattern: b))
-            let r: Float
-            switch op {
-            case .add: r = x + y
-            case .subtract: r = x - y
-            case .multiply: r = x * y
-            case .divide: r = x / y
-            case .remainder: r = x.truncatingRemainder(dividingBy: y)
-            }
-            return Double(r).bitPattern
+            Double(floating(op, Float(Double(bitPattern: a)), Float(Double(bitPattern: b)))).bitPattern
         case .double:
-            let x = Double(bitPattern: a), y = Double(bitPattern: b)
-            let r: Double
-            switch op {
-            case .add: r = x + y
-            case .subtract: r = x - y
-            case .multiply: r = x * y
-            case .divide: r = x / y
-            case .remainder: r = x.truncatingRemainder(dividingBy: y)
-            }
-            return r.bitPattern
+            floating(op, Double(bitPattern: a), Double(bitPattern: b)).bitPattern
+        }
+    }
+
+    /// Java's `int`/`long` arithmetic: wrapping, and nil for a division by zero.
+    @inline(__always)
+    private static func integer<T: FixedWidthInteger & SignedInteger>(_ op: TriggerArithmetic, _ x: T, _ y: T) -> T? {
+        switch op {
+        case .add: return x &+ y
+        case .subtract: return x &- y
+        case .multiply: return x &* y
+        case .divide: return y == 0 ? nil : x.dividedReportingOverflow(by: y).partialValue
+        case .remainder: return y == 0 ? nil : x.remainderReportingOverflow(dividingBy: y).partialValue
+        }
+    }
+
+    /// Java's `float`/`double` arithmetic (IEEE 754; `%` truncates as Java's does).
+    @inline(__always)
+    private static func floating<T: BinaryFloatingPoint>(_ op: TriggerArithmetic, _ x: T, _ y: T) -> T {
+        switch op {
+        case .add: return x + y
+        case .subtract: return x - y
+        case .multiply: return x * y
+        case .divide: return x / y
+        case .remainder: return x.truncatingRemainder(dividingBy: y)
         }
     }
 
