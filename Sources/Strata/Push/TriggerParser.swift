@@ -226,14 +226,7 @@ struct TriggerParser {
         guard isPunctuation(t + 3, .leftParen) else {
             throw source.error(at: token(t + 3).range.lowerBound, "expected '(' after \(f.name), found \(describe(token(t + 3)))")
         }
-        try open(.call(f, offset: offset, arguments: 0), at: token(t + 3))
-        if isPunctuation(t + 4, .rightParen) {
-            pending.removeLast()
-            depth -= 1
-            try call(f, offset: offset, arguments: 0, close: token(t + 4))
-            return (t + 5, false)
-        }
-        return (t + 4, true)
+        return try openCall(f, offset: offset, arguments: 0, paren: t + 3)
     }
 
     /// `.method(` after an operand, the receiver.
@@ -249,14 +242,20 @@ struct TriggerParser {
         guard isPunctuation(t + 2, .leftParen) else {
             throw source.error(at: token(t + 2).range.lowerBound, "expected '(' after \(f.name), found \(describe(token(t + 2)))")
         }
-        try open(.call(f, offset: offset, arguments: 1), at: token(t + 2))
-        if isPunctuation(t + 3, .rightParen) {
+        return try openCall(f, offset: offset, arguments: 1, paren: t + 2)
+    }
+
+    /// Opens the call of `f` at the `(` of token `paren`: a call with no argument (`f()`, or a
+    /// method's receiver only) closes at once; otherwise an operand follows.
+    private mutating func openCall(_ f: TriggerFunction, offset: Int, arguments: Int, paren: Int) throws(StrataError) -> (Int, Bool) {
+        try open(.call(f, offset: offset, arguments: arguments), at: token(paren))
+        if isPunctuation(paren + 1, .rightParen) {
             pending.removeLast()
             depth -= 1
-            try call(f, offset: offset, arguments: 1, close: token(t + 3))
-            return (t + 4, false)
+            try call(f, offset: offset, arguments: arguments, close: token(paren + 1))
+            return (paren + 2, false)
         }
-        return (t + 3, true)
+        return (paren + 1, true)
     }
 
     // MARK: Stacks

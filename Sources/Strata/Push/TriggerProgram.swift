@@ -248,26 +248,20 @@ struct TriggerProgram: Sendable {
     @inline(__always)
     private static func compare(_ op: TriggerComparison, _ kind: TriggerNumeric, _ a: UInt64, _ b: UInt64) -> Bool {
         switch kind {
-        case .int, .long:
-            let x = Int64(bitPattern: a), y = Int64(bitPattern: b)
-            switch op {
-            case .less: return x < y
-            case .lessEqual: return x <= y
-            case .greater: return x > y
-            case .greaterEqual: return x >= y
-            case .equal: return x == y
-            case .notEqual: return x != y
-            }
-        case .float, .double:
-            let x = Double(bitPattern: a), y = Double(bitPattern: b)
-            switch op {
-            case .less: return x < y
-            case .lessEqual: return x <= y
-            case .greater: return x > y
-            case .greaterEqual: return x >= y
-            case .equal: return x == y
-            case .notEqual: return x != y
-            }
+        case .int, .long: ordered(op, Int64(bitPattern: a), Int64(bitPattern: b))
+        case .float, .double: ordered(op, Double(bitPattern: a), Double(bitPattern: b))   // IEEE: NaN compares unequal
+        }
+    }
+
+    @inline(__always)
+    private static func ordered<T: Comparable>(_ op: TriggerComparison, _ x: T, _ y: T) -> Bool {
+        switch op {
+        case .less: x < y
+        case .lessEqual: x <= y
+        case .greater: x > y
+        case .greaterEqual: x >= y
+        case .equal: x == y
+        case .notEqual: x != y
         }
     }
 
