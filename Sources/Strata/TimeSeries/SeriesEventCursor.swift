@@ -17,8 +17,10 @@ struct SeriesEventCursor {
     private var chunk: SeriesChunk?
     private var index = 0
     private var end = 0
+    /// The record of the chunk event at `scratchIndex`, built when asked for.
     private var scratch: [UInt8] = []
-    private var usesScratch = false
+    private var scratchIndex = -1
+    private var onChunk = false
     private(set) var sequence: Int64 = -1
 
     /// A walk of the events `from…through` of the series whose event keys start with `prefix`.
@@ -95,7 +97,7 @@ struct SeriesEventCursor {
             if reverse ? k < from : k > through { return false }
             if k < from || k > through { continue }
             sequence = k
-            usesScratch = false
+            onChunk = false
             return true
         }
         return false
@@ -103,16 +105,31 @@ struct SeriesEventCursor {
 
     private mutating func load(_ c: SeriesChunk) -> Bool {
         sequence = Int64(c.firstSequence) + Int64(index)
-        scratch.removeAll(keepingCapacity: true)
-        c.appendEventRecord(index, to: &scratch)
-        usesScratch = true
+        onChunk = true
+        scratchIndex = -1
         return true
     }
 
     /// The current event's record (§14.2), valid until the next move.
-    func withRecord<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        if usesScratch { return try scratch.withUnsafeBytes(body) }
-        return try body(cursor.value)
+    mutating func withRecord<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard onChunk, let chunk else { return try body(cursor.value) }
+        if scratchIndex != index {
+            scratch.removeAll(keepingCapacity: true)
+            chunk.appendEventRecord(index, to: &scratch)
+            scratchIndex = index
+        }
+        return try scratch.withUnsafeBytes(body)
+    }
+
+    /// When the current event is in a chunk, the rest of the walk's events in that chunk, from
+    /// the current one, in walk order (a forward walk only); the walk moves to the last of them.
+    /// Nil on an event record or in a reverse walk.
+    mutating func takeChunkRun() -> (chunk: SeriesChunk, events: Range<Int>)? {
+        guard onChunk, !reverse, let chunk else { return nil }
+        let run = index..<end
+        index = end - 1
+        sequence = Int64(chunk.firstSequence) + Int64(index)
+        return (chunk, run)
     }
 
     /// The record of event `sequence`, nil if the snapshot holds none.

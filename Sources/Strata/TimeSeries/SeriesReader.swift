@@ -340,7 +340,15 @@ package struct SeriesReader {
     /// order, and returns how many events the range selected (before the limit).
     ///
     /// For the values view, an edited original is returned as its latest edit's record.
+    /// With `chunks`, runs of returned events stored in a chunk (FORMAT.md §14.6) go to it
+    /// instead, as the chunk and the indexes of the events in it, in order with the others.
     package func evaluate(_ query: RangeQuery, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        try evaluate(query, chunks: nil, body)
+    }
+
+    /// ``evaluate(_:_:)``, with runs of returned events stored in a chunk going to `chunks`.
+    func evaluate(_ query: RangeQuery, chunks: ChunkBody?,
+                  _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws -> Int {
         guard let (a0, b0) = try select(query) else { return 0 }
         let a = max(a0, cutoff), b = min(b0, next - 1)
         guard a <= b else { return 0 }
@@ -348,7 +356,7 @@ package struct SeriesReader {
         if !head.hasRetainedEdits {
             let selected = Int(b - a + 1)
             let first = selected > limit ? b - Int64(limit) + 1 : a
-            if first <= b { try scan(from: first, through: b, body) }
+            if first <= b { try scan(from: first, through: b, chunks: chunks, body) }
             return selected
         }
         // General path: walk backwards from b, keep the first `limit` elements, count the rest.
@@ -382,12 +390,22 @@ package struct SeriesReader {
         return selected
     }
 
-    /// Calls `body` for each retained event `first…last` in order, straight from a cursor.
-    func scan(from first: Int64, through last: Int64, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws {
+    /// Receives a run of events stored in a chunk: the chunk and the indexes of the events.
+    typealias ChunkBody = (SeriesChunk, Range<Int>) throws -> Void
+
+    /// Calls `body` for each retained event `first…last` in order, straight from a cursor (and
+    /// `chunks`, if given, for runs of them in a chunk).
+    func scan(from first: Int64, through last: Int64, chunks: ChunkBody? = nil,
+              _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws {
         var c = try events(from: first, through: last)
         var expected = first
         while try c.next() {
             guard c.sequence == expected else { throw corrupted("missing", sequence: expected) }
+            if let chunks, let (chunk, run) = c.takeChunkRun() {
+                try chunks(chunk, run)
+                expected += Int64(run.count)
+                continue
+            }
             try c.withRecord { try body(UInt64(expected), $0) }
             expected += 1
         }

@@ -162,6 +162,9 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// also ``Permission/queryObsoleteTimeSeriesEvents``.
     ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    @_specialize(exported: true, where Value == Double)
+    @_specialize(exported: true, where Value == Int64)
+    @_specialize(exported: true, where Value == String)
     public func query(_ query: RangeQuery) throws -> QueryResult<Value> {
         if let access {
             try access.require(.readTopic, state.path)
@@ -171,7 +174,9 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
         let (reader, decoding, _) = try state.reader()
         var events: [Event<Value>] = []
         events.reserveCapacity(min(query.limitCount ?? 1_024, 1_024))
-        let selected = try reader.evaluate(query) { s, bytes in
+        let selected = try reader.evaluate(query, chunks: { chunk, run in
+            try Self.decode(chunk, run, decoding, codec, path: state.path, into: &events)
+        }) { s, bytes in
             events.append(try Self.decode(s, bytes, decoding, codec, path: state.path))
         }
         return QueryResult(events: events, selectedCount: selected)
@@ -233,6 +238,49 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
             throw StrataError.invalidArgument("timestamp \(date.timeIntervalSince1970) s after 1970 is out of range")
         }
         return t
+    }
+
+    /// Appends the events `run` of `chunk` (FORMAT.md §14.6) to `events`, straight from its
+    /// columns: no event record is built, and `Double` and `Int64` values are not re-decoded.
+    static func decode(_ chunk: SeriesChunk, _ run: Range<Int>, _ decoding: SeriesDecoding, _ codec: ValueCodec<Value>,
+                       path: String, into events: inout [Event<Value>]) throws {
+        func corrupted(_ i: Int, _ reason: String) -> StrataError {
+            .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(chunk.firstSequence + UInt64(i)): \(reason)")
+        }
+        let authors = decoding.authors
+        events.reserveCapacity(events.count + run.count)
+        var scratch: [UInt8] = []
+        for i in run {
+            let a = chunk.authors[i]
+            guard a < authors.count else { throw corrupted(i, "unknown author") }
+            let metadata = EventMetadata(sequence: chunk.firstSequence + UInt64(i),
+                                         milliseconds: decoding.base &+ Int64(bitPattern: chunk.timestamps[i]),
+                                         author: authors[Int(a)])
+            var original: EventMetadata?
+            if let o = chunk.originals[i] {
+                guard o.author < authors.count else { throw corrupted(i, "unknown author") }
+                original = EventMetadata(sequence: o.sequence, milliseconds: decoding.base &+ Int64(bitPattern: o.timestamp),
+                                         author: authors[Int(o.author)])
+            }
+            let value: Value
+            switch chunk.values {
+            case .doubles(let v) where Value.self == Double.self:
+                value = unsafeBitCast(v[i], to: Value.self)
+            case .integers(let v) where Value.self == Int64.self:
+                value = unsafeBitCast(v[i], to: Value.self)
+            case .bytes(let v):
+                value = try v[i].withUnsafeBytes { try codec.decode($0) }
+            case .doubles(let v):
+                scratch.removeAll(keepingCapacity: true)
+                SeriesChunk.appendLittleEndian(v[i].bitPattern, to: &scratch)
+                value = try scratch.withUnsafeBytes { try codec.decode($0) }
+            case .integers(let v):
+                scratch.removeAll(keepingCapacity: true)
+                SeriesChunk.appendLittleEndian(UInt64(bitPattern: v[i]), to: &scratch)
+                value = try scratch.withUnsafeBytes { try codec.decode($0) }
+            }
+            events.append(Event(metadata: metadata, originalEvent: original, value: value))
+        }
     }
 
     @inline(__always)
