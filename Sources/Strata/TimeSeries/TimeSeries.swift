@@ -78,6 +78,8 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     ///
     /// Needs ``Permission/updateTopic`` in a session, as does every append.
     @discardableResult
+    @_specialize(exported: true, where Value == Double)
+    @_specialize(exported: true, where Value == Int64)
     public func append(_ value: Value) throws -> EventMetadata {
         try state.append(count: 1, timestamps: nil, author: try author(nil)) { _, out in try codec.encode(value, into: &out) }[0]
     }
@@ -87,6 +89,8 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``StrataError/timestampBeforeLatest(latest:given:)`` if it is earlier than the
     ///   latest event's timestamp.
     @discardableResult
+    @_specialize(exported: true, where Value == Double)
+    @_specialize(exported: true, where Value == Int64)
     public func append(_ value: Value, timestamp: Date) throws -> EventMetadata {
         let who = try author(nil)
         let t = try Self.milliseconds(timestamp)
@@ -109,6 +113,8 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends events in one atomic batch, all with the clock's time; returns the metadata of
     /// each, in order.
     @discardableResult
+    @_specialize(exported: true, where Value == Double, S == [Double])
+    @_specialize(exported: true, where Value == Int64, S == [Int64])
     public func append<S: Sequence>(contentsOf values: S) throws -> [EventMetadata] where S.Element == Value {
         let who = try author(nil)
         let array = Array(values)
@@ -120,6 +126,8 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// Appends events with explicit timestamps (non-decreasing, none before the latest event's) in
     /// one atomic batch; returns the metadata of each, in order.
     @discardableResult
+    @_specialize(exported: true, where Value == Double, S == [(value: Double, timestamp: Date)])
+    @_specialize(exported: true, where Value == Int64, S == [(value: Int64, timestamp: Date)])
     public func append<S: Sequence>(contentsOf events: S) throws -> [EventMetadata]
     where S.Element == (value: Value, timestamp: Date) {
         let who = try author(nil)
@@ -162,6 +170,10 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// also ``Permission/queryObsoleteTimeSeriesEvents``.
     ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    ///
+    /// Events stored as chunks (settled events) are decoded straight from their columns. The
+    /// native value types `Double`, `Int64` and `String` have pre-specialized entry points, so a
+    /// client module calling `TimeSeries<Double>` runs no generic code here.
     @_specialize(exported: true, where Value == Double)
     @_specialize(exported: true, where Value == Int64)
     @_specialize(exported: true, where Value == String)
