@@ -29,6 +29,11 @@ extension SeriesChunk {
         return try readHeader(&r)
     }
 
+    /// Decodes a record as the `[UInt8]` overload does, from borrowed bytes.
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> SeriesChunk {
+        try decode(Array(bytes))
+    }
+
     /// Decodes a `Double` chunk, appending each event's timestamp plus `base` to `timestamps`,
     /// its author index to `authors`, each edit event to `edits` (with its index counted from
     /// this chunk's first event) and each value to `doubles`.

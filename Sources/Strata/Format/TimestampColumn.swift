@@ -196,38 +196,41 @@ extension TimestampColumn {
         var i = 1
         // The position lives in a local (stored back at the end and before each throw).
         let words = reader
-        let endBit = reader.count &* 8
         let limit = reader.wordLimit
         var position = reader.position
         while i < count {
-            let word = position < limit ? words.word(at: position) : words.peek(at: position)
-            if zeroRuns && word &>> 63 == 0 {
-                // '0' bits, each a zero residual: as many as the word holds for sure (57).
-                let run = min(word.leadingZeroBitCount, 57, count &- i, endBit &- position)
-                guard run > 0 else { reader.position = position; throw ColumnHeader.truncated(what, reader) }
-                for _ in 0..<run {
-                    previous &+= previousDelta
-                    out[i] = previous
-                    i &+= 1
-                }
-                position &+= run
-                continue
-            }
-            let ones = min((~word).leadingZeroBitCount, 3)
-            let prefix = min(ones &+ 1, 3)
-            let width = Int(truncatingIfNeeded: (widths &>> UInt64(ones &* 16)) & 0xFFFF)
-            let end = prefix &+ width
             let residual: Int64
-            if end <= 57 && end <= endBit &- position {
-                // Branch-free: the field's bits, sign-extended; a zero width is a zero residual.
-                let field = Int64(bitPattern: word &<< UInt64(prefix)) &>> Int64(64 &- width)
-                residual = width == 0 ? 0 : field
-                position &+= end
+            if position < limit {
+                // A whole word from `position`: its top 57 bits are the record's.
+                let word = words.word(at: position)
+                if zeroRuns && word &>> 63 == 0 {
+                    // '0' bits, each a zero residual: as many as the word holds for sure.
+                    let run = min(word.leadingZeroBitCount, 57, count &- i)
+                    for _ in 0..<run {
+                        previous &+= previousDelta
+                        out[i] = previous
+                        i &+= 1
+                    }
+                    position &+= run
+                    continue
+                }
+                let ones = min((~word).leadingZeroBitCount, 3)
+                let prefix = min(ones &+ 1, 3)
+                let width = Int(truncatingIfNeeded: (widths &>> UInt64(ones &* 16)) & 0xFFFF)
+                let end = prefix &+ width
+                if end <= 57 {
+                    // Branch-free: the field's bits, sign-extended; a zero width is a zero residual.
+                    let field = Int64(bitPattern: word &<< UInt64(prefix)) &>> Int64(64 &- width)
+                    residual = width == 0 ? 0 : field
+                    position &+= end
+                } else {
+                    reader.position = position
+                    residual = try readResidual(from: &reader, widths: widths)
+                    position = reader.position
+                }
             } else {
                 reader.position = position
-                guard end <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
-                reader.position &+= prefix
-                residual = SignedBits.extend(reader.readUnchecked(bits: width), bits: width)
+                residual = try readResidual(from: &reader, widths: widths)
                 position = reader.position
             }
             let delta = previousDelta &+ residual
@@ -237,5 +240,19 @@ extension TimestampColumn {
             i &+= 1
         }
         reader.position = position
+    }
+
+    /// One residual through checked reads: near the end of the record, or wider than a word holds.
+    @inline(never)
+    private static func readResidual(from reader: inout ColumnReader, widths: UInt64) throws -> Int64 {
+        var ones = 0
+        while ones < 3 {
+            guard let bit = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
+            if !bit { break }
+            ones += 1
+        }
+        let width = Int(truncatingIfNeeded: (widths &>> UInt64(ones &* 16)) & 0xFFFF)
+        guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
+        return SignedBits.extend(raw, bits: width)
     }
 }
