@@ -298,7 +298,12 @@ extension DoubleColumn {
         }
         let factor = powers[f], divisor = powers[e]
         // alpDecode(n, e, f), exactly as the encoder checked it.
-        try PackedIntegers.unpack(count: count, from: &reader, what: what) { i, n in out[i] = Double(n) * factor / divisor }
+        if f == 0 {
+            // × 10^0 is exact: one division a value.
+            try PackedIntegers.unpack(count: count, from: &reader, what: what) { i, n in out[i] = Double(n) / divisor }
+        } else {
+            try PackedIntegers.unpack(count: count, from: &reader, what: what) { i, n in out[i] = Double(n) * factor / divisor }
+        }
         let exceptions = Int(rawExceptions)
         guard exceptions > 0 else { return }
         guard let rawWidth = reader.read(bits: 7) else { throw ColumnHeader.truncated(what, reader) }

@@ -146,15 +146,16 @@ extension SeriesChunk {
         let distinct = Int(k)
         // Each author takes at least a byte: bounds the slots below by the record's size.
         guard distinct * 8 <= r.remainingBits else { throw ColumnHeader.truncated(what, r) }
-        // n slots for the events, then (removed at the end) the k distinct authors.
-        try appending(n + distinct, to: &authors) { p in
-            for j in 0..<distinct {
-                guard let a = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
-                p[n + j] = a
-            }
-            if distinct == 1 {
-                p.update(repeating: p[n], count: n)
-            } else {
+        if distinct == 1 {
+            guard let a = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
+            authors.append(contentsOf: repeatElement(a, count: n))
+        } else {
+            // n slots for the events, then (removed at the end) the k distinct authors.
+            try appending(n + distinct, to: &authors) { p in
+                for j in 0..<distinct {
+                    guard let a = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
+                    p[n + j] = a
+                }
                 _ = try ColumnHeader.read(from: &r, what: IntegerColumn.what, count: n, expected: .integerPacked)
                 let at = r.byteOffset
                 try PackedIntegers.unpack(count: n, from: &r, what: IntegerColumn.what) { i, position in
@@ -164,8 +165,8 @@ extension SeriesChunk {
                     p[i] = p[n + Int(position)]
                 }
             }
+            authors.removeLast(distinct)
         }
-        authors.removeLast(distinct)
 
         guard let anyEdits = r.readBit() else { throw ColumnHeader.truncated(what, r) }
         if anyEdits {
