@@ -34,6 +34,24 @@ extension SeriesChunk {
         try decode(Array(bytes))
     }
 
+    /// Decodes only a chunk's header and timestamps (plus `base`), appended to `timestamps` — what
+    /// a search by time needs; the columns after them are neither decoded nor checked.
+    ///
+    /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` for what ``decode(_:)`` refuses in
+    ///   the header and timestamp column; `timestamps` is then left as it was.
+    static func decodeTimestamps(_ bytes: UnsafeRawBufferPointer, base: Int64 = 0, into timestamps: inout [Int64]) throws -> Header {
+        let mark = timestamps.count
+        do {
+            var r = ColumnReader(bytes)
+            let header = try readHeader(&r)
+            try appending(header.count, to: &timestamps) { try TimestampColumn.decode(from: &r, count: header.count, offset: base, into: $0) }
+            return header
+        } catch {
+            timestamps.removeSubrange(mark...)
+            throw error
+        }
+    }
+
     /// Decodes a `Double` chunk, appending each event's timestamp plus `base` to `timestamps`,
     /// its author index to `authors`, each edit event to `edits` (with its index counted from
     /// this chunk's first event) and each value to `doubles`.

@@ -123,6 +123,22 @@ import Testing
         }
     }
 
+    @Test("decodeTimestamps reads the header and timestamps alone, and refuses a damaged timestamp column")
+    func timestampsAlone() throws {
+        for seed in 0..<12 as Range<UInt64> {
+            let chunk = SeriesChunkTests.chunk([1, 5, 300][Int(seed % 3)], first: seed * 1_000, kind: Int(seed % 3), seed: seed)
+            let bytes = try chunk.encode()
+            var times: [Int64] = [42]
+            let header = try bytes.withUnsafeBytes { try SeriesChunk.decodeTimestamps($0, base: 7, into: &times) }
+            #expect(header == SeriesChunk.Header(kind: chunk.values.kind, firstSequence: chunk.firstSequence, count: chunk.count))
+            #expect(times == [42] + chunk.timestamps.map { Int64(bitPattern: $0) &+ 7 })
+            // Cut inside the timestamp column: refused, the array as it was.
+            let cut = Array(bytes.prefix(6))
+            #expect(ColumnTestData.throwsCorrupted { _ = try cut.withUnsafeBytes { try SeriesChunk.decodeTimestamps($0, into: &times) } })
+            #expect(times.count == chunk.count + 1)
+        }
+    }
+
     @Test("a run of zero residuals longer than a word, and residuals in every bucket")
     func timestampRuns() throws {
         var times: [UInt64] = Array(repeating: 5, count: 200)          // 199 zero deltas
