@@ -25,6 +25,36 @@ public struct SeriesSummary: Codable, Sendable, Equatable {
     public let bytes: UInt64
     /// Every author the series has stored.
     public let authors: [String]
+    /// How the retained events are stored: as chunks (FORMAT.md §14.6) or one record each.
+    public let storage: SeriesStorage
+}
+
+/// How a series' retained events are stored (FORMAT.md §14.6): chunk statistics for
+/// `strata-dump series`.
+public struct SeriesStorage: Codable, Sendable, Equatable {
+    /// Chunk records.
+    public var chunks: UInt64 = 0
+    /// Events in chunks (a chunk straddling the first retained sequence counts whole).
+    public var chunkedEvents: UInt64 = 0
+    /// Events stored one record each (not yet settled by a flush or compaction).
+    public var eventRecords: UInt64 = 0
+    /// Bits of the chunks' timestamp columns.
+    public var timestampBits: UInt64 = 0
+    /// Bits of the chunks' value columns.
+    public var valueBits: UInt64 = 0
+    /// Bits of the chunks' headers, author and edit columns.
+    public var otherBits: UInt64 = 0
+
+    /// Mean events per chunk, 0 without chunks.
+    public var eventsPerChunk: Double { chunks == 0 ? 0 : Double(chunkedEvents) / Double(chunks) }
+    /// Mean bits per timestamp in chunks.
+    public var bitsPerTimestamp: Double { chunkedEvents == 0 ? 0 : Double(timestampBits) / Double(chunkedEvents) }
+    /// Mean bits per value in chunks.
+    public var bitsPerValue: Double { chunkedEvents == 0 ? 0 : Double(valueBits) / Double(chunkedEvents) }
+    /// Mean bytes per chunked event, every column included (before block compression).
+    public var bytesPerChunkedEvent: Double {
+        chunkedEvents == 0 ? 0 : Double(timestampBits + valueBits + otherBits) / 8 / Double(chunkedEvents)
+    }
 }
 
 /// One event of a series, decoded without knowing its Swift type.
@@ -89,20 +119,15 @@ public enum SeriesInspector {
         let payload = try SeriesPayload.decode(entry.payload, name: path)
         let (head, _) = try SeriesState.recover(snapshot: snapshot, id: entry.id, payload: payload, path: path)
         let reader = SeriesReader(snapshot: snapshot, id: entry.id, head: head, baseTimestamp: payload.baseTimestamp ?? 0, path: path)
-        var bytes: UInt64 = 0
-        var edits: UInt64 = 0
-        if head.count > 0 {
-            let c = snapshot.cursor(lower: reader.key(Int64(head.cutoff)), upper: reader.key(Int64(head.next)))
-            while try c.next() {
-                bytes += UInt64(c.withKey { $0.count } + c.value.count)
-                if EventRecord.isEdit(c.value) { edits += 1 }
-            }
-        }
+        let stored = try reader.storedForm()
+        let storage = SeriesStorage(chunks: stored.chunks, chunkedEvents: stored.chunkedEvents, eventRecords: stored.eventRecords,
+                                    timestampBits: stored.timestampBits, valueBits: stored.valueBits, otherBits: stored.otherBits)
+        let bytes = stored.bytes, edits = stored.edits
         let summary = SeriesSummary(path: path, id: entry.id, valueType: payload.typeName, count: head.count,
                                     firstSequence: head.cutoff, nextSequence: head.next, edits: edits,
                                     retainedRange: payload.retainedRange.description,
                                     subscriptionRange: payload.subscriptionRange.description,
-                                    bytes: bytes, authors: payload.authors)
+                                    bytes: bytes, authors: payload.authors, storage: storage)
         return (summary, reader, payload)
     }
 }

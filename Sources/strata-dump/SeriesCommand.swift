@@ -11,8 +11,10 @@ extension StrataDump {
             discussion: """
                 Without a path: one line per series (value type, retained events, sequence range, \
                 edits, retained and subscription ranges, bytes of keys and values before \
-                compression). With a path: its retained events in sequence order, originals and \
-                edits, values as JSON.
+                compression, and how the events are stored: chunks, events per chunk, bits per \
+                timestamp and per value in chunks, events still stored one record each). With a \
+                path: the same for the series, then its retained events in sequence order, \
+                originals and edits, values as JSON.
                 """)
 
         @Argument(help: "The store directory.")
@@ -47,18 +49,32 @@ extension StrataDump {
         static func render(_ all: [SeriesSummary]) -> String {
             let out = "Time series: \(all.count)\n"
             guard !all.isEmpty else { return out }
-            var table = TextTable(["PATH", "ID>", "TYPE", "EVENTS>", "SEQUENCES", "EDITS>", "RETAINED", "SUBSCRIPTION", "BYTES>"])
+            var table = TextTable(["PATH", "ID>", "TYPE", "EVENTS>", "SEQUENCES", "EDITS>", "RETAINED", "SUBSCRIPTION", "BYTES>",
+                                   "CHUNKS>", "EV/CHUNK>", "BITS/TS>", "BITS/VALUE>", "RECORDS>"])
             for s in all {
+                let t = s.storage
                 table.add([s.path, "\(s.id)", s.valueType, Format.count(s.count), sequences(s), Format.count(s.edits),
-                           s.retainedRange, s.subscriptionRange, Format.bytes(s.bytes)])
+                           s.retainedRange, s.subscriptionRange, Format.bytes(s.bytes), Format.count(t.chunks),
+                           String(format: "%.1f", t.eventsPerChunk), String(format: "%.2f", t.bitsPerTimestamp),
+                           String(format: "%.2f", t.bitsPerValue), Format.count(t.eventRecords)])
             }
             return out + table.render()
+        }
+
+        static func storage(_ t: SeriesStorage) -> String {
+            var out = "\(Format.count(t.chunks)) chunks of \(Format.count(t.chunkedEvents)) events"
+            if t.chunks > 0 {
+                out += String(format: " (%.1f events per chunk, %.2f bits per timestamp, %.2f bits per value, %.2f bytes per event)",
+                              t.eventsPerChunk, t.bitsPerTimestamp, t.bitsPerValue, t.bytesPerChunkedEvent)
+            }
+            return out + ", \(Format.count(t.eventRecords)) events one record each"
         }
 
         static func render(_ dump: SeriesDump) -> String {
             let s = dump.summary
             var out = "Time series \"\(s.path)\" (id \(s.id)), \(s.valueType)\n"
             out += "  events \(Format.count(s.count)) (\(Format.count(s.edits)) edits), sequences \(sequences(s)), retained \(s.retainedRange), subscription \(s.subscriptionRange), \(Format.bytes(s.bytes))\n"
+            out += "  storage: \(storage(s.storage))\n"
             if dump.events.count < Int(s.count) { out += "  showing the newest \(dump.events.count)\n" }
             var table = TextTable(["SEQUENCE>", "TIMESTAMP", "AUTHOR", "EDIT OF>", "VALUE"])
             let formatter = ISO8601DateFormatter()

@@ -13,6 +13,12 @@ extension Engine {
         lock.withLock { filters[keyspace] = filter }
     }
 
+    /// Registers the record transform of a keyspace (``RecordTransform``): flushes and
+    /// compactions that start afterwards write its records through it.
+    func setRecordTransform(keyspace: UInt64, _ transform: (any RecordTransform)?) {
+        lock.withLock { transforms[keyspace] = transform }
+    }
+
     /// Universal (size-tiered) picking: from the newest run, take runs while each is no larger
     /// than `compactionSizeRatio` times the runs taken so far; with too many runs and no such
     /// pair, merge the newest ones down to below the trigger. Never more than `maxWidth` runs.
@@ -75,7 +81,7 @@ extension Engine {
     /// Merges `inputs` (consecutive runs, newest first) into one run and installs it in their place.
     func compact(_ inputs: [SortedRun], bottommost: Bool) throws {
         let start = DispatchTime.now().uptimeNanoseconds
-        let filters = lock.withLock { self.filters }
+        let (filters, transforms) = lock.withLock { (self.filters, self.transforms) }
         diagnostics(.debug, "Compaction started", [
             "input.runs": "\(inputs.count)", "input.files": EngineLog.segmentNames(inputs.flatMap(\.numbers)),
             "bottommost": "\(bottommost)",
@@ -89,6 +95,7 @@ extension Engine {
             }
             let cursor = MergedCursor(memtables: [], runs: inputs, sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: !bottommost)
+            var transformer = RecordTransformer(transforms)
             var n = 0
             while try cursor.next() {
                 n += 1
@@ -104,10 +111,12 @@ extension Engine {
                     kind = .tombstone
                 }
                 try cursor.withKey {
-                    try writer.add(key: $0, kind: kind,
-                                   value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0))
+                    try transformer.add(key: $0, kind: kind,
+                                        value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0),
+                                        to: writer)
                 }
             }
+            try transformer.finish(to: writer)
             written = try writer.finish()
         } catch {
             if let e = writer.abandon() { lock.withLock { noteBackgroundFailure(e, during: "compaction cleanup") } }
@@ -180,7 +189,7 @@ extension Engine {
         }
         compacting = true
         var inputs: [SortedRun]? = version.runs
-        let worthIt = inputs!.count > 1 || !filters.isEmpty
+        let worthIt = inputs!.count > 1 || !filters.isEmpty || !transforms.isEmpty
             || inputs!.contains { $0.rangeTombstones.count > 0 || $0.segments.contains { $0.properties.tombstones > 0 } }
         lock.unlock()
         var failure: Error?

@@ -29,6 +29,7 @@ extension Engine {
 
     /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
     static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
+                         transforms: [UInt64: any RecordTransform],
                          allocate: @escaping () -> UInt64,
                          cleanupFailed: (StrataError) -> Void = { _ in }) throws -> [SegmentMetadata] {
         let writer = RunWriter(directory: directory, options: options.segment,
@@ -37,9 +38,11 @@ extension Engine {
             writer.addRangeTombstones(memtable.allRangeTombstones.map { RangeTombstone(start: $0.start, end: $0.end) })
             let cursor = MergedCursor(memtables: [memtable], runs: [], sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: true)
+            var transformer = RecordTransformer(transforms)
             while try cursor.next() {
-                try cursor.withKey { try writer.add(key: $0, kind: cursor.kind, value: cursor.value) }
+                try cursor.withKey { try transformer.add(key: $0, kind: cursor.kind, value: cursor.value, to: writer) }
             }
+            try transformer.finish(to: writer)
             return try writer.finish()
         } catch {
             if let e = writer.abandon() { cleanupFailed(e) }
@@ -53,6 +56,7 @@ extension Engine {
         let start = DispatchTime.now().uptimeNanoseconds
         do {
             let written = try Self.writeRun(from: memtable, directory: directory, options: options,
+                                            transforms: lock.withLock { transforms },
                                             allocate: { [self] in allocateFileNumber() },
                                             cleanupFailed: { [self] e in
                                                 lock.withLock { noteBackgroundFailure(e, during: "flush cleanup") }

@@ -59,6 +59,7 @@ final class Engine: @unchecked Sendable {
     let shuttingDown = Atomic<Bool>(false)
     var logDirty = false
     var filters: [UInt64: CompactionFilter] = [:]
+    var transforms: [UInt64: any RecordTransform] = [:]
     let fileLock: FileLock
     let flushQueue = DispatchQueue(label: "strata.flush")
     let compactionQueue = DispatchQueue(label: "strata.compaction")

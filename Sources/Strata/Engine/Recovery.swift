@@ -243,7 +243,8 @@ struct EngineRecovery {
                 // Too many logs: their records go to segments now (one run per memtable, the
                 // newest first), and the logs are deleted once the manifest lists the runs.
                 for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
-                    let run = try Engine.writeRun(from: memtable, directory: directory, options: options) {
+                    let run = try Engine.writeRun(from: memtable, directory: directory, options: options,
+                                                 transforms: [:]) {
                         defer { nextNumber += 1 }
                         return nextNumber
                     }

@@ -15,12 +15,14 @@
 /// range tombstone block may be), and its offset is then 0.
 package enum SegmentFormat {
     package static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
-    /// The version written: 2 adds record counts to index entries (FORMAT.md 5.5, 8).
-    package static let version: UInt32 = 2
+    /// The version written: 2 adds record counts to index entries (FORMAT.md 5.5, 8); 3 changes
+    /// no layout of the file but lets keyspace 2 hold time-series chunks (§14.6), which a build
+    /// that reads only 1 and 2 would take for damaged event records.
+    package static let version: UInt32 = 3
     package static let footerSize = 68
     package static let blockTrailerSize = 9
     /// Versions this build reads.
-    static let supportedVersions: ClosedRange<UInt32> = 1...2
+    static let supportedVersions: ClosedRange<UInt32> = 1...3
     /// The index heights a reader accepts (FORMAT.md 5.5). Each index level has at most half the
     /// blocks of the level below, so 65 levels would take more than 2^64 data blocks.
     static let indexHeights: ClosedRange<UInt32> = 1...64

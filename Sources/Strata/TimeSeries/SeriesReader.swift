@@ -36,10 +36,43 @@ package struct SeriesReader {
         return k
     }
 
-    /// The record of a retained event; throws if it is missing or malformed.
+    /// The record of a retained event (§14.2, or cut from its chunk, §14.6); throws if it is
+    /// missing.
     func record(_ sequence: Int64) throws -> [UInt8] {
-        guard let bytes = try snapshot.get(key(sequence)) else { throw corrupted("missing", sequence: sequence) }
+        guard let bytes = try SeriesEventCursor.record(sequence, snapshot: snapshot, prefix: prefix, path: path) else {
+            throw corrupted("missing", sequence: sequence)
+        }
         return bytes
+    }
+
+    /// A walk of the stored events `from…through`.
+    func events(from: Int64, through: Int64, reverse: Bool = false) throws -> SeriesEventCursor {
+        try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: from, through: through, reverse: reverse, path: path)
+    }
+
+    /// The first sequence and the absolute timestamps of the stored entry holding event
+    /// `sequence`: one event of a record, or all of a chunk's.
+    func timestamps(around sequence: Int64) throws -> (first: Int64, times: [Int64]) {
+        let c = snapshot.cursor(lower: key(sequence), upper: TupleKey.prefixSuccessor(prefix) ?? prefix + [0xFF])
+        guard try c.next() else { throw corrupted("missing", sequence: sequence) }
+        guard let k = c.withKey({ EventRecord.sequence(ofKey: $0, prefixLength: prefix.count) }) else {
+            throw corrupted("malformed key", sequence: sequence)
+        }
+        if SeriesChunk.isChunk(c.value) {
+            let (first, deltas): (UInt64, [Int64])
+            do {
+                (first, deltas) = try SeriesChunk.timestamps(of: Array(c.value))
+            } catch let e as StrataError {
+                throw corrupted("chunk ending at \(k): \(e)", sequence: sequence)
+            }
+            guard first <= UInt64(sequence), first + UInt64(deltas.count) - 1 == k else {
+                throw corrupted("missing (the chunk ending at \(k) starts at \(first))", sequence: sequence)
+            }
+            return (Int64(first), deltas.map { baseTimestamp &+ $0 })
+        }
+        guard k == UInt64(sequence) else { throw corrupted("missing", sequence: sequence) }
+        let h = try header(Array(c.value), sequence: sequence)
+        return (sequence, [baseTimestamp &+ Int64(truncatingIfNeeded: h.timestampDelta)])
     }
 
     func header(_ bytes: [UInt8], sequence: Int64) throws -> EventRecord {
@@ -51,17 +84,32 @@ package struct SeriesReader {
 
     /// The absolute timestamp of a retained event.
     func timestamp(_ sequence: Int64) throws -> Int64 {
-        let bytes = try record(sequence)
-        return baseTimestamp &+ Int64(truncatingIfNeeded: try header(bytes, sequence: sequence).timestampDelta)
+        let (first, times) = try timestamps(around: sequence)
+        return times[Int(sequence - first)]
     }
 
     /// The first retained sequence whose timestamp is at least `t` (`next` if none), by binary
-    /// search: timestamps never decrease along sequences.
+    /// search: timestamps never decrease along sequences. A probe that lands in a chunk reads
+    /// the chunk's timestamps and narrows the search to one side of it, or ends inside it.
     func firstSequence(atLeast t: Int64) throws -> Int64 {
         var lo = cutoff, hi = next
         while lo < hi {
             let mid = lo + (hi - lo) / 2
-            if try timestamp(mid) >= t { hi = mid } else { lo = mid + 1 }
+            let (first, times) = try timestamps(around: mid)
+            let a = max(first, lo), b = min(first + Int64(times.count) - 1, hi - 1)
+            if times[Int(b - first)] < t {
+                lo = b + 1
+            } else if times[Int(a - first)] >= t {
+                hi = a
+            } else {
+                // times[a] < t <= times[b]: the answer is in (a, b].
+                var l = a + 1, h = b
+                while l < h {
+                    let m = l + (h - l) / 2
+                    if times[Int(m - first)] >= t { h = m } else { l = m + 1 }
+                }
+                return l
+            }
         }
         return lo
     }
@@ -115,18 +163,12 @@ package struct SeriesReader {
             }
             return
         }
-        let lower = forward ? key(max(start, cutoff)) : key(cutoff)
-        let upper = forward ? key(next) : key(min(start, next - 1) + 1)
         if forward ? start >= next : start < cutoff { return }
-        let c = snapshot.cursor(lower: lower, upper: upper, reverse: !forward)
+        var c = forward ? try events(from: max(start, cutoff), through: next - 1)
+                        : try events(from: cutoff, through: min(start, next - 1), reverse: true)
         while try c.next() {
-            let s = try c.withKey { k -> Int64 in
-                guard let s = EventRecord.sequence(ofKey: k, prefixLength: prefix.count) else {
-                    throw corrupted("malformed key", sequence: -1)
-                }
-                return Int64(s)
-            }
-            if try belongs(s, c.value, to: view) {
+            let s = c.sequence
+            if try c.withRecord({ try belongs(s, $0, to: view) }) {
                 if try !body(s) { return }
             }
         }
@@ -323,9 +365,18 @@ package struct SeriesReader {
         if query.view == .values, let lo = kept.first, let hi = kept.last {
             replacements = try latestEdits(originalsFrom: UInt64(lo), through: UInt64(hi))
         }
+        // The kept events' records in one walk; replacements outside it one by one.
+        var records: [Int64: [UInt8]] = [:]
+        if let lo = kept.first, let hi = kept.last {
+            let wanted = Set(kept.map { s in replacements[UInt64(s)].map { Int64($0) } ?? s })
+            var c = try events(from: lo, through: hi)
+            while try c.next() {
+                if wanted.contains(c.sequence) { records[c.sequence] = c.withRecord { Array($0) } }
+            }
+        }
         for s in kept {
             let shown = replacements[UInt64(s)].map { Int64($0) } ?? s
-            let bytes = try record(shown)
+            let bytes = try records[shown] ?? record(shown)
             try bytes.withUnsafeBytes { try body(UInt64(shown), $0) }
         }
         return selected
@@ -333,12 +384,11 @@ package struct SeriesReader {
 
     /// Calls `body` for each retained event `first…last` in order, straight from a cursor.
     func scan(from first: Int64, through last: Int64, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws {
-        let c = snapshot.cursor(lower: key(first), upper: key(last + 1))
+        var c = try events(from: first, through: last)
         var expected = first
         while try c.next() {
-            let s = c.withKey { EventRecord.sequence(ofKey: $0, prefixLength: prefix.count) }
-            guard let s, Int64(s) == expected else { throw corrupted("missing", sequence: expected) }
-            try body(s, c.value)
+            guard c.sequence == expected else { throw corrupted("missing", sequence: expected) }
+            try c.withRecord { try body(UInt64(expected), $0) }
             expected += 1
         }
         guard expected == last + 1 else { throw corrupted("missing", sequence: expected) }

@@ -8,6 +8,8 @@ import Synchronization
 /// only grows; records of series not recorded here (not opened since the store opened) are kept.
 final class SeriesRetention: CollectionState {
     private let cutoffs = Mutex<[UInt64: UInt64]>([:])
+    /// Keyspace 2's record transform, which stores settled events as chunks (FORMAT.md §14.6).
+    let chunking = SeriesChunkTransform()
 
     /// The registry name of the store's one instance.
     static let registryName = ""
@@ -24,6 +26,7 @@ final class SeriesRetention: CollectionState {
             store.engine.setCompactionFilter(keyspace: Keyspace.timeSeriesEditIndex.id) { key, _ in
                 retention.keep(key, prefixLength: index, skip: 1)
             }
+            store.engine.setRecordTransform(keyspace: Keyspace.timeSeriesEvents.id, retention.chunking)
             return retention
         }
     }

@@ -106,6 +106,7 @@ package final class SeriesState: CollectionState {
             head: recovered.head, decoding: SeriesDecoding(base: payload.baseTimestamp ?? 0, authors: payload.authors),
             latest: recovered.latest, payload: payload, asOf: 0)]))
         retention.setCutoff(recovered.head.cutoff, of: entry.id)
+        retention.chunking.register(series: entry.id, typeName: payload.typeName)
     }
 
     // MARK: Recovery
@@ -116,26 +117,26 @@ package final class SeriesState: CollectionState {
     package static func recover(snapshot: Snapshot, id: UInt64, payload: SeriesPayload, path: String)
         throws -> (head: SeriesHead, latest: [UInt8]?) {
         let prefix = EventRecord.seriesPrefix(id)
-        guard let upper = TupleKey.prefixSuccessor(prefix) else { throw StrataError.invalidArgument("series id \(id)") }
         func bad(_ why: String) -> StrataError { .corrupted(file: "time series \"\(path)\"", offset: 0, reason: why) }
-        let last = snapshot.cursor(lower: prefix, upper: upper, reverse: true)
         var head = SeriesHead(next: payload.cutoff, cutoff: payload.cutoff, latestTimestamp: nil,
                               lastEditSequence: payload.lastEditSequence)
         var latest: [UInt8]?
+        // The last event, whatever its form (an event record, or the last event of a chunk).
+        var last = try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: 0, through: Int64.max - 1,
+                                         reverse: true, path: path)
         if try last.next() {
-            guard let s = last.withKey({ EventRecord.sequence(ofKey: $0, prefixLength: prefix.count) }) else {
-                throw bad("malformed key \(TupleKey.describe(last.key))")
-            }
-            let record = Array(last.value)
+            let s = UInt64(last.sequence)
+            let record = last.withRecord { Array($0) }
             guard let h = record.withUnsafeBytes({ EventRecord.decode($0) }) else { throw bad("event \(s): malformed record") }
             head.next = max(head.next, s + 1)
             if s + 1 == head.next {
                 latest = record
                 head.latestTimestamp = (payload.baseTimestamp ?? 0) &+ Int64(truncatingIfNeeded: h.timestampDelta)
             }
-            let first = snapshot.cursor(lower: prefix, upper: upper)
-            if try first.next(), let f = first.withKey({ EventRecord.sequence(ofKey: $0, prefixLength: prefix.count) }) {
-                head.cutoff = max(head.cutoff, f)
+            var first = try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: 0, through: Int64.max - 1,
+                                              reverse: false, path: path)
+            if try first.next() {
+                head.cutoff = max(head.cutoff, UInt64(first.sequence))
             }
         }
         head.cutoff = min(head.cutoff, head.next)
@@ -324,7 +325,7 @@ package final class SeriesState: CollectionState {
         guard original >= w.head.cutoff else {
             throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which is no longer retained (first retained is \(w.head.cutoff))")
         }
-        guard let bytes = try w.uncommitted[original] ?? engine.get(EventRecord.key(series: id, sequence: original)),
+        guard let bytes = try w.uncommitted[original] ?? storedRecord(original),
               let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
             throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(original): missing or malformed")
         }
@@ -413,6 +414,8 @@ package final class SeriesState: CollectionState {
         }
         if let ms = w.payload.retainedMilliseconds, let latest = w.head.latestTimestamp {
             let threshold = latest - ms
+            // Stored events are read by one walk from the cutoff (a chunk is decoded once).
+            var stored: SeriesEventCursor?
             while cutoff + 1 < next {
                 let t: Int64
                 if cutoff >= firstNew {
@@ -420,8 +423,17 @@ package final class SeriesState: CollectionState {
                 } else if let cached = w.cutoffTimestamp {
                     t = cached
                 } else {
-                    guard let bytes = try w.uncommitted[cutoff] ?? engine.get(EventRecord.key(series: id, sequence: cutoff)),
-                          let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
+                    var record = w.uncommitted[cutoff]
+                    if record == nil {
+                        var c = try stored ?? SeriesEventCursor(snapshot: engine.snapshot(), prefix: prefix, from: Int64(cutoff),
+                                                                through: Int64(firstNew) - 1, reverse: false, path: path)
+                        while try c.next() {
+                            if c.sequence >= Int64(cutoff) { break }
+                        }
+                        if c.sequence == Int64(cutoff) { record = c.withRecord { Array($0) } }
+                        stored = c
+                    }
+                    guard let bytes = record, let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
                         throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(cutoff): missing or malformed")
                     }
                     t = (w.payload.baseTimestamp ?? 0) &+ Int64(truncatingIfNeeded: h.timestampDelta)
@@ -434,6 +446,11 @@ package final class SeriesState: CollectionState {
                 w.cutoffTimestamp = nil
             }
         }
+    }
+
+    /// The stored record of event `sequence` as of now, in either form (FORMAT.md §14.6).
+    private func storedRecord(_ sequence: UInt64) throws -> [UInt8]? {
+        try SeriesEventCursor.record(Int64(sequence), snapshot: engine.snapshot(), prefix: prefix, path: path)
     }
 
     /// Replaces the stored options; a changed retained range applies at once (FORMAT.md §14.4).

@@ -293,7 +293,7 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         #expect(footer.filter == BlockHandle(offset: 0x19, length: 65))
         #expect(footer.rangeTombstones == BlockHandle(offset: 0, length: 0))
         #expect(footer.properties == BlockHandle(offset: 0x7f, length: 31))
-        #expect(footer.formatVersion == 2)
+        #expect(footer.formatVersion == 3)
         #expect(footer.encode() == Array(spec[footerOffset...]))
 
         let dir = try TemporaryDirectory()
@@ -391,12 +391,12 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
 
         // Segment: the version is checked before the footer CRC (left stale here on purpose).
         var seg = try Spec.dump("segment")
-        seg[seg.count - 16] = 3
+        seg[seg.count - 16] = 4
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("000002.seg", seg)
         let path = dir.file("000002.seg")
-        #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 3)) {
+        #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 4)) {
             _ = try SegmentReader(path: path, number: 2, cache: nil)
         }
 

@@ -164,7 +164,7 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
         let v2 = try write(records, in: dir, number: 1, options: options)
         options.formatVersion = 1
         let v1 = try write(records, in: dir, number: 2, options: options)
-        #expect(v2.footer.formatVersion == 2 && v1.footer.formatVersion == 1)
+        #expect(v2.footer.formatVersion == SegmentFormat.version && v1.footer.formatVersion == 1)
         let all = bruteForce(records, [], nil)
         #expect(try count(v2, [], nil) == all)
         #expect(try count(v1, [], nil) == all)

@@ -990,18 +990,18 @@ struct StoreInspectorTests {
             try Data(header).write(to: URL(fileURLWithPath: log))
             #expect(throws: StrataError.unsupportedFormatVersion(file: log, found: 3)) { try LogInspector.dump(logAt: log) }
 
-            // A segment whose footer says version 3.
+            // A segment whose footer says version 4.
             let (segment, _) = try writeSegment(in: tmp, records: 100)
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
             let footer = bytes.count - SegmentFormat.footerSize
-            bytes[footer + 52] = 3
+            bytes[footer + 52] = 4
             try Data(bytes).write(to: URL(fileURLWithPath: segment))
             #expect(try StoreInspector.kind(ofFileAt: segment) == .segment)
-            #expect(throws: StrataError.unsupportedFormatVersion(file: segment, found: 3)) {
+            #expect(throws: StrataError.unsupportedFormatVersion(file: segment, found: 4)) {
                 try SegmentInspector.dump(segmentAt: segment)
             }
             let report = try StoreVerifier.verify(fileAt: segment)
-            #expect(report.faults.contains { $0.reason.contains("format version 3") }, "\(report.faults)")
+            #expect(report.faults.contains { $0.reason.contains("format version 4") }, "\(report.faults)")
         }
     }
 
