@@ -46,6 +46,20 @@ struct ColumnHeader: Equatable, Sendable {
         return ColumnHeader(encoding: encoding, count: Int(count))
     }
 
+    /// Reads a header as ``read(from:what:expected:or:)`` does, and checks it holds `count` values.
+    static func read(from reader: inout ColumnReader, what: String, count: Int, expected: ColumnEncoding,
+                     or alternative: ColumnEncoding? = nil) throws -> ColumnEncoding {
+        guard let tag = reader.read(bits: 8) else { throw truncated(what, reader) }
+        guard let encoding = ColumnEncoding(rawValue: UInt8(truncatingIfNeeded: tag)), encoding == expected || encoding == alternative else {
+            throw StrataError.corrupted(file: what, offset: reader.byteOffset, reason: "unknown column encoding \(tag)")
+        }
+        guard let found = reader.readVarint() else { throw truncated(what, reader) }
+        guard found == UInt64(count) else {
+            throw StrataError.corrupted(file: what, offset: reader.byteOffset, reason: "\(found) values where \(count) were expected")
+        }
+        return encoding
+    }
+
     /// Throws `.invalidArgument` when `count` values cannot form one column.
     static func checkEncodable(count: Int, what: String) throws {
         guard count <= maximumCount else {
@@ -56,6 +70,16 @@ struct ColumnHeader: Equatable, Sendable {
     /// The error for input that ends early.
     static func truncated(_ what: String, _ reader: BitReader) -> StrataError {
         StrataError.corrupted(file: what, offset: reader.byteOffset, reason: "column truncated")
+    }
+
+    /// The error for input that ends early.
+    static func truncated(_ what: String, _ reader: ColumnReader) -> StrataError {
+        StrataError.corrupted(file: what, offset: reader.byteOffset, reason: "column truncated")
+    }
+
+    /// The error for an inconsistent field.
+    static func corrupted(_ what: String, _ reader: ColumnReader, _ reason: String) -> StrataError {
+        StrataError.corrupted(file: what, offset: reader.byteOffset, reason: reason)
     }
 
     /// The error for an inconsistent field.

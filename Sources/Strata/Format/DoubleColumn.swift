@@ -3,18 +3,22 @@
 ///
 /// **ALP** (Afroozeh, Kuffó, Boncz, SIGMOD 2024) for decimals in disguise — prices, sensor
 /// readings with a fixed number of decimals. For an exponent e and factor f (0 ≤ f ≤ e ≤ 18), a
-/// value d encodes as n = round(d × 10^e × 10^-f) when n × 10^f × 10^-e gives back d's exact bit
+/// value d encodes as n = round(d × 10^e / 10^f) when (n × 10^f) / 10^e gives back d's exact bit
 /// pattern; the encoder samples the column for the pair with the smallest estimated size. Values
-/// that do not round-trip (NaN, ±inf, -0.0, too many digits, |n| > 2^52) are exceptions, kept as
-/// position + raw bits; their slot holds the previous integer so the packing stays narrow.
+/// that do not round-trip (NaN, ±inf, -0.0, too many digits, |n| > 2^52, a sum that rounded twice)
+/// are exceptions, kept as position + correction: the difference of their bit pattern from that
+/// of their slot's decoded integer. A slot holds the value's own rounded integer when that leaves
+/// a correction of at most 16 bits (a value an ulp or two off a decimal), else the previous
+/// integer so the packing stays narrow.
 ///
 ///     header      ColumnHeader, encoding .doubleALP
 ///     e           5 bits  0…18
 ///     f           5 bits  0…e
 ///     exceptions  varint  ≤ count
 ///     integers    PackedIntegers of the count integers n (plain or delta FOR)
+///     width       7 bits  W, 0…64, only when exceptions > 0
 ///     exception × exceptions: position (bit width of count - 1 bits, strictly increasing),
-///                             raw bit pattern (64 bits)
+///                             correction (W bits, two's complement): bits = slot's bits &+ it
 ///
 /// **XOR** (Gorilla, VLDB 2015), the fallback when ALP does not pay (random doubles):
 ///
@@ -34,11 +38,6 @@ enum DoubleColumn {
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
         1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
     ]
-    /// 10^-0 … 10^-18, the nearest Doubles.
-    static let inversePowers: [Double] = [
-        1e-0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9,
-        1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17, 1e-18,
-    ]
     static let maximumExponent = 18
     /// Integers beyond ±2^52 are exceptions (a Double holds every integer up to 2^53 exactly).
     static let integerLimit = Double(1 << 52)
@@ -46,15 +45,26 @@ enum DoubleColumn {
     /// ALP's integer for `value` under (e, f), or nil when it does not round-trip exactly.
     @inline(__always)
     static func alpEncode(_ value: Double, e: Int, f: Int) -> Int64? {
-        let scaled = (value * powers[e] * inversePowers[f]).rounded()
-        guard scaled.magnitude <= integerLimit else { return nil } // also false for NaN
-        let n = Int64(scaled)
+        guard let n = alpCandidate(value, e: e, f: f) else { return nil }
         return alpDecode(n, e: e, f: f).bitPattern == value.bitPattern ? n : nil
     }
 
+    /// round(value × 10^e / 10^f) when within ±2^52 (nil for NaN and infinities too).
+    @inline(__always)
+    static func alpCandidate(_ value: Double, e: Int, f: Int) -> Int64? {
+        let scaled = (value * powers[e] / powers[f]).rounded()
+        guard scaled.magnitude <= integerLimit else { return nil } // also false for NaN
+        return Int64(scaled)
+    }
+
+    /// The value of ALP's integer `n` under (e, f): (n × 10^f) / 10^e in IEEE 754 binary64
+    /// arithmetic, rounding to nearest even. Dividing by the exact power (not multiplying by the
+    /// inexact 10^-e) makes it the correctly rounded quotient, so every decimal of up to 15
+    /// significant digits read as the nearest Double (or made by `Double(k) / 10^e`) round-trips
+    /// with its own number of decimals as e and no exception.
     @inline(__always)
     static func alpDecode(_ n: Int64, e: Int, f: Int) -> Double {
-        Double(n) * powers[f] * inversePowers[e]
+        Double(n) * powers[f] / powers[e]
     }
 
     /// Appends the column for `values` to `writer`. Throws `.invalidArgument` over
@@ -115,7 +125,7 @@ enum DoubleColumn {
     static func writeALP(_ values: [Double], e: Int, f: Int, to writer: inout BitWriter) -> Int {
         var integers: [Int64] = []
         integers.reserveCapacity(values.count)
-        var exceptionPositions: [Int] = []
+        var exceptions: [(position: Int, correction: Int64)] = []
         var fill: Int64 = 0
         for value in values {
             if let n = alpEncode(value, e: e, f: f) { fill = n; break }
@@ -124,22 +134,30 @@ enum DoubleColumn {
             if let n = alpEncode(value, e: e, f: f) {
                 integers.append(n)
                 fill = n
-            } else {
-                integers.append(fill)
-                exceptionPositions.append(i)
+                continue
             }
+            var slot = fill
+            if let near = alpCandidate(value, e: e, f: f) {
+                let correction = Int64(bitPattern: value.bitPattern &- alpDecode(near, e: e, f: f).bitPattern)
+                if SignedBits.width(of: correction) <= 16 { slot = near; fill = near }
+            }
+            integers.append(slot)
+            exceptions.append((i, Int64(bitPattern: value.bitPattern &- alpDecode(slot, e: e, f: f).bitPattern)))
         }
         ColumnHeader(encoding: .doubleALP, count: values.count).write(to: &writer)
         writer.write(UInt64(e), bits: 5)
         writer.write(UInt64(f), bits: 5)
-        writer.writeVarint(UInt64(exceptionPositions.count))
+        writer.writeVarint(UInt64(exceptions.count))
         integers.withUnsafeBufferPointer { PackedIntegers.write($0, to: &writer) }
+        guard !exceptions.isEmpty else { return 0 }
+        let width = exceptions.map { SignedBits.width(of: $0.correction) }.max() ?? 64
+        writer.write(UInt64(width), bits: 7)
         let positionWidth = positionBits(count: values.count)
-        for position in exceptionPositions {
+        for (position, correction) in exceptions {
             writer.write(UInt64(position), bits: positionWidth)
-            writer.write(values[position].bitPattern, bits: 64)
+            writer.write(UInt64(bitPattern: correction), bits: width)
         }
-        return exceptionPositions.count
+        return exceptions.count
     }
 
     /// The bits of an exception's position in a column of `count` values.
@@ -204,11 +222,15 @@ enum DoubleColumn {
         values.reserveCapacity(start + count)
         try PackedIntegers.read(count: count, from: &reader, what: what) { values.append(alpDecode($0, e: e, f: f)) }
         let exceptions = Int(rawExceptions)
+        guard exceptions > 0 else { return }
+        guard let rawWidth = reader.read(bits: 7) else { throw ColumnHeader.truncated(what, reader) }
+        let width = Int(rawWidth)
+        guard width <= 64 else { throw ColumnHeader.corrupted(what, reader, "ALP correction width \(width) over 64") }
         let positionWidth = positionBits(count: count)
-        guard exceptions * (positionWidth + 64) <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        guard exceptions * (positionWidth + width) <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
         var last = -1
         for _ in 0..<exceptions {
-            guard let rawPosition = reader.read(bits: positionWidth), let bits = reader.read(bits: 64) else {
+            guard let rawPosition = reader.read(bits: positionWidth), let correction = reader.read(bits: width) else {
                 throw ColumnHeader.truncated(what, reader)
             }
             let position = Int(rawPosition)
@@ -216,7 +238,8 @@ enum DoubleColumn {
                 throw ColumnHeader.corrupted(what, reader, "ALP exception position \(position) out of order or range")
             }
             last = position
-            values[start + position] = Double(bitPattern: bits)
+            let slot = values[start + position].bitPattern
+            values[start + position] = Double(bitPattern: slot &+ UInt64(bitPattern: SignedBits.extend(correction, bits: width)))
         }
     }
 
@@ -249,6 +272,84 @@ enum DoubleColumn {
                 previous ^= x << UInt64(trailing)
             }
             values.append(Double(bitPattern: previous))
+        }
+    }
+}
+
+extension DoubleColumn {
+    /// Reads a column of exactly `count` values into `out[0..<count]`, with the checks of
+    /// ``decode(from:into:)``. ALP is one multiply-multiply per value straight out of the packed
+    /// words, then the exceptions are patched in.
+    static func decode(from reader: inout ColumnReader, count: Int, into out: UnsafeMutablePointer<Double>) throws {
+        let encoding = try ColumnHeader.read(from: &reader, what: what, count: count, expected: .doubleALP, or: .doubleXOR)
+        if encoding == .doubleXOR {
+            try readXOR(count: count, from: &reader, into: out)
+            return
+        }
+        guard let rawE = reader.read(bits: 5), let rawF = reader.read(bits: 5), let rawExceptions = reader.readVarint() else {
+            throw ColumnHeader.truncated(what, reader)
+        }
+        let e = Int(rawE), f = Int(rawF)
+        guard e <= maximumExponent, f <= e else {
+            throw ColumnHeader.corrupted(what, reader, "ALP exponent \(e) and factor \(f) out of range")
+        }
+        guard rawExceptions <= UInt64(count) else {
+            throw ColumnHeader.corrupted(what, reader, "\(rawExceptions) ALP exceptions in \(count) values")
+        }
+        let factor = powers[f], divisor = powers[e]
+        // alpDecode(n, e, f), exactly as the encoder checked it.
+        if f == 0 {
+            // × 10^0 is exact: one division a value.
+            try PackedIntegers.unpack(count: count, from: &reader, what: what) { i, n in out[i] = Double(n) / divisor }
+        } else {
+            try PackedIntegers.unpack(count: count, from: &reader, what: what) { i, n in out[i] = Double(n) * factor / divisor }
+        }
+        let exceptions = Int(rawExceptions)
+        guard exceptions > 0 else { return }
+        guard let rawWidth = reader.read(bits: 7) else { throw ColumnHeader.truncated(what, reader) }
+        let width = Int(rawWidth)
+        guard width <= 64 else { throw ColumnHeader.corrupted(what, reader, "ALP correction width \(width) over 64") }
+        let positionWidth = positionBits(count: count)
+        guard exceptions * (positionWidth + width) <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        var last = -1
+        for _ in 0..<exceptions {
+            let position = Int(reader.readUnchecked(bits: positionWidth))
+            let correction = SignedBits.extend(reader.readUnchecked(bits: width), bits: width)
+            guard position > last, position < count else {
+                throw ColumnHeader.corrupted(what, reader, "ALP exception position \(position) out of order or range")
+            }
+            last = position
+            out[position] = Double(bitPattern: out[position].bitPattern &+ UInt64(bitPattern: correction))
+        }
+    }
+
+    private static func readXOR(count: Int, from reader: inout ColumnReader, into out: UnsafeMutablePointer<Double>) throws {
+        guard count > 0 else { return }
+        guard let first = reader.read(bits: 64) else { throw ColumnHeader.truncated(what, reader) }
+        guard count - 1 <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        out[0] = Double(bitPattern: first)
+        var previous = first
+        var leading = -1, trailing = 0
+        for i in 1..<count {
+            guard let changed = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
+            if changed {
+                guard let newWindow = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
+                if newWindow {
+                    guard let lz = reader.read(bits: 5), let meaningfulMinusOne = reader.read(bits: 6) else {
+                        throw ColumnHeader.truncated(what, reader)
+                    }
+                    let meaningful = Int(meaningfulMinusOne) + 1
+                    guard Int(lz) + meaningful <= 64 else {
+                        throw ColumnHeader.corrupted(what, reader, "XOR window of \(lz) + \(meaningful) bits over 64")
+                    }
+                    leading = Int(lz); trailing = 64 - leading - meaningful
+                } else if leading < 0 {
+                    throw ColumnHeader.corrupted(what, reader, "XOR value reuses a window before any was set")
+                }
+                guard let x = reader.read(bits: 64 - leading - trailing) else { throw ColumnHeader.truncated(what, reader) }
+                previous ^= x << UInt64(trailing)
+            }
+            out[i] = Double(bitPattern: previous)
         }
     }
 }

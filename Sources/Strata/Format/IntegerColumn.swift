@@ -38,3 +38,12 @@ enum IntegerColumn {
         try decode(from: &reader, into: &values)
     }
 }
+
+extension IntegerColumn {
+    /// Reads a column of exactly `count` values into `out[0..<count]`, with the checks of
+    /// ``decode(from:into:)``.
+    static func decode(from reader: inout ColumnReader, count: Int, into out: UnsafeMutablePointer<Int64>) throws {
+        _ = try ColumnHeader.read(from: &reader, what: what, count: count, expected: .integerPacked)
+        try PackedIntegers.unpack(count: count, from: &reader, what: what) { i, v in out[i] = v }
+    }
+}

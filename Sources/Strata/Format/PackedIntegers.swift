@@ -96,3 +96,84 @@ enum PackedIntegers {
         }
     }
 }
+
+extension PackedIntegers {
+    /// Reads `count` values as ``read(count:from:what:_:)`` does, with the same checks, handing
+    /// `body` each value's index and value in order — the fast decoders' inner loop: each value
+    /// is a shift of one word ``ColumnReader/peek()`` loads, after one bounds check for all of them.
+    @inline(__always)
+    static func unpack(count: Int, from reader: inout ColumnReader, what: String,
+                       _ body: (_ index: Int, _ value: Int64) throws -> Void) throws {
+        guard count > 0 else { return }
+        guard let mode = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
+        var previous: Int64 = 0
+        if mode {
+            guard let value = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
+            previous = value
+        }
+        guard let base = reader.readSignedVarint(), let rawWidth = reader.read(bits: 7) else {
+            throw ColumnHeader.truncated(what, reader)
+        }
+        let width = Int(rawWidth)
+        guard width <= 64 else { throw ColumnHeader.corrupted(what, reader, "packed width \(width) over 64") }
+        let packed = mode ? count - 1 : count
+        let (bits, overflow) = packed.multipliedReportingOverflow(by: width)
+        guard !overflow, bits <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        var i = 0
+        if mode {
+            try body(0, previous)
+            i = 1
+        }
+        if width == 0 {
+            while i < count {
+                if mode { previous &+= base } else { previous = base }
+                try body(i, previous)
+                i &+= 1
+            }
+        } else if width <= 57 {
+            let shift = UInt64(64 &- width)
+            let words = reader
+            var position = reader.position
+            // First the fields whose word lies within the bytes (no check per value), then the
+            // last few through peek(at:).
+            let direct = min(count, i &+ words.fieldsInWords(from: position, width: width))
+            if mode {
+                while i < direct {
+                    let raw = words.word(at: position) &>> shift
+                    position &+= width
+                    previous &+= Int64(bitPattern: raw) &+ base
+                    try body(i, previous)
+                    i &+= 1
+                }
+                while i < count {
+                    let raw = words.peek(at: position) &>> shift
+                    position &+= width
+                    previous &+= Int64(bitPattern: raw) &+ base
+                    try body(i, previous)
+                    i &+= 1
+                }
+            } else {
+                while i < direct {
+                    let raw = words.word(at: position) &>> shift
+                    position &+= width
+                    try body(i, Int64(bitPattern: raw) &+ base)
+                    i &+= 1
+                }
+                while i < count {
+                    let raw = words.peek(at: position) &>> shift
+                    position &+= width
+                    try body(i, Int64(bitPattern: raw) &+ base)
+                    i &+= 1
+                }
+            }
+            reader.position = position
+        } else {
+            while i < count {
+                let raw = Int64(bitPattern: reader.readUnchecked(bits: width))
+                if mode { previous &+= raw &+ base } else { previous = raw &+ base }
+                try body(i, previous)
+                i &+= 1
+            }
+        }
+    }
+}

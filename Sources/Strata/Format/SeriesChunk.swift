@@ -1,6 +1,6 @@
 /// A run of consecutive events of one time series stored as one record of columns — the
 /// settled form of events that flush and compaction will write in place of one record per event
-/// (issue 15; not yet written by the store). Layout, through a ``BitWriter``:
+/// (issue 15). FORMAT.md §14.6 specifies the bytes, bit by bit; the layout, through a ``BitWriter``:
 ///
 ///     marker       8 bits  0x80 (bit 7: a chunk; an event record's flags never set it)
 ///     kind         8 bits  0 bytes, 1 Double, 2 Int64 (the value column below)
@@ -17,7 +17,9 @@
 ///                  n byte lengths, zero bits to a byte boundary, the bytes one after another
 ///
 /// A decoder checks every count against n, every length against what is left, and that the
-/// record ends where the values end (with at most 7 padding bits).
+/// record ends where the values end (with at most 7 padding bits). ``decode(_:)`` builds a
+/// `SeriesChunk` (the reference decoder, for tools and tests); readers of many events use
+/// `decodeColumns` (SeriesChunk+Columns.swift), which appends the columns straight to their arrays.
 struct SeriesChunk: Equatable, Sendable {
     /// An edit event's original: its sequence, timestamp (relative to base) and author index.
     struct Original: Equatable, Sendable {

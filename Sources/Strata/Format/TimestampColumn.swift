@@ -156,3 +156,103 @@ enum TimestampColumn {
         return best
     }
 }
+
+extension TimestampColumn {
+    /// Reads a column of exactly `count` timestamps and stores each plus `offset` (wrapping) in
+    /// `out[0..<count]`, with the checks of ``decode(from:into:)``. A run of zero residuals in
+    /// the shortest bucket (regular spacing) is taken as a run of zero bits out of one word.
+    static func decode(from reader: inout ColumnReader, count: Int, offset: Int64,
+                       into out: UnsafeMutablePointer<Int64>) throws {
+        _ = try ColumnHeader.read(from: &reader, what: what, count: count, expected: .timestampBuckets)
+        guard count > 0 else { return }
+        guard let first = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
+        let previous = first &+ offset
+        out[0] = previous
+        guard count > 1 else { return }
+        guard let useBase = reader.readBit(), let base = reader.readSignedVarint(),
+              let w0 = reader.read(bits: 6), let w1 = reader.read(bits: 6), let w2 = reader.read(bits: 6) else {
+            throw ColumnHeader.truncated(what, reader)
+        }
+        guard count - 1 <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
+        // The width of each prefix's field, 16 bits each, indexed by the prefix's count of 1 bits.
+        let widths = w0 | w1 << 16 | w2 << 32 | 64 << 48
+        // One copy of the loop for each mode, so that neither tests the mode per residual.
+        if useBase {
+            try decodeResiduals(from: &reader, count: count, widths: widths, base: base, useBase: true, previous: previous, into: out)
+        } else {
+            try decodeResiduals(from: &reader, count: count, widths: widths, base: base, useBase: false, previous: previous, into: out)
+        }
+    }
+
+    /// The residuals of ``decode(from:count:offset:into:)``: `out[1..<count]` from `out[0]` =
+    /// `previous`.
+    @inline(__always)
+    private static func decodeResiduals(from reader: inout ColumnReader, count: Int, widths: UInt64, base: Int64,
+                                        useBase: Bool, previous first: Int64, into out: UnsafeMutablePointer<Int64>) throws {
+        let zeroRuns = widths & 0xFFFF == 0
+        var previous = first
+        // In delta mode previousDelta stays the base; either way a zero residual repeats it.
+        var previousDelta = base
+        var i = 1
+        // The position lives in a local (stored back at the end and before each throw).
+        let words = reader
+        let limit = reader.wordLimit
+        var position = reader.position
+        while i < count {
+            let residual: Int64
+            if position < limit {
+                // A whole word from `position`: its top 57 bits are the record's.
+                let word = words.word(at: position)
+                if zeroRuns && word &>> 63 == 0 {
+                    // '0' bits, each a zero residual: as many as the word holds for sure.
+                    let run = min(word.leadingZeroBitCount, 57, count &- i)
+                    for _ in 0..<run {
+                        previous &+= previousDelta
+                        out[i] = previous
+                        i &+= 1
+                    }
+                    position &+= run
+                    continue
+                }
+                let ones = min((~word).leadingZeroBitCount, 3)
+                let prefix = min(ones &+ 1, 3)
+                let width = Int(truncatingIfNeeded: (widths &>> UInt64(ones &* 16)) & 0xFFFF)
+                let end = prefix &+ width
+                if end <= 57 {
+                    // Branch-free: the field's bits, sign-extended; a zero width is a zero residual.
+                    let field = Int64(bitPattern: word &<< UInt64(prefix)) &>> Int64(64 &- width)
+                    residual = width == 0 ? 0 : field
+                    position &+= end
+                } else {
+                    reader.position = position
+                    residual = try readResidual(from: &reader, widths: widths)
+                    position = reader.position
+                }
+            } else {
+                reader.position = position
+                residual = try readResidual(from: &reader, widths: widths)
+                position = reader.position
+            }
+            let delta = previousDelta &+ residual
+            if !useBase { previousDelta = delta }
+            previous &+= delta
+            out[i] = previous
+            i &+= 1
+        }
+        reader.position = position
+    }
+
+    /// One residual through checked reads: near the end of the record, or wider than a word holds.
+    @inline(never)
+    private static func readResidual(from reader: inout ColumnReader, widths: UInt64) throws -> Int64 {
+        var ones = 0
+        while ones < 3 {
+            guard let bit = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
+            if !bit { break }
+            ones += 1
+        }
+        let width = Int(truncatingIfNeeded: (widths &>> UInt64(ones &* 16)) & 0xFFFF)
+        guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
+        return SignedBits.extend(raw, bits: width)
+    }
+}

@@ -3,8 +3,9 @@ import Testing
 
 /// The storage budget for settled `Double` events, met by the codecs alone: one chunk of
 /// 1,000 events, a timestamp column (1 s spacing, ±2 ms jitter) and a value column. Measured on
-/// seeds 1…3: timestamps 3.8–3.9 bits, walk values 7.1 bits (ALP e=14, f=12, no exception, delta
-/// packing), sensor values 6.1 bits — 1.37 and 1.25 bytes an event.
+/// seeds 1…3: timestamps 3.8–3.9 bits, walk values about 7 bits (ALP, no exception, delta
+/// packing), sensor values about 6 bits — under 1.4 and 1.3 bytes an event. Whole chunk records
+/// of the bench's value shapes: SeriesChunkBudgetTests.
 @Suite struct ColumnBudgetTests {
     static func bytesPerEvent(_ values: [Double], _ timestamps: [Int64]) throws -> Double {
         let valueBytes = try DoubleColumn.encode(values).count

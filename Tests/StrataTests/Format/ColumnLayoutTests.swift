@@ -60,8 +60,13 @@ import Testing
         var integers: [Int64] = []
         try PackedIntegers.read(count: 4, from: &reader, what: "test") { integers.append($0) }
         #expect(integers == [150, 225, 225, 300])
+        // -0.0 is 2^63 away from 0.0's bits: no slot of its own, a wide correction of 2.25's bits.
+        let correction = Int64(bitPattern: (-0.0).bitPattern &- 2.25.bitPattern)
+        let width = SignedBits.width(of: correction)
+        #expect(width == 63)
+        #expect(reader.read(bits: 7) == UInt64(width))
         #expect(reader.read(bits: 2) == 2)
-        #expect(reader.read(bits: 64) == (-0.0).bitPattern)
+        #expect(reader.read(bits: width).map { SignedBits.extend($0, bits: width) } == correction)
         #expect(reader.remainingBits < 8)
     }
 
