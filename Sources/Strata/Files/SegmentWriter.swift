@@ -11,8 +11,8 @@ package struct SegmentMetadata: Equatable, Sendable {
 
 /// Tuning for the files a ``SegmentWriter`` produces.
 struct SegmentWriterOptions: Sendable {
-    /// Target size of a data block before compression.
-    var blockSize = 32 * 1024
+    /// Target size of a data block before compression (``StoreOptions/blockSize`` says why 4 KiB).
+    var blockSize = 4 * 1024
     /// Target size of an index block.
     var indexBlockSize = 8 * 1024
     /// Keys stored whole every this many entries in a data block.

@@ -45,7 +45,7 @@ private func key(_ file: UInt64, _ offset: UInt64) -> BlockCache.Key { BlockCach
     }
 
     /// The budget holds even when a block is larger than a shard's share of it: a cache of
-    /// 64 KiB given 32 KiB blocks (the default block size) must not hold sixteen of them.
+    /// 64 KiB given 32 KiB blocks must not hold sixteen of them.
     @Test func capacityIsRespectedWithLargeBlocks() throws {
         let capacity = 64 << 10
         let cache = BlockCache(capacity: capacity)
