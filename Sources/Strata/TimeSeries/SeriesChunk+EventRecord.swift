@@ -36,30 +36,6 @@ extension SeriesChunk {
         withUnsafeBytes(of: bits.littleEndian) { out.append(contentsOf: $0) }
     }
 
-    /// The first sequence and the timestamps (relative to the series' base) of a chunk record,
-    /// decoding nothing after the timestamp column.
-    ///
-    /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` as ``decode(_:)`` does.
-    static func timestamps(of bytes: [UInt8]) throws -> (first: UInt64, timestamps: [Int64]) {
-        var r = BitReader(bytes)
-        let what = Self.what
-        guard let marker = r.read(bits: 8), let kind = r.read(bits: 8),
-              let rawCount = r.readVarint(), let first = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
-        guard marker == UInt64(Self.marker), kind <= 2 else {
-            throw ColumnHeader.corrupted(what, r, "not a chunk (marker \(marker), kind \(kind))")
-        }
-        guard rawCount >= 1, rawCount <= UInt64(ColumnHeader.maximumCount),
-              first <= UInt64.max - (rawCount - 1) else {
-            throw ColumnHeader.corrupted(what, r, "\(rawCount) events from sequence \(first)")
-        }
-        var times: [Int64] = []
-        try TimestampColumn.decode(from: &r, into: &times)
-        guard times.count == Int(rawCount) else {
-            throw ColumnHeader.corrupted(what, r, "\(times.count) timestamps for \(rawCount) events")
-        }
-        return (first, times)
-    }
-
     /// How a chunk record's bits divide between its columns, for tools (`strata-dump series`).
     struct ColumnBits: Sendable {
         var events: Int

@@ -13,8 +13,9 @@ struct SeriesEventCursor {
     private let through: Int64
     private let reverse: Bool
     private let path: String
-    /// The chunk being walked and the index of the current event in it.
-    private var chunk: SeriesChunk?
+    /// The chunk being walked (when `inChunk`) and the index of the current event in it.
+    private var columns = SeriesChunkColumns()
+    private var inChunk = false
     private var index = 0
     private var end = 0
     /// The record of the chunk event at `scratchIndex`, built when asked for.
@@ -60,11 +61,11 @@ struct SeriesEventCursor {
         if from > through { return false }
         // Done at the walk's last event, without reading (or decoding) the entry after it.
         if sequence == (reverse ? from : through) { return false }
-        if let chunk, index != end {
+        if inChunk, index != end {
             index += reverse ? -1 : 1
-            if index != end { return load(chunk) }
+            if index != end { return load() }
         }
-        chunk = nil
+        inChunk = false
         while try cursor.next() {
             let k = try cursor.withKey { k -> Int64 in
                 guard let s = EventRecord.sequence(ofKey: k, prefixLength: prefixLength), s <= UInt64(Int64.max) else {
@@ -73,15 +74,14 @@ struct SeriesEventCursor {
                 return Int64(s)
             }
             if SeriesChunk.isChunk(cursor.value) {
-                let c: SeriesChunk
                 do {
-                    c = try SeriesChunk.decode(Array(cursor.value))
+                    try columns.decode(cursor.value)
                 } catch let e as StrataError {
                     throw corrupted("chunk ending at \(k): \(e)", k)
                 }
-                let first = Int64(c.firstSequence)
-                guard c.lastSequence == UInt64(k) else {
-                    throw corrupted("chunk ending at \(k) holds \(first)…\(c.lastSequence)", k)
+                let first = Int64(columns.firstSequence)
+                guard columns.header.lastSequence == UInt64(k) else {
+                    throw corrupted("chunk ending at \(k) holds \(first)…\(columns.header.lastSequence)", k)
                 }
                 let lo = max(first, from), hi = min(k, through)
                 if lo > hi {
@@ -89,10 +89,10 @@ struct SeriesEventCursor {
                     if reverse ? k < from : first > through { return false }
                     continue
                 }
-                chunk = c
+                inChunk = true
                 index = Int(reverse ? hi - first : lo - first)
                 end = Int(reverse ? lo - first - 1 : hi - first + 1)
-                return load(c)
+                return load()
             }
             if reverse ? k < from : k > through { return false }
             if k < from || k > through { continue }
@@ -103,8 +103,8 @@ struct SeriesEventCursor {
         return false
     }
 
-    private mutating func load(_ c: SeriesChunk) -> Bool {
-        sequence = Int64(c.firstSequence) + Int64(index)
+    private mutating func load() -> Bool {
+        sequence = Int64(columns.firstSequence) + Int64(index)
         onChunk = true
         scratchIndex = -1
         return true
@@ -112,24 +112,26 @@ struct SeriesEventCursor {
 
     /// The current event's record (§14.2), valid until the next move.
     mutating func withRecord<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard onChunk, let chunk else { return try body(cursor.value) }
+        guard onChunk, inChunk else { return try body(cursor.value) }
         if scratchIndex != index {
             scratch.removeAll(keepingCapacity: true)
-            chunk.appendEventRecord(index, to: &scratch)
+            columns.appendEventRecord(index, to: &scratch)
             scratchIndex = index
         }
         return try scratch.withUnsafeBytes(body)
     }
 
-    /// When the current event is in a chunk, the rest of the walk's events in that chunk, from
-    /// the current one, in walk order (a forward walk only); the walk moves to the last of them.
-    /// Nil on an event record or in a reverse walk.
-    mutating func takeChunkRun() -> (chunk: SeriesChunk, events: Range<Int>)? {
-        guard onChunk, !reverse, let chunk else { return nil }
+    /// When the current event is in a chunk, calls `body` with the chunk's columns and the rest
+    /// of the walk's events in it, from the current one (a forward walk only); the walk then
+    /// moves to the last of them. Returns those events' indexes, or nil (without calling `body`)
+    /// on an event record or in a reverse walk.
+    mutating func withChunkRun(_ body: (SeriesChunkColumns, Range<Int>) throws -> Void) rethrows -> Range<Int>? {
+        guard onChunk, inChunk, !reverse else { return nil }
         let run = index..<end
+        try body(columns, run)
         index = end - 1
-        sequence = Int64(chunk.firstSequence) + Int64(index)
-        return (chunk, run)
+        sequence = Int64(columns.firstSequence) + Int64(index)
+        return run
     }
 
     /// The record of event `sequence`, nil if the snapshot holds none.

@@ -59,16 +59,17 @@ package struct SeriesReader {
             throw corrupted("malformed key", sequence: sequence)
         }
         if SeriesChunk.isChunk(c.value) {
-            let (first, deltas): (UInt64, [Int64])
+            var times: [Int64] = []
+            let header: SeriesChunk.Header
             do {
-                (first, deltas) = try SeriesChunk.timestamps(of: Array(c.value))
+                header = try SeriesChunk.decodeTimestamps(c.value, base: baseTimestamp, into: &times)
             } catch let e as StrataError {
                 throw corrupted("chunk ending at \(k): \(e)", sequence: sequence)
             }
-            guard first <= UInt64(sequence), first + UInt64(deltas.count) - 1 == k else {
-                throw corrupted("missing (the chunk ending at \(k) starts at \(first))", sequence: sequence)
+            guard header.firstSequence <= UInt64(sequence), header.lastSequence == k else {
+                throw corrupted("missing (the chunk ending at \(k) holds \(header.firstSequence)…\(header.lastSequence))", sequence: sequence)
             }
-            return (Int64(first), deltas.map { baseTimestamp &+ $0 })
+            return (Int64(header.firstSequence), times)
         }
         guard k == UInt64(sequence) else { throw corrupted("missing", sequence: sequence) }
         let h = try header(Array(c.value), sequence: sequence)
@@ -391,7 +392,7 @@ package struct SeriesReader {
     }
 
     /// Receives a run of events stored in a chunk: the chunk and the indexes of the events.
-    typealias ChunkBody = (SeriesChunk, Range<Int>) throws -> Void
+    typealias ChunkBody = (SeriesChunkColumns, Range<Int>) throws -> Void
 
     /// Calls `body` for each retained event `first…last` in order, straight from a cursor (and
     /// `chunks`, if given, for runs of them in a chunk).
@@ -401,8 +402,7 @@ package struct SeriesReader {
         var expected = first
         while try c.next() {
             guard c.sequence == expected else { throw corrupted("missing", sequence: expected) }
-            if let chunks, let (chunk, run) = c.takeChunkRun() {
-                try chunks(chunk, run)
+            if let chunks, let run = try c.withChunkRun(chunks) {
                 expected += Int64(run.count)
                 continue
             }

@@ -252,44 +252,34 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
         return t
     }
 
-    /// Appends the events `run` of `chunk` (FORMAT.md §14.6) to `events`, straight from its
+    /// Appends the events `run` of a chunk (FORMAT.md §14.6) to `events`, straight from its
     /// columns: no event record is built, and `Double` and `Int64` values are not re-decoded.
-    static func decode(_ chunk: SeriesChunk, _ run: Range<Int>, _ decoding: SeriesDecoding, _ codec: ValueCodec<Value>,
+    static func decode(_ chunk: SeriesChunkColumns, _ run: Range<Int>, _ decoding: SeriesDecoding, _ codec: ValueCodec<Value>,
                        path: String, into events: inout [Event<Value>]) throws {
         func corrupted(_ i: Int, _ reason: String) -> StrataError {
             .corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(chunk.firstSequence + UInt64(i)): \(reason)")
         }
         let authors = decoding.authors
         events.reserveCapacity(events.count + run.count)
-        var scratch: [UInt8] = []
         for i in run {
             let a = chunk.authors[i]
             guard a < authors.count else { throw corrupted(i, "unknown author") }
             let metadata = EventMetadata(sequence: chunk.firstSequence + UInt64(i),
-                                         milliseconds: decoding.base &+ Int64(bitPattern: chunk.timestamps[i]),
+                                         milliseconds: decoding.base &+ chunk.timestamps[i],
                                          author: authors[Int(a)])
             var original: EventMetadata?
-            if let o = chunk.originals[i] {
+            if let o = chunk.original(i) {
                 guard o.author < authors.count else { throw corrupted(i, "unknown author") }
                 original = EventMetadata(sequence: o.sequence, milliseconds: decoding.base &+ Int64(bitPattern: o.timestamp),
                                          author: authors[Int(o.author)])
             }
             let value: Value
-            switch chunk.values {
-            case .doubles(let v) where Value.self == Double.self:
-                value = unsafeBitCast(v[i], to: Value.self)
-            case .integers(let v) where Value.self == Int64.self:
-                value = unsafeBitCast(v[i], to: Value.self)
-            case .bytes(let v):
-                value = try v[i].withUnsafeBytes { try codec.decode($0) }
-            case .doubles(let v):
-                scratch.removeAll(keepingCapacity: true)
-                SeriesChunk.appendLittleEndian(v[i].bitPattern, to: &scratch)
-                value = try scratch.withUnsafeBytes { try codec.decode($0) }
-            case .integers(let v):
-                scratch.removeAll(keepingCapacity: true)
-                SeriesChunk.appendLittleEndian(UInt64(bitPattern: v[i]), to: &scratch)
-                value = try scratch.withUnsafeBytes { try codec.decode($0) }
+            if Value.self == Double.self, chunk.header.kind == 1 {
+                value = unsafeBitCast(chunk.doubles[i], to: Value.self)
+            } else if Value.self == Int64.self, chunk.header.kind == 2 {
+                value = unsafeBitCast(chunk.integers[i], to: Value.self)
+            } else {
+                value = try chunk.withValueBytes(i) { try codec.decode($0) }
             }
             events.append(Event(metadata: metadata, originalEvent: original, value: value))
         }
