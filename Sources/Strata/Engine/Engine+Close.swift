@@ -106,22 +106,9 @@ extension Engine {
         if needsRotation {
             let number = allocateFileNumber()
             let path = directory + "/" + FileNames.log(number)
+            let newLog: LogWriter
             do {
-                let newLog = try LogWriter(path: path, number: number)
-                do {
-                    try newLog.sync()
-                    try FileSystem.syncDirectory(directory)
-                } catch {
-                    newLog.close()
-                    throw error
-                }
-                lock.withLock {
-                    // The old log was synced by close; it closes with the engine.
-                    let full = active
-                    active = Memtable(logNumber: number)
-                    immutables.insert(full, at: 0)
-                    log = newLog
-                }
+                newLog = try LogWriter(path: path, number: number)
             } catch {
                 // Nothing names the new log: an empty log above `logNumber`, which the next open
                 // replays (no record) and deletes if it is still there.
@@ -129,6 +116,25 @@ extension Engine {
                 let e = Self.strataError(error, path: path, operation: "create")
                 lock.withLock { noteBackgroundFailure(e, during: "flush at close") }
                 return
+            }
+            do {
+                try newLog.sync()
+                try FileSystem.syncDirectory(directory)
+            } catch {
+                newLog.close()
+                try? FileSystem.remove(path)
+                // A failed sync is never retried (FORMAT.md 9.1): the failed state, as for any
+                // rotation; the old log, synced, stays and is replayed.
+                let e = Self.strataError(error, path: path, operation: "fsync")
+                lock.withLock { fail(e) }
+                return
+            }
+            lock.withLock {
+                // The old log was synced by close; it closes with the engine.
+                let full = active
+                active = Memtable(logNumber: number)
+                immutables.insert(full, at: 0)
+                log = newLog
             }
         }
         var flushed = 0
