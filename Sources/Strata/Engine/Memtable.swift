@@ -131,12 +131,18 @@ final class Memtable: Sendable {
         if list.first == nil {
             let order = Self.listOrder(points)
             // Into an empty list, in list order: appended without a search. The points and their
-            // keys are read in an order unrelated to where they lie: fetch them a little ahead.
+            // keys are read in an order unrelated to where they lie: fetch them ahead, each point
+            // (both cache lines it may span) long enough before its key's address is read from it
+            // that reading it does not stall.
             points.withUnsafeBufferPointer { p in
                 order.withUnsafeBufferPointer { o in
                     list.append(count: o.count) { i in
-                        if i + 16 < o.count { strata_prefetch(p.baseAddress! + o[i + 16].index) }
-                        if i + 8 < o.count, let k = p[o[i + 8].index].key.baseAddress { strata_prefetch(k) }
+                        if i + 32 < o.count {
+                            let ahead = UnsafeRawPointer(p.baseAddress! + o[i + 32].index)
+                            strata_prefetch(ahead)
+                            strata_prefetch(ahead + (MemoryLayout<Point>.size - 1))
+                        }
+                        if i + 16 < o.count, let k = p[o[i + 16].index].key.baseAddress { strata_prefetch(k) }
                         let point = p[o[i].index]
                         return (point.key, point.sequence, point.kind.rawValue, point.value)
                     }
