@@ -24,15 +24,30 @@ package struct LogReplayCheck {
     @discardableResult
     package mutating func check(_ record: LogReader.Record, path: String,
                                 decodingOperations: Bool = true) throws -> (firstSequence: UInt64, count: Int) {
-        func bad(_ reason: String) -> StrataError { .corrupted(file: path, offset: record.offset, reason: reason) }
-        guard record.type == LogFormat.RecordType.batch.rawValue else { throw bad("unknown record type \(record.type)") }
-        guard record.payload.count >= 12 else {
-            throw bad("batch record of \(record.payload.count) bytes is shorter than its 12-byte header")
+        try record.payload.withUnsafeBytes { p in
+            try check(type: record.type, sequence: record.sequence, payload: p, offset: record.offset, path: path,
+                      decodingOperations: decodingOperations)
         }
-        let (first, count) = record.payload.withUnsafeBytes { p in
-            (LittleEndian.uint64(p, at: 0), Int(LittleEndian.uint32(p, at: 8)))
+    }
+
+    /// ``check(_:path:decodingOperations:)`` for a record whose payload is a view into the log's
+    /// bytes (recovery's path, which copies nothing).
+    @discardableResult
+    mutating func check(_ record: LogReader.RecordView, path: String,
+                        decodingOperations: Bool = true) throws -> (firstSequence: UInt64, count: Int) {
+        try check(type: record.type, sequence: record.sequence, payload: record.payload, offset: record.offset,
+                  path: path, decodingOperations: decodingOperations)
+    }
+
+    private mutating func check(type: UInt8, sequence: UInt64?, payload: UnsafeRawBufferPointer, offset: Int, path: String,
+                                decodingOperations: Bool) throws -> (firstSequence: UInt64, count: Int) {
+        func bad(_ reason: String) -> StrataError { .corrupted(file: path, offset: offset, reason: reason) }
+        guard type == LogFormat.RecordType.batch.rawValue else { throw bad("unknown record type \(type)") }
+        guard payload.count >= 12 else {
+            throw bad("batch record of \(payload.count) bytes is shorter than its 12-byte header")
         }
-        if let headerSequence = record.sequence, headerSequence != first {
+        let first = LittleEndian.uint64(payload, at: 0), count = Int(LittleEndian.uint32(payload, at: 8))
+        if let headerSequence = sequence, headerSequence != first {
             throw bad("record header says sequence \(headerSequence), its batch says \(first)")
         }
         guard first >= 1 else { throw bad("batch's first sequence is 0") }
@@ -43,12 +58,10 @@ package struct LogReplayCheck {
             throw bad("batch's sequence numbers \(first)+\(count) exceed the limit \(LogFormat.maxCounter)")
         }
         // Every operation takes at least two bytes: a larger count is corrupt, not a reason to loop.
-        guard count <= record.payload.count else { throw bad("batch claims \(count) operations in \(record.payload.count) bytes") }
+        guard count <= payload.count else { throw bad("batch claims \(count) operations in \(payload.count) bytes") }
         if decodingOperations {
-            try record.payload.withUnsafeBytes { p in
-                try WriteBatch.forEachOperation(in: UnsafeRawBufferPointer(rebasing: p[12...]), count: count,
-                                                file: path, offset: record.offset) { _, _, _ in }
-            }
+            try WriteBatch.forEachOperation(in: UnsafeRawBufferPointer(rebasing: payload[12...]), count: count,
+                                            file: path, offset: offset) { _, _, _ in }
         }
         if count > 0 { lastSequence = first + UInt64(count) - 1 }
         batches += 1

@@ -76,33 +76,52 @@ final class Memtable: Sendable {
         let offset: Int
     }
 
+    /// A batch read back from a log as a view into the log's bytes, for
+    /// ``apply(replayingViews:)``, which copies nothing but keys and values into the arena.
+    struct ReplayedView {
+        /// The log record's payload: first sequence (u64), count (u32), operations. Valid until
+        /// `apply(replayingViews:)` returns.
+        let payload: UnsafeRawBufferPointer
+        let file: String
+        let offset: Int
+    }
+
+    /// ``apply(replayingViews:)`` for payloads held in arrays: copies them into one buffer first.
+    func apply(replaying batches: [ReplayedBatch]) throws -> UInt64? {
+        let total = batches.reduce(0) { $0 + $1.payload.count }
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(total, 1), alignment: 8)
+        defer { storage.deallocate() }
+        var views: [ReplayedView] = []
+        views.reserveCapacity(batches.count)
+        var at = 0
+        for b in batches {
+            let region = UnsafeMutableRawBufferPointer(rebasing: storage[at..<(at + b.payload.count)])
+            b.payload.withUnsafeBytes { region.copyMemory(from: $0) }
+            at += b.payload.count
+            views.append(ReplayedView(payload: UnsafeRawBufferPointer(region), file: b.file, offset: b.offset))
+        }
+        return try apply(replayingViews: views)
+    }
+
     /// Applies batches read back from logs (recovery) all at once: one sort of all their point
     /// writes, then inserts in key order — into an empty memtable (recovery's), appended without a
     /// search at all. Applying them batch by batch would insert each write at a random place of a
     /// growing list, which for a log of a million writes took seconds. Returns the highest
-    /// sequence applied, if any.
-    func apply(replaying batches: [ReplayedBatch]) throws -> UInt64? {
-        let total = batches.reduce(0) { $0 + $1.payload.count }
-        // One copy of every payload, so that the points of all batches can be views into it; it
-        // lives until the inserts (which copy keys and values into the arena) are done.
-        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(total, 1), alignment: 8)
-        defer { storage.deallocate() }
+    /// sequence applied, if any. The points are views into the payloads, which outlive the call's
+    /// use of them (the arena copies keys and values).
+    func apply(replayingViews batches: [ReplayedView]) throws -> UInt64? {
         var points: [Point] = []
         // Each operation takes at least two bytes: a count beyond that is corrupt (and refused
         // below), not a size to reserve.
         points.reserveCapacity(batches.reduce(0) { total, b in
-            b.payload.count >= 12 ? total + min(b.payload.withUnsafeBytes { Int(LittleEndian.uint32($0, at: 8)) }, b.payload.count) : total
+            b.payload.count >= 12 ? total + min(Int(LittleEndian.uint32(b.payload, at: 8)), b.payload.count) : total
         })
         var highest: UInt64?
-        var at = 0
         for b in batches {
             guard b.payload.count >= 12 else {
                 throw StrataError.corrupted(file: b.file, offset: b.offset, reason: "batch record of \(b.payload.count) bytes")
             }
-            let region = UnsafeMutableRawBufferPointer(rebasing: storage[at..<(at + b.payload.count)])
-            b.payload.withUnsafeBytes { region.copyMemory(from: $0) }
-            at += b.payload.count
-            let p = UnsafeRawBufferPointer(region)
+            let p = b.payload
             let first = LittleEndian.uint64(p, at: 0)
             let count = Int(LittleEndian.uint32(p, at: 8))
             try collect(operations: UnsafeRawBufferPointer(rebasing: p[12...]), count: count, firstSequence: first,
@@ -112,12 +131,18 @@ final class Memtable: Sendable {
         if list.first == nil {
             let order = Self.listOrder(points)
             // Into an empty list, in list order: appended without a search. The points and their
-            // keys are read in an order unrelated to where they lie: fetch them a little ahead.
+            // keys are read in an order unrelated to where they lie: fetch them ahead, each point
+            // (both cache lines it may span) long enough before its key's address is read from it
+            // that reading it does not stall.
             points.withUnsafeBufferPointer { p in
                 order.withUnsafeBufferPointer { o in
                     list.append(count: o.count) { i in
-                        if i + 16 < o.count { strata_prefetch(p.baseAddress! + o[i + 16].index) }
-                        if i + 8 < o.count, let k = p[o[i + 8].index].key.baseAddress { strata_prefetch(k) }
+                        if i + 32 < o.count {
+                            let ahead = UnsafeRawPointer(p.baseAddress! + o[i + 32].index)
+                            strata_prefetch(ahead)
+                            strata_prefetch(ahead + (MemoryLayout<Point>.size - 1))
+                        }
+                        if i + 16 < o.count, let k = p[o[i + 16].index].key.baseAddress { strata_prefetch(k) }
                         let point = p[o[i].index]
                         return (point.key, point.sequence, point.kind.rawValue, point.value)
                     }
@@ -134,7 +159,8 @@ final class Memtable: Sendable {
         var value: UnsafeRawBufferPointer
         var sequence: UInt64
         var kind: RecordKind
-        /// The key's first 8 bytes big-endian (zero-padded): orders most pairs without a memcmp.
+        /// The key's first 8 bytes big-endian (zero-padded, ``window(_:from:)``): orders most pairs
+        /// without a memcmp.
         var head: UInt64
 
         init(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, sequence: UInt64, kind: RecordKind) {
@@ -142,9 +168,7 @@ final class Memtable: Sendable {
             self.value = value
             self.sequence = sequence
             self.kind = kind
-            var h: UInt64 = 0
-            for i in 0..<8 { h = h << 8 | UInt64(i < key.count ? key[i] : 0) }
-            self.head = h
+            self.head = Memtable.window(key, from: 0)
         }
     }
 
@@ -177,60 +201,115 @@ final class Memtable: Sendable {
         }
     }
 
-    /// A point's place in the sort: its key's first 8 bytes and its index.
+    /// A point's place in the sort: 8 bytes of its key (big-endian, zero-padded) and its index.
     private struct Ranked {
         var head: UInt64
         var index: Int
     }
 
+    /// The key's bytes `from..<from + 8`, big-endian, zero-padded past its end. For any two keys,
+    /// a smaller window means a smaller key (a key that ends inside the window pads with zeros,
+    /// and a key that is a prefix of another comes first); equal windows decide nothing.
+    @inline(__always)
+    private static func window(_ key: UnsafeRawBufferPointer, from: Int) -> UInt64 {
+        if key.count >= from + 8 { return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: from, as: UInt64.self)) }
+        var h: UInt64 = 0
+        for i in from..<(from + 8) { h = h << 8 | UInt64(i < key.count ? key[i] : 0) }
+        return h
+    }
+
     /// The indices of `points` in list order (key ascending, then newest first), for a bulk load:
-    /// a least-significant-digit radix sort of (head, index) pairs on the 8-byte key heads, which
-    /// skips the bytes every head shares, then a comparison sort of each run of equal heads. The
-    /// radix passes are stable and `points` come in sequence order, so only those runs need the
-    /// whole keys; sorting the 48-byte points themselves by comparison cost several times more.
+    /// a most-significant-digit radix sort of (window, index) pairs, a byte at a time from the
+    /// keys' first 8 bytes; a byte every pair of a range shares costs a count and no move; a
+    /// range whose windows are all equal moves on to the keys' next 8 bytes; small ranges are
+    /// finished by insertion sort on whole keys. Random keys take one pass over all pairs and a
+    /// second within cache-sized ranges; the comparison sort this replaced cost several times more.
     private static func listOrder(_ points: [Point]) -> [Ranked] {
         let n = points.count
         guard n > 0 else { return [] }
-        var a = points.enumerated().map { Ranked(head: $0.element.head, index: $0.offset) }
-        var b = a
-        let first = a[0].head
-        let differing = a.reduce(UInt64(0)) { $0 | ($1.head ^ first) }
-        a.withUnsafeMutableBufferPointer { pa in
-            b.withUnsafeMutableBufferPointer { pb in
-                var source = pa, target = pb
-                var counts = [Int](repeating: 0, count: 256)
-                for shift in stride(from: 0, to: 64, by: 8) where (differing >> UInt64(shift)) & 0xFF != 0 {
-                    for i in 0..<256 { counts[i] = 0 }
-                    for r in source { counts[Int((r.head >> UInt64(shift)) & 0xFF)] += 1 }
-                    var at = 0
-                    for i in 0..<256 { (counts[i], at) = (at, at + counts[i]) }
-                    for r in source {
-                        let d = Int((r.head >> UInt64(shift)) & 0xFF)
-                        target[counts[d]] = r
-                        counts[d] += 1
+        var order = [Ranked](unsafeUninitializedCapacity: n) { buffer, initialized in
+            for i in 0..<n { buffer[i] = Ranked(head: points[i].head, index: i) }
+            initialized = n
+        }
+        let scratch = UnsafeMutablePointer<Ranked>.allocate(capacity: n)
+        defer { scratch.deallocate() }
+        order.withUnsafeMutableBufferPointer { o in
+            points.withUnsafeBufferPointer { p in
+                radixSort(o.baseAddress!, count: n, scratch: scratch, shift: 56, window: 0, points: p)
+            }
+        }
+        return order
+    }
+
+    /// Whether point `x` comes before point `y` in list order.
+    @inline(__always)
+    private static func precedes(_ x: Ranked, _ y: Ranked, _ points: UnsafeBufferPointer<Point>) -> Bool {
+        if x.head != y.head { return x.head < y.head }
+        let a = points[x.index], b = points[y.index]
+        let c = ByteComparison.compare(a.key, b.key)
+        return c != 0 ? c < 0 : a.sequence > b.sequence
+    }
+
+    /// Sorts `a[0..<count]`, whose windows at `window` agree above bit `shift + 8`.
+    private static func radixSort(_ a: UnsafeMutablePointer<Ranked>, count: Int, scratch: UnsafeMutablePointer<Ranked>,
+                                  shift: Int, window: Int, points: UnsafeBufferPointer<Point>) {
+        if count <= 32 {
+            for i in 1..<max(count, 1) {
+                let x = a[i]
+                var j = i
+                while j > 0 && precedes(x, a[j - 1], points) {
+                    a[j] = a[j - 1]
+                    j -= 1
+                }
+                a[j] = x
+            }
+            return
+        }
+        var shift = shift
+        var window = window
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 256) { counts in
+            while true {
+                if shift < 0 {
+                    // Every window equal: compare the next 8 bytes of the keys, while some key
+                    // reaches them (beyond a few windows, whole keys decide).
+                    let next = window + 8
+                    var longer = false
+                    for i in 0..<count where points[a[i].index].key.count > next { longer = true; break }
+                    guard longer, next < 64 else {
+                        var range = UnsafeMutableBufferPointer(start: a, count: count)
+                        range.sort { precedes($0, $1, points) }
+                        return
                     }
-                    swap(&source, &target)
+                    for i in 0..<count { a[i].head = Self.window(points[a[i].index].key, from: next) }
+                    window = next
+                    shift = 56
                 }
-                if source.baseAddress != pa.baseAddress {
-                    pa.baseAddress!.update(from: source.baseAddress!, count: n)
+                counts.initialize(repeating: 0)
+                for i in 0..<count { counts[Int(truncatingIfNeeded: a[i].head >> UInt64(shift)) & 0xFF] += 1 }
+                let digit = Int(truncatingIfNeeded: a[0].head >> UInt64(shift)) & 0xFF
+                if counts[digit] == count {
+                    shift -= 8  // a byte all share
+                    continue
                 }
+                var at = 0
+                for d in 0..<256 { (counts[d], at) = (at, at + counts[d]) }
+                for i in 0..<count {
+                    let r = a[i]
+                    let d = Int(truncatingIfNeeded: r.head >> UInt64(shift)) & 0xFF
+                    scratch[counts[d]] = r
+                    counts[d] += 1
+                }
+                a.update(from: scratch, count: count)
+                // counts[d] is now the end of bucket d.
+                var begin = 0
+                for d in 0..<256 where counts[d] > begin {
+                    radixSort(a + begin, count: counts[d] - begin, scratch: scratch + begin,
+                              shift: shift - 8, window: window, points: points)
+                    begin = counts[d]
+                }
+                return
             }
         }
-        // Equal heads: order by the whole key, then newest first.
-        var i = 0
-        while i < n {
-            var j = i + 1
-            while j < n && a[j].head == a[i].head { j += 1 }
-            if j - i > 1 {
-                a[i..<j].sort {
-                    let x = points[$0.index], y = points[$1.index]
-                    let c = ByteComparison.compare(x.key, y.key)
-                    return c != 0 ? c < 0 : x.sequence > y.sequence
-                }
-            }
-            i = j
-        }
-        return a
     }
 
     /// Inserts `points` in (key, newest first) order, each insert starting after the previous.

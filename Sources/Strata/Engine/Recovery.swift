@@ -61,7 +61,9 @@ struct EngineRecovery {
     /// One replayed log's records, for grouping into memtables.
     private struct ReplayedLog {
         let number: UInt64
-        var batches: [Memtable.ReplayedBatch] = []
+        /// Holds the log's bytes (mapped), which `batches` are views into.
+        let reader: LogReader
+        var batches: [Memtable.ReplayedView] = []
         var bytes = 0
         var torn = false
     }
@@ -152,12 +154,13 @@ struct EngineRecovery {
                 throw StrataError.corrupted(file: path, offset: 12,
                                             reason: "header says log \(reader.logNumber), the file name says \(n)")
             }
-            var log = ReplayedLog(number: n)
-            log.batches.reserveCapacity(reader.records.count)
-            for record in reader.records {
+            var log = ReplayedLog(number: n, reader: reader)
+            let records = reader.views
+            log.batches.reserveCapacity(records.count)
+            for record in records {
                 // Memtable.apply decodes the operations, with the same errors, before phase 2.
                 try check.check(record, path: path, decodingOperations: false)
-                log.batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
+                log.batches.append(Memtable.ReplayedView(payload: record.payload, file: path, offset: record.offset))
                 log.bytes += record.payload.count
             }
             if case .tornTail(let offset, let reason) = reader.end {
@@ -215,7 +218,8 @@ struct EngineRecovery {
                 memtable = Memtable(logNumber: numbers[numbers.count - 1], replayedLogs: Array(numbers.dropLast()))
                 immutables.insert(memtable, at: 0)
             }
-            _ = try memtable.apply(replaying: group.flatMap(\.batches))
+            // The views stay valid: `logs` holds their readers until this function returns.
+            _ = try withExtendedLifetime(group) { try memtable.apply(replayingViews: group.flatMap(\.batches)) }
         }
         return (active ?? Memtable(logNumber: newLog), immutables)
     }

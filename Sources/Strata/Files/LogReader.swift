@@ -20,6 +20,16 @@ package struct LogReader {
         package let payload: ArraySlice<UInt8>
     }
 
+    /// A record whose payload is a view into the reader's bytes (``views``).
+    struct RecordView {
+        let offset: Int
+        let type: UInt8
+        /// The header's sequence number (version 2); nil in a version 1 log.
+        let sequence: UInt64?
+        /// Valid while the reader that gave it (or a copy of that reader) lives.
+        let payload: UnsafeRawBufferPointer
+    }
+
     package enum End: Equatable {
         /// Every byte belonged to a valid record.
         case clean
@@ -27,33 +37,91 @@ package struct LogReader {
         case tornTail(offset: Int, reason: String)
     }
 
+    /// A log's bytes: the file mapped read-only (the log is only ever appended to, and not while
+    /// a reader of it exists: recovery reads logs under the store's lock), or a copy of bytes
+    /// handed in. Released with the last reader that holds them.
+    final class Bytes: @unchecked Sendable {
+        let buffer: UnsafeRawBufferPointer
+        private let mapped: Bool
+
+        init(mapping path: String) throws {
+            let file = try SystemFile.open(path, flags: .readOnly)
+            defer { file.close() }
+            let size = try file.size()
+            guard size > 0 else {
+                buffer = UnsafeRawBufferPointer(start: nil, count: 0)
+                mapped = false
+                return
+            }
+            try IOFaultInjection.check(.mmap, path)
+            do {
+                buffer = try SystemCalls.mapReadOnly(file.descriptor, count: size)
+            } catch {
+                throw StrataError.io(path: path, errno: error.code, operation: "mmap")
+            }
+            mapped = true
+        }
+
+        init(copying bytes: [UInt8]) {
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
+            bytes.withUnsafeBytes { b.copyMemory(from: $0) }
+            buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[0..<bytes.count])
+            mapped = false
+        }
+
+        deinit {
+            if mapped { SystemCalls.unmap(buffer) } else if let base = buffer.baseAddress { base.deallocate() }
+        }
+    }
+
     let path: String
     package let logNumber: UInt64
     /// The header's format version; nil when the header was cut short.
     package let formatVersion: UInt32?
-    package let records: [Record]
+    private let bytes: Bytes
+    private let raw: [RawRecord]
     package let end: End
     /// The length of the valid prefix of the file (where a torn tail starts).
     package let validLength: Int
     /// The file's length.
     package let fileLength: Int
 
-    /// Reads and checks the whole log.
-    package init(path: String) throws {
-        let bytes = try SystemFile.withFile(path, flags: .readOnly) { (f) in
-            try f.read(at: 0, count: try f.size())
+    /// Every valid record, in file order, each with a copy of its payload.
+    package var records: [Record] {
+        raw.map {
+            Record(offset: $0.offset, type: $0.type, sequence: $0.sequence,
+                   payload: Array(UnsafeRawBufferPointer(rebasing: bytes.buffer[$0.payload]))[...])
         }
-        try self.init(path: path, bytes: bytes)
+    }
+
+    /// Every valid record, in file order, its payload a view into the file's bytes: no copy, and
+    /// valid while this reader lives (recovery's path).
+    var views: [RecordView] {
+        raw.map {
+            RecordView(offset: $0.offset, type: $0.type, sequence: $0.sequence,
+                       payload: UnsafeRawBufferPointer(rebasing: bytes.buffer[$0.payload]))
+        }
+    }
+
+    /// Reads and checks the whole log, mapped rather than copied.
+    package init(path: String) throws {
+        try self.init(path: path, bytes: try Bytes(mapping: path))
     }
 
     init(path: String, bytes: [UInt8]) throws {
+        try self.init(path: path, bytes: Bytes(copying: bytes))
+    }
+
+    private init(path: String, bytes storage: Bytes) throws {
         self.path = path
+        self.bytes = storage
+        let bytes = storage.buffer
         fileLength = bytes.count
         // A header cut short is what a crash right after creating the file leaves: an empty log.
         guard bytes.count >= LogFormat.headerSize else {
             logNumber = 0
             formatVersion = nil
-            records = []
+            raw = []
             end = bytes.isEmpty ? .clean : .tornTail(offset: 0, reason: "header cut short at \(bytes.count) bytes")
             validLength = 0
             return
@@ -61,10 +129,9 @@ package struct LogReader {
         guard Array(bytes[0..<8]) == LogFormat.magic else {
             throw StrataError.corrupted(file: path, offset: 0, reason: "not a Strata log (bad magic)")
         }
-        let (version, number, storedCRC) = bytes.withUnsafeBytes {
-            (LittleEndian.uint32($0, at: 8), LittleEndian.uint64($0, at: 12), LittleEndian.uint32($0, at: 20))
-        }
-        guard CRC32C.mask(CRC32C.checksum(bytes[0..<20])) == storedCRC else {
+        let (version, number, storedCRC) = (LittleEndian.uint32(bytes, at: 8), LittleEndian.uint64(bytes, at: 12),
+                                            LittleEndian.uint32(bytes, at: 20))
+        guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<20]))) == storedCRC else {
             throw StrataError.corrupted(file: path, offset: 0, reason: "log header checksum mismatch")
         }
         guard LogFormat.readableVersions.contains(version) else {
@@ -72,12 +139,8 @@ package struct LogReader {
         }
         logNumber = number
         formatVersion = version
-        let scan = try bytes.withUnsafeBytes { b in
-            version == 1 ? try Self.scanV1(b, path: path) : try Self.scanV2(b, path: path)
-        }
-        records = scan.records.map {
-            Record(offset: $0.offset, type: $0.type, sequence: $0.sequence, payload: bytes[$0.payload])
-        }
+        let scan = version == 1 ? try Self.scanV1(bytes, path: path) : try Self.scanV2(bytes, path: path)
+        raw = scan.records
         end = scan.end
         if case .tornTail(let at, _) = scan.end { validLength = at } else { validLength = bytes.count }
     }

@@ -167,6 +167,27 @@ final class ArenaSkipList: @unchecked Sendable {
         }
     }
 
+    /// Copies `bytes` to `target`: a short key or value (8 to 32 bytes, the common case) word by
+    /// word inline, where a call to `memmove` per key and per value cost more than the copy.
+    @inline(__always)
+    private static func copy(_ bytes: UnsafeRawBufferPointer, to target: UnsafeMutableRawPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        let n = bytes.count
+        guard n >= 8 && n <= 32 else {
+            target.copyMemory(from: source, byteCount: n)
+            return
+        }
+        var i = 0
+        while i + 8 <= n {
+            target.storeBytes(of: source.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        if i < n {
+            // The last word overlaps the one before it.
+            target.storeBytes(of: source.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8, as: UInt64.self)
+        }
+    }
+
     /// Writes a node and publishes it after `preds[level]` at each of its levels; `preds` then
     /// holds the node at those levels.
     @inline(__always)
@@ -180,8 +201,8 @@ final class ArenaSkipList: @unchecked Sendable {
         node.storeBytes(of: kind, toByteOffset: 16, as: UInt8.self)
         node.storeBytes(of: UInt8(h), toByteOffset: 17, as: UInt8.self)
         let body = node + Self.headerSize + 8 * h
-        if let k = key.baseAddress, key.count > 0 { body.copyMemory(from: k, byteCount: key.count) }
-        if let v = value.baseAddress, value.count > 0 { (body + key.count).copyMemory(from: v, byteCount: value.count) }
+        Self.copy(key, to: body)
+        Self.copy(value, to: body + key.count)
         if h > currentHeight {
             // Levels above the old height have `head` as predecessor (preds was reset to head).
             strata_atomic_store_u64(heightCell, UInt64(h))
