@@ -37,40 +37,35 @@ package struct LogReader {
         case tornTail(offset: Int, reason: String)
     }
 
-    /// A log's bytes: the file mapped read-only (the log is only ever appended to, and not while
-    /// a reader of it exists: recovery reads logs under the store's lock), or a copy of bytes
-    /// handed in. Released with the last reader that holds them.
+    /// A log's bytes, read in one pass into memory that is not zero-filled first (a log is read
+    /// once, so a copy costs about what mapping it would, and a file that shrinks while it is
+    /// read gives fewer bytes, never a fault on a page past its end), or a copy of bytes handed
+    /// in. Released with the last reader that holds them.
     final class Bytes: @unchecked Sendable {
         let buffer: UnsafeRawBufferPointer
-        private let mapped: Bool
 
-        init(mapping path: String) throws {
+        init(reading path: String) throws {
             let file = try SystemFile.open(path, flags: .readOnly)
             defer { file.close() }
             let size = try file.size()
-            guard size > 0 else {
-                buffer = UnsafeRawBufferPointer(start: nil, count: 0)
-                mapped = false
-                return
-            }
-            try IOFaultInjection.check(.mmap, path)
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
             do {
-                buffer = try SystemCalls.mapReadOnly(file.descriptor, count: size)
+                let n = size == 0 ? 0 : try file.read(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<size]), at: 0)
+                buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[0..<n])
             } catch {
-                throw StrataError.io(path: path, errno: error.code, operation: "mmap")
+                b.deallocate()
+                throw error
             }
-            mapped = true
         }
 
         init(copying bytes: [UInt8]) {
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
             bytes.withUnsafeBytes { b.copyMemory(from: $0) }
             buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[0..<bytes.count])
-            mapped = false
         }
 
         deinit {
-            if mapped { SystemCalls.unmap(buffer) } else if let base = buffer.baseAddress { base.deallocate() }
+            buffer.baseAddress?.deallocate()
         }
     }
 
@@ -103,9 +98,9 @@ package struct LogReader {
         }
     }
 
-    /// Reads and checks the whole log, mapped rather than copied.
+    /// Reads and checks the whole log.
     package init(path: String) throws {
-        try self.init(path: path, bytes: try Bytes(mapping: path))
+        try self.init(path: path, bytes: try Bytes(reading: path))
     }
 
     init(path: String, bytes: [UInt8]) throws {

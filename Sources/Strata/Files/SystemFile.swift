@@ -135,6 +135,15 @@ package final class SystemFile: Sendable {
         }
     }
 
+    /// Reads into `buffer` from `offset` until it is full or the file ends; returns the count
+    /// read (fewer only at the end of the file).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
+        try IOFaultInjection.check(.read, path)
+        return try using("read") { (descriptor) throws(Errno) in
+            try SystemCalls.read(descriptor, into: buffer, at: offset)
+        }
+    }
+
     /// The file's data (and the size) on stable storage: ``SystemCalls/syncData(_:)``, which is
     /// `fdatasync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
     func sync() throws {
