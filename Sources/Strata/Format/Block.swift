@@ -311,7 +311,8 @@ package struct BlockCursor {
                 if unshared > 0 { (k.baseAddress! + shared).copyMemory(from: suffix.baseAddress!, byteCount: unshared) }
             }
         } else {
-            if key.count > shared { key.removeSubrange(shared...) }
+            // removeLast, not removeSubrange: it only shortens the count (the bytes are trivial).
+            if key.count > shared { key.removeLast(key.count - shared) }
             key.append(contentsOf: suffix)
         }
         p += unshared
@@ -420,8 +421,16 @@ package struct BlockCursor {
     private mutating func restoreBackEntry(_ i: Int) {
         let e = backEntries[i]
         let keyStart = i == 0 ? 0 : backEntries[i - 1].keyEnd
-        key.removeAll(keepingCapacity: true)
-        key.append(contentsOf: backKeys[keyStart..<e.keyEnd])
+        if key.count == e.keyEnd - keyStart {
+            // Same length (common for fixed-width keys): copy over the key in place.
+            backKeys.withUnsafeBytes { all in
+                let saved = UnsafeRawBufferPointer(rebasing: all[keyStart..<e.keyEnd])
+                key.withUnsafeMutableBytes { $0.copyMemory(from: saved) }
+            }
+        } else {
+            key.removeAll(keepingCapacity: true)
+            key.append(contentsOf: backKeys[keyStart..<e.keyEnd])
+        }
         kind = e.kind
         value = e.value
         current = e.offset

@@ -272,7 +272,7 @@ public final class Store: Sendable {
 
     /// The value of `key`, or nil.
     public func get(_ key: [UInt8]) throws -> [UInt8]? {
-        try engine.get(Keyspace.keyValue.prefix + key)
+        try engine.get(prefix: Keyspace.keyValue.prefix, key)
     }
 
     /// A consistent view of the store as it is now, unaffected by later writes.
