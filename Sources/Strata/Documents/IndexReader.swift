@@ -131,6 +131,19 @@ package enum IndexReader {
 
     /// The document id element at `offset` of a row key.
     static func documentID(key: UnsafeRawBufferPointer, at offset: Int) throws -> String {
+        // The common case, an ASCII id (so without 0x00 bytes and escapes), read in place: the
+        // decoder below copies the key, and String(validating:) from raw bytes costs generic
+        // metadata lookups on every call. ASCII is valid UTF-8 as it is; any other id, or a
+        // malformed element, takes the decoder's path, its strict UTF-8 check and its errors.
+        if offset < key.count, key[offset] == TupleKey.TypeCode.string {
+            var end = offset + 1
+            while end < key.count, key[end] != TupleKey.terminator, key[end] < 0x80 { end += 1 }
+            let terminated = end < key.count && key[end] == TupleKey.terminator
+            let escaped = end + 1 < key.count && key[end + 1] == TupleKey.escape
+            if terminated, !escaped {
+                return String(decoding: UnsafeRawBufferPointer(rebasing: key[(offset + 1)..<end]), as: UTF8.self)
+            }
+        }
         var decoder = TupleKeyDecoder(Array(key[offset...])[...])
         do {
             return try decoder.nextString()

@@ -243,7 +243,27 @@ final class Engine: @unchecked Sendable {
     }
 
     func get(_ key: [UInt8]) throws -> [UInt8]? {
-        try snapshot().get(key)
+        try key.withUnsafeBytes { try get($0) }
+    }
+
+    /// The value of `prefix` followed by `key`, the key assembled on the stack (a point read
+    /// allocates only its result).
+    func get(prefix: [UInt8], _ key: [UInt8]) throws -> [UInt8]? {
+        try JoinedKey.withBytes(prefix, key) { try get($0) }
+    }
+
+    /// A point read at the current state, without making a ``Snapshot`` object.
+    private func get(_ k: UnsafeRawBufferPointer) throws -> [UInt8]? {
+        lock.lock()
+        if closed {
+            lock.unlock()
+            throw StrataError.closed
+        }
+        let sequence = visibleSequence.load(ordering: .acquiring)
+        let memtables = readableMemtables
+        let version = self.version
+        lock.unlock()
+        return try Snapshot.get(k, sequence: sequence, memtables: memtables, version: version)
     }
 
     // MARK: Introspection

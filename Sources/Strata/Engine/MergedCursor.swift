@@ -15,15 +15,33 @@ package final class MergedCursor {
     private let lower: [UInt8]?
     private let upper: [UInt8]?
     @exclusivity(unchecked) private var current = -1
+    /// `sources[current]` while ``isValid``: reading the record through it costs no array access
+    /// (no bounds check, no retain of the array) on the per-record path.
+    @exclusivity(unchecked) private var currentSource: RecordCursor?
     @exclusivity(unchecked) private var started = false
 
+    /// The current source; only while ``isValid`` (a programmer error otherwise).
+    private var here: RecordCursor {
+        @inline(__always) get {
+            guard let s = currentSource else { preconditionFailure("MergedCursor read while not on a record") }
+            return s
+        }
+    }
+
     /// A copy of the current key; only while ``isValid``.
-    var key: [UInt8] { sources[current].withKey { Array($0) } }
+    var key: [UInt8] { here.withKey { Array($0) } }
 
     /// Calls `body` with a view of the current key, valid only inside `body`.
     @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try sources[current].withKey { try body($0) }
+        try here.withKey { try body($0) }
+    }
+
+    /// Calls `body` with views of the current key and value, valid only inside `body`.
+    @inline(__always)
+    package func withCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let s = here
+        return try s.withKey { try body($0, s.value) }
     }
 
     init(memtables: [Memtable], runs: [SortedRun], sequence: UInt64,
@@ -59,10 +77,10 @@ package final class MergedCursor {
     var isValid: Bool { current >= 0 }
 
     /// The current value; valid until the cursor moves.
-    package var value: UnsafeRawBufferPointer { sources[current].value }
+    package var value: UnsafeRawBufferPointer { here.value }
 
     /// The kind of the current record (always `.value` unless `keepTombstones`).
-    var kind: RecordKind { sources[current].kind }
+    var kind: RecordKind { here.kind }
 
     /// Moves to the next record (the first one on the first call). Returns false at the end.
     package func next() throws -> Bool {
@@ -85,8 +103,8 @@ package final class MergedCursor {
                     try sources[i].seekToFirst()
                 }
             }
-        } else if current >= 0 {
-            if reverse { try sources[current].previous() } else { try sources[current].next() }
+        } else if let s = currentSource {
+            if reverse { try s.previous() } else { try s.next() }
         } else {
             return false
         }
@@ -124,13 +142,13 @@ package final class MergedCursor {
                 let c = sources[i].withKey { k in sources[best].withKey { ByteComparison.compare(k, $0) } }
                 if reverse ? c > 0 : c < 0 { best = i }
             }
-            guard best >= 0 else { current = -1; return }
+            guard best >= 0 else { current = -1; currentSource = nil; return }
             let outOfBounds = sources[best].withKey { k -> Bool in
                 if !reverse, let upper { return ByteComparison.compare(upper, k) <= 0 }
                 if reverse, let lower { return ByteComparison.compare(lower, k) > 0 }
                 return false
             }
-            if outOfBounds { current = -1; return }
+            if outOfBounds { current = -1; currentSource = nil; return }
             // Older versions of the same key in other layers are shadowed: step past them.
             if others {
                 for i in sources.indices where i != best && sources[i].isValid {
@@ -145,6 +163,7 @@ package final class MergedCursor {
                     && sources[best].withKey { hidden($0, rank: best, sequence: sources[best].sequence) })
             if !isHidden {
                 current = best
+                currentSource = sources[best]
                 return
             }
             if reverse { try sources[best].previous() } else { try sources[best].next() }

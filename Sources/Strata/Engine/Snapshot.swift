@@ -14,24 +14,29 @@ package final class Snapshot: Sendable {
 
     /// The value of an engine key, or nil if it has none.
     package func get(_ key: [UInt8]) throws -> [UInt8]? {
-        try key.withUnsafeBytes { k in
-            for m in memtables {
-                switch m.get(k, sequence: sequence) {
-                case .value(let v): return v
-                case .deleted: return nil
-                case .notFound: continue
-                }
+        try key.withUnsafeBytes { k in try Self.get(k, sequence: sequence, memtables: memtables, version: version) }
+    }
+
+    /// The value of `k` in the layers of a snapshot, or nil if it has none: what ``get(_:)``
+    /// reads, for a caller (`Engine.get`) that has the layers without making a `Snapshot`.
+    static func get(_ k: UnsafeRawBufferPointer, sequence: UInt64, memtables: [Memtable],
+                    version: Version) throws -> [UInt8]? {
+        for m in memtables {
+            switch m.get(k, sequence: sequence) {
+            case .value(let v): return v
+            case .deleted: return nil
+            case .notFound: continue
             }
-            let hash = KeyHash.hash64(k)
-            for run in version.runs {
-                switch try run.get(k, hash: hash) {
-                case .value(let v): return v
-                case .deleted: return nil
-                case .notFound: if run.deletes(k) { return nil }
-                }
-            }
-            return nil
         }
+        let hash = KeyHash.hash64(k)
+        for run in version.runs {
+            switch try run.get(k, hash: hash) {
+            case .value(let v): return v
+            case .deleted: return nil
+            case .notFound: if run.deletes(k) { return nil }
+            }
+        }
+        return nil
     }
 
     /// A cursor over the engine keys in `[lower, upper)`.

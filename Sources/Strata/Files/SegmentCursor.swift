@@ -25,13 +25,13 @@ final class SegmentCursor {
         positioned = false
     }
 
-    var isValid: Bool { positioned && data.isValid }
+    var isValid: Bool { positioned && data.current != nil }
     /// The current key; only while ``isValid``.
     var key: [UInt8] { data.key }
 
     @inline(__always)
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try data.withKey(body)
+        try data.key.withUnsafeBytes(body)  // the stored key alone, not a copy of `data`
     }
     var kind: RecordKind {
         @inline(__always) get { data.kind }

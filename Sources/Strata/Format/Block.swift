@@ -240,7 +240,10 @@ package final class Block: @unchecked Sendable {
 /// Walks a ``Block`` forward or backward, or seeks in it by key.
 ///
 /// The cursor keeps the current key in a buffer of its own; `value` is a view of the block's
-/// bytes, valid while the cursor (which holds the block) lives.
+/// bytes, valid while the cursor (which holds the block) lives: a block's bytes never move or
+/// change while the block exists. `key`, `kind` and `value` are stored, so that a cursor kept in a
+/// class (``SegmentCursor``) is read field by field, without copying the whole cursor (its block
+/// and three arrays retained and released) on every record.
 package struct BlockCursor {
     let block: Block
     /// Offset of the current entry; `nil` when the cursor is not on an entry.
@@ -248,8 +251,8 @@ package struct BlockCursor {
     private var nextOffset = 0
     package private(set) var key: [UInt8] = []
     package private(set) var kind: RecordKind = .value
-    private var valueStart = 0
-    private var valueLength = 0
+    /// The current value, a view of `block.bytes`.
+    package private(set) var value = UnsafeRawBufferPointer(start: nil, count: 0)
     /// The entries of one restart interval as `previous()` decoded them, with their keys
     /// concatenated in `backKeys`: stepping backward through the interval then decodes each entry
     /// once, instead of decoding forward from the restart point again at every step. Entries are
@@ -264,8 +267,7 @@ package struct BlockCursor {
         var next: Int
         var keyEnd: Int
         var kind: RecordKind
-        var valueStart: Int
-        var valueLength: Int
+        var value: UnsafeRawBufferPointer
     }
 
     package init(_ block: Block) {
@@ -274,11 +276,6 @@ package struct BlockCursor {
     }
 
     package var isValid: Bool { current != nil }
-
-    @inline(__always)
-    package var value: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: block.bytes[valueStart..<(valueStart + valueLength)])
-    }
 
     var valueBytes: [UInt8] { Array(value) }
 
@@ -314,13 +311,13 @@ package struct BlockCursor {
                 if unshared > 0 { (k.baseAddress! + shared).copyMemory(from: suffix.baseAddress!, byteCount: unshared) }
             }
         } else {
-            if key.count > shared { key.removeSubrange(shared...) }
+            // removeLast, not removeSubrange: it only shortens the count (the bytes are trivial).
+            if key.count > shared { key.removeLast(key.count - shared) }
             key.append(contentsOf: suffix)
         }
         p += unshared
         kind = k
-        valueStart = p
-        valueLength = vlen
+        value = UnsafeRawBufferPointer(rebasing: b[p..<(p + vlen)])
         current = offset
         nextOffset = p + vlen
     }
@@ -418,17 +415,24 @@ package struct BlockCursor {
         guard let offset = current else { return }
         backKeys.append(contentsOf: key)
         backEntries.append(BackEntry(offset: offset, next: nextOffset, keyEnd: backKeys.count, kind: kind,
-                                     valueStart: valueStart, valueLength: valueLength))
+                                     value: value))
     }
 
     private mutating func restoreBackEntry(_ i: Int) {
         let e = backEntries[i]
         let keyStart = i == 0 ? 0 : backEntries[i - 1].keyEnd
-        key.removeAll(keepingCapacity: true)
-        key.append(contentsOf: backKeys[keyStart..<e.keyEnd])
+        if key.count == e.keyEnd - keyStart {
+            // Same length (common for fixed-width keys): copy over the key in place.
+            backKeys.withUnsafeBytes { all in
+                let saved = UnsafeRawBufferPointer(rebasing: all[keyStart..<e.keyEnd])
+                key.withUnsafeMutableBytes { $0.copyMemory(from: saved) }
+            }
+        } else {
+            key.removeAll(keepingCapacity: true)
+            key.append(contentsOf: backKeys[keyStart..<e.keyEnd])
+        }
         kind = e.kind
-        valueStart = e.valueStart
-        valueLength = e.valueLength
+        value = e.value
         current = e.offset
         nextOffset = e.next
         backIndex = i

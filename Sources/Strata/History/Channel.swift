@@ -120,11 +120,22 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
         try HistoryQuery.check(limit: limit, "history of channel \"\(name)\"")
         let snapshot = try state.history.engine.snapshot()
         let keys = state.keys
-        let codec = self.codec
-        return try HistoryQuery.page(in: snapshot, keys: keys, floor: try state.floor(in: snapshot),
-                                     start: start, end: end, limit: limit, reverse: reverse) { tt, value in
-            try HistoryQuery.message(tt, value, keys: keys, codec: codec)
+        let floor = try state.floor(in: snapshot)
+        // The native types get a specialized page: typedPage is called with a concrete type (a
+        // generic helper here would keep Message generic and stay unspecialized); the casts are of
+        // a type to itself.
+        if Message.self == String.self {
+            let page = try HistoryQuery.typedPage(in: snapshot, keys: keys, floor: floor, start: start, end: end,
+                                                  limit: limit, reverse: reverse, codec: ValueCodec<String>())
+            return unsafeBitCast(page, to: HistoryPage<Message>.self)
         }
+        if Message.self == JSON.self {
+            let page = try HistoryQuery.typedPage(in: snapshot, keys: keys, floor: floor, start: start, end: end,
+                                                  limit: limit, reverse: reverse, codec: ValueCodec<JSON>())
+            return unsafeBitCast(page, to: HistoryPage<Message>.self)
+        }
+        return try HistoryQuery.typedPage(in: snapshot, keys: keys, floor: floor, start: start, end: end,
+                                          limit: limit, reverse: reverse, codec: codec)
     }
 
     /// Deletes the messages the bounds select — the same rules as

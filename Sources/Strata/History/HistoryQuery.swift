@@ -50,11 +50,13 @@ package enum HistoryQuery {
     }
 
     /// A page of history: the newest `limit` messages of the range (the oldest with `reverse`,
-    /// unless both bounds are given), oldest first; `decode` turns a record into a message.
+    /// unless both bounds are given), oldest first; `decode` turns a record into a message, with
+    /// the page's memo of the last publisher.
     static func page<Message>(
         in snapshot: Snapshot, keys: ChannelKeys, floor: UInt64,
         start: Timetoken?, end: Timetoken?, limit: Int, reverse: Bool,
-        decode: (_ timetoken: UInt64, _ value: UnsafeRawBufferPointer) throws -> HistoryMessage<Message>
+        decode: (_ timetoken: UInt64, _ value: UnsafeRawBufferPointer,
+                 _ publishers: inout MessageRecord.PublisherMemo) throws -> HistoryMessage<Message>
     ) throws -> HistoryPage<Message> {
         guard let range = range(start: start, end: end, floor: floor) else {
             return HistoryPage(messages: [], hasMore: false)
@@ -65,6 +67,7 @@ package enum HistoryQuery {
         var messages: [HistoryMessage<Message>] = []
         messages.reserveCapacity(min(limit, 128))
         var hasMore = false
+        var publishers = MessageRecord.PublisherMemo()
         while try cursor.next() {
             if messages.count == limit {
                 hasMore = true
@@ -74,7 +77,7 @@ package enum HistoryQuery {
                 throw StrataError.corrupted(file: "channel \"\(keys.name)\"", offset: 0,
                                             reason: "bad message key \(TupleKey.describe(cursor.key))")
             }
-            messages.append(try decode(tt, cursor.value))
+            messages.append(try decode(tt, cursor.value, &publishers))
         }
         if !oldestFirst { messages.reverse() }
         return HistoryPage(messages: messages, hasMore: hasMore)
@@ -102,11 +105,38 @@ package enum HistoryQuery {
         return out
     }
 
+    /// A page of a channel's messages decoded with a typed codec (``page(in:keys:floor:start:end:limit:reverse:decode:)``).
+    ///
+    /// For the native message types, `Channel.history` calls this with the concrete type, so that
+    /// the optimizer specializes the whole per-message path: unspecialized, every message costs
+    /// generic metadata lookups (`HistoryMessage<Message>`, the array's element), and more than
+    /// reading the record does.
+    static func typedPage<Message>(
+        in snapshot: Snapshot, keys: ChannelKeys, floor: UInt64,
+        start: Timetoken?, end: Timetoken?, limit: Int, reverse: Bool, codec: ValueCodec<Message>
+    ) throws -> HistoryPage<Message> {
+        try page(in: snapshot, keys: keys, floor: floor, start: start, end: end, limit: limit,
+                 reverse: reverse) { tt, value, publishers in
+            try message(tt, value, keys: keys, codec: codec, publishers: &publishers)
+        }
+    }
+
     /// Decodes a message record of a channel with a typed codec.
     @inline(__always)
     static func message<Message>(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
                                  codec: ValueCodec<Message>) throws -> HistoryMessage<Message> {
-        let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)")
+        var publishers = MessageRecord.PublisherMemo()
+        return try message(timetoken, value, keys: keys, codec: codec, publishers: &publishers)
+    }
+
+    /// Decodes a message record of a channel with a typed codec, taking the publisher from
+    /// `publishers` when it is the last one seen.
+    @inline(__always)
+    static func message<Message>(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
+                                 codec: ValueCodec<Message>,
+                                 publishers: inout MessageRecord.PublisherMemo) throws -> HistoryMessage<Message> {
+        let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)",
+                                             publishers: &publishers)
         let message: Message
         do {
             message = try codec.decode(parts.message)
@@ -117,10 +147,19 @@ package enum HistoryQuery {
     }
 
     /// Decodes a message record of a channel as JSON, given the type name the channel stored.
+    package static func json(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
+                             typeName: String) throws -> HistoryMessage<JSON> {
+        var publishers = MessageRecord.PublisherMemo()
+        return try json(timetoken, value, keys: keys, typeName: typeName, publishers: &publishers)
+    }
+
+    /// Decodes a message record of a channel as JSON, taking the publisher from `publishers` when
+    /// it is the last one seen.
     @inline(__always)
     package static func json(_ timetoken: UInt64, _ value: UnsafeRawBufferPointer, keys: ChannelKeys,
-                     typeName: String) throws -> HistoryMessage<JSON> {
-        let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)")
+                     typeName: String, publishers: inout MessageRecord.PublisherMemo) throws -> HistoryMessage<JSON> {
+        let parts = try MessageRecord.decode(value, what: "channel \"\(keys.name)\" message \(timetoken)",
+                                             publishers: &publishers)
         let message: JSON
         do {
             message = try ValueCodec<JSON>.json(typeName: typeName, bytes: parts.message)

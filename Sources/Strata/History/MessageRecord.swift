@@ -77,8 +77,34 @@ package enum MessageRecord {
         var message: UnsafeRawBufferPointer
     }
 
+    /// The last publisher a page decoded, with its bytes. The messages of a page mostly share a
+    /// publisher, and comparing its bytes costs less than validating the UTF-8 and allocating the
+    /// string again for every message.
+    package struct PublisherMemo {
+        private var bytes: [UInt8] = []
+        private var string: String?
+
+        package init() {}
+
+        /// The publisher of `utf8`, or nil if it is not UTF-8.
+        mutating func publisher(_ utf8: UnsafeRawBufferPointer) -> String? {
+            if let string, ByteComparison.compare(bytes, utf8) == 0 { return string }
+            guard let s = String(validating: utf8, as: UTF8.self) else { return nil }
+            bytes = Array(utf8)
+            string = s
+            return s
+        }
+    }
+
     /// Splits a record value; `what` names the record in errors.
     static func decode(_ value: UnsafeRawBufferPointer, what: @autoclosure () -> String) throws -> Parts {
+        var publishers = PublisherMemo()
+        return try decode(value, what: what(), publishers: &publishers)
+    }
+
+    /// Splits a record value, taking the publisher from `publishers` when it is the last one seen.
+    static func decode(_ value: UnsafeRawBufferPointer, what: @autoclosure () -> String,
+                       publishers: inout PublisherMemo) throws -> Parts {
         func bad(_ reason: String) -> StrataError {
             .corrupted(file: what(), offset: 0, reason: reason)
         }
@@ -103,7 +129,7 @@ package enum MessageRecord {
             guard let n = Varint.readLength(value, at: &p, limit: value.count), n <= value.count - p else {
                 throw bad("bad publisher length in a message record")
             }
-            guard let s = String(validating: UnsafeRawBufferPointer(rebasing: value[p..<(p + n)]), as: UTF8.self) else {
+            guard let s = publishers.publisher(UnsafeRawBufferPointer(rebasing: value[p..<(p + n)])) else {
                 throw bad("publisher is not UTF-8 in a message record")
             }
             publisher = s

@@ -68,8 +68,8 @@ extension Store {
             let keys = state.keys
             let typeName = state.typeName
             let page = try HistoryQuery.page(in: snapshot, keys: keys, floor: try state.floor(in: snapshot),
-                                             start: nil, end: nil, limit: limit, reverse: false) { tt, value in
-                try HistoryQuery.json(tt, value, keys: keys, typeName: typeName)
+                                             start: nil, end: nil, limit: limit, reverse: false) { tt, value, publishers in
+                try HistoryQuery.json(tt, value, keys: keys, typeName: typeName, publishers: &publishers)
             }
             if !page.messages.isEmpty { result[keys.name] = page }
         }

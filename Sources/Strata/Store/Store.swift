@@ -272,7 +272,7 @@ public final class Store: Sendable {
 
     /// The value of `key`, or nil.
     public func get(_ key: [UInt8]) throws -> [UInt8]? {
-        try engine.get(Keyspace.keyValue.prefix + key)
+        try engine.get(prefix: Keyspace.keyValue.prefix, key)
     }
 
     /// A consistent view of the store as it is now, unaffected by later writes.
@@ -353,8 +353,7 @@ public final class KeyValueCursor {
     /// Calls `body` with views of the current key and value, without copying them. The views are
     /// valid only inside `body`: it is a programmer error to let them escape.
     public func withUnsafeCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try merged.withKey { k in
-            try body(UnsafeRawBufferPointer(rebasing: k[prefixLength...]), merged.value)
-        }
+        let prefixLength = self.prefixLength
+        return try merged.withCurrent { k, v in try body(UnsafeRawBufferPointer(rebasing: k[prefixLength...]), v) }
     }
 }
