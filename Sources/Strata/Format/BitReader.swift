@@ -18,6 +18,51 @@ struct BitReader {
     /// Bits left to read.
     var remainingBits: Int { end - position }
 
+    /// Runs `body` on a ``ColumnReader`` over the same bytes from this position (the columns'
+    /// decoders read through one), then continues after what it read.
+    mutating func withColumnReader<R>(_ body: (inout ColumnReader) throws -> R) rethrows -> R {
+        let bytes = self.bytes
+        let start = position
+        var after = start
+        defer { position = after }
+        return try bytes.withUnsafeBytes { b in
+            var reader = ColumnReader(b, position: start)
+            defer { after = reader.position }
+            return try body(&reader)
+        }
+    }
+
+    /// Decodes a column of `count` values with one of the columns' fast decoders (which reads
+    /// the column's header too), appending them to `values`; on a throw `values` is as it was.
+    mutating func appendColumn<T>(count: Int, zero: T, to values: inout [T],
+                                  _ decode: (inout ColumnReader, UnsafeMutablePointer<T>) throws -> Void) throws {
+        let start = values.count
+        values.append(contentsOf: repeatElement(zero, count: count))
+        do {
+            try withColumnReader { r in
+                if count == 0 {
+                    var none = zero
+                    try withUnsafeMutablePointer(to: &none) { try decode(&r, $0) }
+                    return
+                }
+                try values.withUnsafeMutableBufferPointer { out in
+                    guard let base = out.baseAddress else { return }
+                    try decode(&r, base + start)
+                }
+            }
+        } catch {
+            values.removeSubrange(start...)
+            throw error
+        }
+    }
+
+    /// The column header at the current position, without moving (what a decoder sizes its
+    /// output by).
+    func peekHeader(what: String, expected: ColumnEncoding, or alternative: ColumnEncoding? = nil) throws -> ColumnHeader {
+        var copy = self
+        return try ColumnHeader.read(from: &copy, what: what, expected: expected, or: alternative)
+    }
+
     /// The byte holding the next bit (for error messages and for callers that resume byte-wise).
     var byteOffset: Int { position >> 3 }
 

@@ -191,88 +191,17 @@ enum DoubleColumn {
         }
     }
 
-    /// Reads a column and appends its values to `values`. Throws `.corrupted` on any malformed
-    /// input; `values` may then hold part of the column.
+    /// Reads a column and appends its values to `values`, through the fast decoder. Throws
+    /// `.corrupted` on any malformed input; `values` is then as it was.
     static func decode(from reader: inout BitReader, into values: inout [Double]) throws {
-        let header = try ColumnHeader.read(from: &reader, what: what, expected: .doubleALP, or: .doubleXOR)
-        switch header.encoding {
-        case .doubleXOR: try readXOR(count: header.count, from: &reader, into: &values)
-        default: try readALP(count: header.count, from: &reader, into: &values)
-        }
+        let count = try reader.peekHeader(what: what, expected: .doubleALP, or: .doubleXOR).count
+        try reader.appendColumn(count: count, zero: 0, to: &values) { r, out in try decode(from: &r, count: count, into: out) }
     }
 
     /// Reads the column at the start of `bytes` and appends its values to `values`.
     static func decode(_ bytes: [UInt8], into values: inout [Double]) throws {
         var reader = BitReader(bytes)
         try decode(from: &reader, into: &values)
-    }
-
-    static func readALP(count: Int, from reader: inout BitReader, into values: inout [Double]) throws {
-        guard let rawE = reader.read(bits: 5), let rawF = reader.read(bits: 5), let rawExceptions = reader.readVarint() else {
-            throw ColumnHeader.truncated(what, reader)
-        }
-        let e = Int(rawE), f = Int(rawF)
-        guard e <= maximumExponent, f <= e else {
-            throw ColumnHeader.corrupted(what, reader, "ALP exponent \(e) and factor \(f) out of range")
-        }
-        guard rawExceptions <= UInt64(count) else {
-            throw ColumnHeader.corrupted(what, reader, "\(rawExceptions) ALP exceptions in \(count) values")
-        }
-        let start = values.count
-        values.reserveCapacity(start + count)
-        try PackedIntegers.read(count: count, from: &reader, what: what) { values.append(alpDecode($0, e: e, f: f)) }
-        let exceptions = Int(rawExceptions)
-        guard exceptions > 0 else { return }
-        guard let rawWidth = reader.read(bits: 7) else { throw ColumnHeader.truncated(what, reader) }
-        let width = Int(rawWidth)
-        guard width <= 64 else { throw ColumnHeader.corrupted(what, reader, "ALP correction width \(width) over 64") }
-        let positionWidth = positionBits(count: count)
-        guard exceptions * (positionWidth + width) <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
-        var last = -1
-        for _ in 0..<exceptions {
-            guard let rawPosition = reader.read(bits: positionWidth), let correction = reader.read(bits: width) else {
-                throw ColumnHeader.truncated(what, reader)
-            }
-            let position = Int(rawPosition)
-            guard position > last, position < count else {
-                throw ColumnHeader.corrupted(what, reader, "ALP exception position \(position) out of order or range")
-            }
-            last = position
-            let slot = values[start + position].bitPattern
-            values[start + position] = Double(bitPattern: slot &+ UInt64(bitPattern: SignedBits.extend(correction, bits: width)))
-        }
-    }
-
-    static func readXOR(count: Int, from reader: inout BitReader, into values: inout [Double]) throws {
-        guard count > 0 else { return }
-        guard let first = reader.read(bits: 64) else { throw ColumnHeader.truncated(what, reader) }
-        // Every later value takes at least one bit.
-        guard count - 1 <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
-        values.reserveCapacity(values.count + count)
-        values.append(Double(bitPattern: first))
-        var previous = first
-        var leading = -1, trailing = 0
-        for _ in 1..<count {
-            guard let changed = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
-            if changed {
-                guard let newWindow = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
-                if newWindow {
-                    guard let lz = reader.read(bits: 5), let meaningfulMinusOne = reader.read(bits: 6) else {
-                        throw ColumnHeader.truncated(what, reader)
-                    }
-                    let meaningful = Int(meaningfulMinusOne) + 1
-                    guard Int(lz) + meaningful <= 64 else {
-                        throw ColumnHeader.corrupted(what, reader, "XOR window of \(lz) + \(meaningful) bits over 64")
-                    }
-                    leading = Int(lz); trailing = 64 - leading - meaningful
-                } else if leading < 0 {
-                    throw ColumnHeader.corrupted(what, reader, "XOR value reuses a window before any was set")
-                }
-                guard let x = reader.read(bits: 64 - leading - trailing) else { throw ColumnHeader.truncated(what, reader) }
-                previous ^= x << UInt64(trailing)
-            }
-            values.append(Double(bitPattern: previous))
-        }
     }
 }
 

@@ -24,12 +24,11 @@ enum IntegerColumn {
         return writer.finish()
     }
 
-    /// Reads a column and appends its values to `values`. Throws `.corrupted` on any malformed
-    /// input; `values` may then hold part of the column.
+    /// Reads a column and appends its values to `values`, through the fast decoder. Throws
+    /// `.corrupted` on any malformed input; `values` is then as it was.
     static func decode(from reader: inout BitReader, into values: inout [Int64]) throws {
-        let header = try ColumnHeader.read(from: &reader, what: what, expected: .integerPacked)
-        values.reserveCapacity(values.count + header.count)
-        try PackedIntegers.read(count: header.count, from: &reader, what: what) { values.append($0) }
+        let count = try reader.peekHeader(what: what, expected: .integerPacked).count
+        try reader.appendColumn(count: count, zero: 0, to: &values) { r, out in try decode(from: &r, count: count, into: out) }
     }
 
     /// Reads the column at the start of `bytes` and appends its values to `values`.

@@ -61,46 +61,13 @@ enum PackedIntegers {
             }
         }
     }
-
-    /// Reads `count` values and hands each to `body` in order. Throws `.corrupted` when a field is
-    /// out of range or the packed bits do not fit in what remains.
-    static func read(count: Int, from reader: inout BitReader, what: String, _ body: (Int64) -> Void) throws {
-        guard count > 0 else { return }
-        guard let mode = reader.readBit() else { throw ColumnHeader.truncated(what, reader) }
-        var first: Int64 = 0
-        if mode {
-            guard let value = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
-            first = value
-        }
-        guard let base = reader.readSignedVarint(), let rawWidth = reader.read(bits: 7) else {
-            throw ColumnHeader.truncated(what, reader)
-        }
-        let width = Int(rawWidth)
-        guard width <= 64 else { throw ColumnHeader.corrupted(what, reader, "packed width \(width) over 64") }
-        let packed = mode ? count - 1 : count
-        let (bits, overflow) = packed.multipliedReportingOverflow(by: width)
-        guard !overflow, bits <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
-        if mode {
-            body(first)
-            var previous = first
-            for _ in 0..<packed {
-                guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
-                previous = previous &+ (Int64(bitPattern: raw) &+ base)
-                body(previous)
-            }
-        } else {
-            for _ in 0..<packed {
-                guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
-                body(Int64(bitPattern: raw) &+ base)
-            }
-        }
-    }
 }
 
 extension PackedIntegers {
-    /// Reads `count` values as ``read(count:from:what:_:)`` does, with the same checks, handing
-    /// `body` each value's index and value in order — the fast decoders' inner loop: each value
-    /// is a shift of one word ``ColumnReader/peek()`` loads, after one bounds check for all of them.
+    /// Reads `count` values written by ``write(_:to:)``, handing `body` each value's index
+    /// and value in order. Throws `.corrupted` when a field is out of range or the packed bits do
+    /// not fit in what remains. Each value is a shift of one word ``ColumnReader/peek()`` loads,
+    /// after one bounds check for all of them.
     @inline(__always)
     static func unpack(count: Int, from reader: inout ColumnReader, what: String,
                        _ body: (_ index: Int, _ value: Int64) throws -> Void) throws {

@@ -31,7 +31,27 @@ extension SeriesChunk {
 
     /// Decodes a record as the `[UInt8]` overload does, from borrowed bytes.
     static func decode(_ bytes: UnsafeRawBufferPointer) throws -> SeriesChunk {
-        try decode(Array(bytes))
+        let header = try header(bytes)
+        var timestamps: [Int64] = [], authors: [UInt64] = [], edits: [Edit] = []
+        let values: Values
+        switch header.kind {
+        case 1:
+            var doubles: [Double] = []
+            _ = try decodeColumns(bytes, timestamps: &timestamps, authors: &authors, edits: &edits, doubles: &doubles)
+            values = .doubles(doubles)
+        case 2:
+            var integers: [Int64] = []
+            _ = try decodeColumns(bytes, timestamps: &timestamps, authors: &authors, edits: &edits, integers: &integers)
+            values = .integers(integers)
+        default:
+            var ranges: [Range<Int>] = []
+            _ = try decodeColumns(bytes, timestamps: &timestamps, authors: &authors, edits: &edits, values: &ranges)
+            values = .bytes(ranges.map { Array(bytes[$0]) })
+        }
+        var originals = [Original?](repeating: nil, count: header.count)
+        for e in edits { originals[e.index] = e.original }
+        return SeriesChunk(firstSequence: header.firstSequence, timestamps: timestamps.map { UInt64(bitPattern: $0) },
+                           authors: authors, originals: originals, values: values)
     }
 
     /// Decodes only a chunk's header and timestamps (plus `base`), appended to `timestamps` — what

@@ -140,106 +140,12 @@ struct SeriesChunk: Equatable, Sendable {
         return w.finish()
     }
 
-    /// Decodes a record.
+    /// Decodes a record (through the fast column decoders, ``decodeColumns(_:base:timestamps:authors:edits:doubles:)``).
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming the offset of whatever
     ///   does not decode, never a crash, and never allocating beyond what the record's size and
     ///   ``ColumnHeader/maximumCount`` allow.
     static func decode(_ bytes: [UInt8]) throws -> SeriesChunk {
-        var r = BitReader(bytes)
-        func fail(_ reason: String) -> StrataError { ColumnHeader.corrupted(what, r, reason) }
-        guard let marker = r.read(bits: 8), let kind = r.read(bits: 8) else { throw ColumnHeader.truncated(what, r) }
-        guard marker == UInt64(Self.marker) else { throw fail("not a chunk (first byte \(marker))") }
-        guard kind <= 2 else { throw fail("unknown value kind \(kind)") }
-        guard let rawCount = r.readVarint(), let first = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
-        guard rawCount >= 1, rawCount <= UInt64(ColumnHeader.maximumCount) else { throw fail("event count \(rawCount)") }
-        let n = Int(rawCount)
-        guard first <= UInt64.max - UInt64(n - 1) else { throw fail("\(n) events from sequence \(first) pass UInt64.max") }
-
-        var times: [Int64] = []
-        try TimestampColumn.decode(from: &r, into: &times)
-        guard times.count == n else { throw fail("\(times.count) timestamps for \(n) events") }
-
-        guard let k = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
-        guard k >= 1, k <= rawCount else { throw fail("\(k) distinct authors for \(n) events") }
-        var distinct: [UInt64] = []
-        distinct.reserveCapacity(Int(k))
-        for _ in 0..<k {
-            guard let a = r.readVarint() else { throw ColumnHeader.truncated(what, r) }
-            distinct.append(a)
-        }
-        var authors: [UInt64]
-        if k == 1 {
-            authors = Array(repeating: distinct[0], count: n)
-        } else {
-            var positions: [Int64] = []
-            try IntegerColumn.decode(from: &r, into: &positions)
-            guard positions.count == n else { throw fail("\(positions.count) author positions for \(n) events") }
-            authors = []
-            authors.reserveCapacity(n)
-            for p in positions {
-                guard p >= 0, p < Int64(k) else { throw fail("author position \(p) outside 0…\(k - 1)") }
-                authors.append(distinct[Int(p)])
-            }
-        }
-
-        guard let anyEdits = r.readBit() else { throw ColumnHeader.truncated(what, r) }
-        var originals = [Original?](repeating: nil, count: n)
-        if anyEdits {
-            guard r.remainingBits >= n else { throw ColumnHeader.truncated(what, r) }
-            var editIndexes: [Int] = []
-            for i in 0..<n where r.readBit() == true { editIndexes.append(i) }
-            guard !editIndexes.isEmpty else { throw fail("the edit bitmap is empty") }
-            var distances: [Int64] = [], stamps: [Int64] = [], owners: [Int64] = []
-            try IntegerColumn.decode(from: &r, into: &distances)
-            try IntegerColumn.decode(from: &r, into: &stamps)
-            try IntegerColumn.decode(from: &r, into: &owners)
-            guard distances.count == editIndexes.count, stamps.count == editIndexes.count, owners.count == editIndexes.count else {
-                throw fail("edit columns of \(distances.count), \(stamps.count), \(owners.count) values for \(editIndexes.count) edits")
-            }
-            for (j, i) in editIndexes.enumerated() {
-                let sequence = first + UInt64(i)
-                let distance = UInt64(bitPattern: distances[j])
-                guard distance >= 1, distance <= sequence else { throw fail("event \(sequence) edits an original \(distances[j]) before it") }
-                originals[i] = Original(sequence: sequence - distance, timestamp: UInt64(bitPattern: stamps[j]),
-                                        author: UInt64(bitPattern: owners[j]))
-            }
-        }
-
-        let values: Values
-        switch kind {
-        case 1:
-            var v: [Double] = []
-            try DoubleColumn.decode(from: &r, into: &v)
-            guard v.count == n else { throw fail("\(v.count) values for \(n) events") }
-            values = .doubles(v)
-        case 2:
-            var v: [Int64] = []
-            try IntegerColumn.decode(from: &r, into: &v)
-            guard v.count == n else { throw fail("\(v.count) values for \(n) events") }
-            values = .integers(v)
-        default:
-            var lengths: [Int64] = []
-            try IntegerColumn.decode(from: &r, into: &lengths)
-            guard lengths.count == n else { throw fail("\(lengths.count) value lengths for \(n) events") }
-            var offset = (r.position + 7) / 8
-            var v: [[UInt8]] = []
-            v.reserveCapacity(n)
-            for length in lengths {
-                guard length >= 0, length <= Int64(bytes.count - offset) else {
-                    throw StrataError.corrupted(file: what, offset: offset, reason: "value length \(length) exceeds the \(bytes.count - offset) bytes left")
-                }
-                v.append(Array(bytes[offset..<offset + Int(length)]))
-                offset += Int(length)
-            }
-            guard offset == bytes.count else {
-                throw StrataError.corrupted(file: what, offset: offset, reason: "\(bytes.count - offset) bytes after the values")
-            }
-            return SeriesChunk(firstSequence: first, timestamps: times.map { UInt64(bitPattern: $0) }, authors: authors,
-                               originals: originals, values: .bytes(v))
-        }
-        guard r.remainingBits < 8 else { throw fail("\(r.remainingBits / 8) bytes after the values") }
-        return SeriesChunk(firstSequence: first, timestamps: times.map { UInt64(bitPattern: $0) }, authors: authors,
-                           originals: originals, values: values)
+        try bytes.withUnsafeBytes { try decode($0) }
     }
 }

@@ -76,39 +76,12 @@ enum TimestampColumn {
         return writer.finish()
     }
 
-    /// Reads a column and appends its timestamps to `timestamps`. Throws `.corrupted` on any
-    /// malformed input; `timestamps` may then hold part of the column.
+    /// Reads a column and appends its timestamps to `timestamps`, through the fast decoder.
+    /// Throws `.corrupted` on any malformed input; `timestamps` is then as it was.
     static func decode(from reader: inout BitReader, into timestamps: inout [Int64]) throws {
-        let header = try ColumnHeader.read(from: &reader, what: what, expected: .timestampBuckets)
-        guard header.count > 0 else { return }
-        guard let first = reader.readSignedVarint() else { throw ColumnHeader.truncated(what, reader) }
-        timestamps.reserveCapacity(timestamps.count + header.count)
-        timestamps.append(first)
-        guard header.count > 1 else { return }
-        guard let useBase = reader.readBit(), let base = reader.readSignedVarint(),
-              let w0 = reader.read(bits: 6), let w1 = reader.read(bits: 6), let w2 = reader.read(bits: 6) else {
-            throw ColumnHeader.truncated(what, reader)
-        }
-        // Every residual takes at least one bit.
-        guard header.count - 1 <= reader.remainingBits else { throw ColumnHeader.truncated(what, reader) }
-        let widths = (Int(w0), Int(w1), Int(w2))
-        var previous = first
-        var previousDelta = base
-        for _ in 1..<header.count {
-            var width = 64
-            if let bit = reader.readBit(), !bit {
-                width = widths.0
-            } else if let bit = reader.readBit(), !bit {
-                width = widths.1
-            } else if let bit = reader.readBit(), !bit {
-                width = widths.2
-            }
-            // A nil bit falls through to the 64-bit read below, which then fails too.
-            guard let raw = reader.read(bits: width) else { throw ColumnHeader.truncated(what, reader) }
-            let delta = previousDelta &+ SignedBits.extend(raw, bits: width)
-            if !useBase { previousDelta = delta }
-            previous = previous &+ delta
-            timestamps.append(previous)
+        let count = try reader.peekHeader(what: what, expected: .timestampBuckets).count
+        try reader.appendColumn(count: count, zero: 0, to: &timestamps) { r, out in
+            try decode(from: &r, count: count, offset: 0, into: out)
         }
     }
 

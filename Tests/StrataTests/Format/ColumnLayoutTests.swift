@@ -58,7 +58,9 @@ import Testing
         #expect(e == 2 && f == 0) // 150, 225, (fill 225), 300
         #expect(reader.readVarint() == 1)
         var integers: [Int64] = []
-        try PackedIntegers.read(count: 4, from: &reader, what: "test") { integers.append($0) }
+        try reader.withColumnReader { r in
+            try PackedIntegers.unpack(count: 4, from: &r, what: "test") { _, v in integers.append(v) }
+        }
         #expect(integers == [150, 225, 225, 300])
         // -0.0 is 2^63 away from 0.0's bits: no slot of its own, a wide correction of 2.25's bits.
         let correction = Int64(bitPattern: (-0.0).bitPattern &- 2.25.bitPattern)
