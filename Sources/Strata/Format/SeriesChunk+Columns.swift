@@ -80,34 +80,34 @@ extension SeriesChunk {
     ///   refuses and for a chunk of another value kind; the arrays are then left as they were.
     static func decodeColumns(_ bytes: UnsafeRawBufferPointer, base: Int64 = 0, timestamps: inout [Int64],
                               authors: inout [UInt64], edits: inout [Edit], doubles: inout [Double]) throws -> Header {
-        let marks = (timestamps.count, authors.count, edits.count, doubles.count)
-        do {
-            var r = ColumnReader(bytes)
-            let header = try readMetadata(&r, kind: 1, base: base, timestamps: &timestamps, authors: &authors, edits: &edits)
-            try appending(header.count, to: &doubles) { try DoubleColumn.decode(from: &r, count: header.count, into: $0) }
-            try checkEnd(r)
-            return header
-        } catch {
-            restore(marks.0, &timestamps, marks.1, &authors, marks.2, &edits)
-            doubles.removeSubrange(marks.3...)
-            throw error
-        }
+        try decodeColumns(bytes, kind: 1, base: base, timestamps: &timestamps, authors: &authors, edits: &edits,
+                          values: &doubles) { r, n, out in try DoubleColumn.decode(from: &r, count: n, into: out) }
     }
 
     /// Decodes an `Int64` chunk as ``decodeColumns(_:base:timestamps:authors:edits:doubles:)``
     /// decodes a `Double` one, appending its values to `integers`.
     static func decodeColumns(_ bytes: UnsafeRawBufferPointer, base: Int64 = 0, timestamps: inout [Int64],
                               authors: inout [UInt64], edits: inout [Edit], integers: inout [Int64]) throws -> Header {
-        let marks = (timestamps.count, authors.count, edits.count, integers.count)
+        try decodeColumns(bytes, kind: 2, base: base, timestamps: &timestamps, authors: &authors, edits: &edits,
+                          values: &integers) { r, n, out in try IntegerColumn.decode(from: &r, count: n, into: out) }
+    }
+
+    /// A chunk of value kind `kind` whose value column `decodeValues` reads.
+    private static func decodeColumns<T: AdditiveArithmetic>(
+        _ bytes: UnsafeRawBufferPointer, kind: UInt8, base: Int64, timestamps: inout [Int64], authors: inout [UInt64],
+        edits: inout [Edit], values: inout [T],
+        _ decodeValues: (inout ColumnReader, Int, UnsafeMutablePointer<T>) throws -> Void
+    ) throws -> Header {
+        let marks = (timestamps.count, authors.count, edits.count, values.count)
         do {
             var r = ColumnReader(bytes)
-            let header = try readMetadata(&r, kind: 2, base: base, timestamps: &timestamps, authors: &authors, edits: &edits)
-            try appending(header.count, to: &integers) { try IntegerColumn.decode(from: &r, count: header.count, into: $0) }
+            let header = try readMetadata(&r, kind: kind, base: base, timestamps: &timestamps, authors: &authors, edits: &edits)
+            try appending(header.count, to: &values) { try decodeValues(&r, header.count, $0) }
             try checkEnd(r)
             return header
         } catch {
             restore(marks.0, &timestamps, marks.1, &authors, marks.2, &edits)
-            integers.removeSubrange(marks.3...)
+            values.removeSubrange(marks.3...)
             throw error
         }
     }
