@@ -95,7 +95,7 @@ extension Engine {
             }
             let cursor = MergedCursor(memtables: [], runs: inputs, sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: !bottommost)
-            var transformer = RecordTransformer(transforms)
+            var transformer = RecordTransformer(transforms, writer: writer)
             var n = 0
             while try cursor.next() {
                 n += 1
@@ -112,11 +112,10 @@ extension Engine {
                 }
                 try cursor.withKey {
                     try transformer.add(key: $0, kind: kind,
-                                        value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0),
-                                        to: writer)
+                                        value: kind == .value ? cursor.value : UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }
-            try transformer.finish(to: writer)
+            try transformer.finish()
             written = try writer.finish()
         } catch {
             if let e = writer.abandon() { lock.withLock { noteBackgroundFailure(e, during: "compaction cleanup") } }

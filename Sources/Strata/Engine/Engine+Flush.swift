@@ -38,11 +38,11 @@ extension Engine {
             writer.addRangeTombstones(memtable.allRangeTombstones.map { RangeTombstone(start: $0.start, end: $0.end) })
             let cursor = MergedCursor(memtables: [memtable], runs: [], sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: true)
-            var transformer = RecordTransformer(transforms)
+            var transformer = RecordTransformer(transforms, writer: writer)
             while try cursor.next() {
-                try cursor.withKey { try transformer.add(key: $0, kind: cursor.kind, value: cursor.value, to: writer) }
+                try cursor.withKey { try transformer.add(key: $0, kind: cursor.kind, value: cursor.value) }
             }
-            try transformer.finish(to: writer)
+            try transformer.finish()
             return try writer.finish()
         } catch {
             if let e = writer.abandon() { cleanupFailed(e) }

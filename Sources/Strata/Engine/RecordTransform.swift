@@ -28,21 +28,24 @@ protocol RecordRewriter: AnyObject {
     func finish(emit: Emit) throws
 }
 
-/// Routes the records of a flush or compaction through the rewriters of their keyspaces.
+/// Routes the records of a flush or compaction through the rewriters of their keyspaces into
+/// the job's ``RunWriter``.
 struct RecordTransformer {
     private let transforms: [UInt64: any RecordTransform]
+    private let writer: RunWriter
+    private let emit: RecordRewriter.Emit
     private var rewriters: [UInt64: any RecordRewriter] = [:]
     /// The keyspace whose rewriter may hold records.
     private var open: (id: UInt64, rewriter: any RecordRewriter)?
 
-    init(_ transforms: [UInt64: any RecordTransform]) { self.transforms = transforms }
+    init(_ transforms: [UInt64: any RecordTransform], writer: RunWriter) {
+        self.transforms = transforms
+        self.writer = writer
+        self.emit = { k, v in try writer.add(key: k, kind: .value, value: v) }
+    }
 
-    var isEmpty: Bool { transforms.isEmpty }
-
-    /// Writes one record of the job through its keyspace's rewriter, if it has one.
-    mutating func add(key: UnsafeRawBufferPointer, kind: RecordKind, value: UnsafeRawBufferPointer,
-                      to writer: RunWriter) throws {
-        let emit: RecordRewriter.Emit = { k, v in try writer.add(key: k, kind: .value, value: v) }
+    /// Writes one record of the job, through its keyspace's rewriter if it has one.
+    mutating func add(key: UnsafeRawBufferPointer, kind: RecordKind, value: UnsafeRawBufferPointer) throws {
         if transforms.isEmpty {
             try writer.add(key: key, kind: kind, value: value)
             return
@@ -70,9 +73,9 @@ struct RecordTransformer {
     }
 
     /// Emits what a rewriter still holds; call before finishing the writer.
-    mutating func finish(to writer: RunWriter) throws {
+    mutating func finish() throws {
         guard let open else { return }
         self.open = nil
-        try open.rewriter.finish(emit: { k, v in try writer.add(key: k, kind: .value, value: v) })
+        try open.rewriter.finish(emit: emit)
     }
 }

@@ -58,7 +58,7 @@ final class SeriesChunkBuilder: RecordRewriter {
             return try passThrough(key, value, emit)
         }
         if SeriesChunk.isChunk(value) {
-            guard let chunk = try? SeriesChunk.decode(Array(value)), chunk.lastSequence == sequence,
+            guard let chunk = try? SeriesChunk.decode(value), chunk.lastSequence == sequence,
                   chunk.values.kind == kind else {
                 return try passThrough(key, value, emit)
             }
