@@ -85,6 +85,30 @@ struct SeriesChunkStorageTests {
         #expect(try doubles.latest?.sequence == 3_010)
     }
 
+    @Test("events stored one record each, as earlier versions stored them, read the same and are chunked by the next compaction")
+    func earlierStores() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var store = try openStore(dir)
+        var s = try store.timeSeries("old", of: Double.self)
+        try s.append(contentsOf: (0..<2_000).map { (Double($0) / 4, Date(timeIntervalSince1970: 1_700_000_000)) })
+        try s.edit(originalSequence: 7, value: -1)
+        // No transform: the events reach segments as records, as before chunks existed.
+        store.engine.setRecordTransform(keyspace: Keyspace.timeSeriesEvents.id, nil)
+        try store.compact()
+        #expect(try Self.stored(s).chunks == 0 && Self.stored(s).eventRecords == 2_001)
+        let before = try Self.everything(s)
+        try store.close()
+        store = try openStore(dir)
+        defer { try? store.close() }
+        s = try store.timeSeries("old", of: Double.self)
+        #expect(try Self.everything(s) == before)
+        try store.compact()
+        let form = try Self.stored(s)
+        #expect(form.chunks == 4 && form.eventRecords == 0, "\(form)")
+        #expect(try Self.everything(s) == before)
+    }
+
     @Test("flushes of a small memtable make partial chunks; compaction joins them into full ones")
     func partialChunksJoin() throws {
         let dir = try TemporaryDirectory()
