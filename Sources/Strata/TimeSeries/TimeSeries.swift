@@ -261,11 +261,17 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
         }
         let authors = decoding.authors
         events.reserveCapacity(events.count + run.count)
+        // Runs of equal timestamps are common: their Date is made (a division) once.
+        var lastMilliseconds = Int64.min, lastDate = Date(timeIntervalSince1970: 0)
         for i in run {
             let a = chunk.authors[i]
             guard a < authors.count else { throw corrupted(i, "unknown author") }
-            let metadata = EventMetadata(sequence: chunk.firstSequence + UInt64(i),
-                                         milliseconds: decoding.base &+ chunk.timestamps[i],
+            let ms = decoding.base &+ chunk.timestamps[i]
+            if ms != lastMilliseconds {
+                lastMilliseconds = ms
+                lastDate = SeriesTime.date(ms)
+            }
+            let metadata = EventMetadata(sequence: chunk.firstSequence + UInt64(i), timestamp: lastDate,
                                          author: authors[Int(a)])
             var original: EventMetadata?
             if let o = chunk.original(i) {
