@@ -185,6 +185,9 @@ struct CloseFlushTests {
         let engine = try Engine(directory: directory, options: smallOptions())
         let expected = try fill(engine)
         try engine.sync()
+        // The simulator takes the directory as durable when it attaches: no flush or compaction
+        // of the fill may still be running then, or its later calls would cut a half-made state.
+        engine.waitForBackgroundWork()
         let simulator = try PowerLossSimulator(directory: directory, cloneRoot: temporary.path + "/cut", seed: 11,
                                                cutChance: 1, maxCuts: 300, progress: .init(start: [0]))
         do {
