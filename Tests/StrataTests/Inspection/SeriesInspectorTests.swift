@@ -33,4 +33,29 @@ struct SeriesInspectorTests {
             if round == 0 { try store.close() }
         }
     }
+
+    @Test("reports how events are stored: chunks, events per chunk, bits per timestamp and value, records left")
+    func storage() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try openStore(dir)
+        let s = try store.timeSeries("prices", of: Double.self)
+        let base = Date(timeIntervalSince1970: 1_700_000_000)
+        try s.append(contentsOf: (0..<2_000).map { (100 + Double($0 % 50) / 100, base.addingTimeInterval(Double($0))) })
+        var summary = try #require(try SeriesInspector.series(ofStoreAt: dir.path).first)
+        #expect(summary.storage.chunks == 0 && summary.storage.eventRecords == 2_000)
+        try store.compact()
+        try s.append(100)
+        try store.close()
+        summary = try #require(try SeriesInspector.series(ofStoreAt: dir.path).first)
+        let t = summary.storage
+        #expect(t.chunks == 4 && t.chunkedEvents == 2_000 && t.eventRecords == 1, "\(t)")
+        #expect(t.eventsPerChunk == 500)
+        // One-second steps cost a bit or two; two-decimal prices a few bits (ALP).
+        #expect(t.bitsPerTimestamp > 0 && t.bitsPerTimestamp < 4, "\(t)")
+        #expect(t.bitsPerValue > 0 && t.bitsPerValue < 10, "\(t)")
+        #expect(t.bytesPerChunkedEvent < 2, "\(t)")
+        let dump = try SeriesInspector.dump(series: "prices", ofStoreAt: dir.path, limit: 3)
+        #expect(dump.summary.storage == t && dump.events.map(\.sequence) == [1_998, 1_999, 2_000])
+    }
 }
