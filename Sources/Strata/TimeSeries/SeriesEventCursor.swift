@@ -21,7 +21,6 @@ struct SeriesEventCursor {
     /// The record of the chunk event at `scratchIndex`, built when asked for.
     private var scratch: [UInt8] = []
     private var scratchIndex = -1
-    private var onChunk = false
     private(set) var sequence: Int64 = -1
 
     /// A walk of the events `from…through` of the series whose event keys start with `prefix`.
@@ -97,7 +96,6 @@ struct SeriesEventCursor {
             if reverse ? k < from : k > through { return false }
             if k < from || k > through { continue }
             sequence = k
-            onChunk = false
             return true
         }
         return false
@@ -105,14 +103,13 @@ struct SeriesEventCursor {
 
     private mutating func load() -> Bool {
         sequence = Int64(columns.firstSequence) + Int64(index)
-        onChunk = true
         scratchIndex = -1
         return true
     }
 
     /// The current event's record (§14.2), valid until the next move.
     mutating func withRecord<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard onChunk, inChunk else { return try body(cursor.value) }
+        guard inChunk else { return try body(cursor.value) }
         if scratchIndex != index {
             scratch.removeAll(keepingCapacity: true)
             columns.appendEventRecord(index, to: &scratch)
@@ -126,7 +123,7 @@ struct SeriesEventCursor {
     /// moves to the last of them. Returns those events' indexes, or nil (without calling `body`)
     /// on an event record or in a reverse walk.
     mutating func withChunkRun(_ body: (SeriesChunkColumns, Range<Int>) throws -> Void) rethrows -> Range<Int>? {
-        guard onChunk, inChunk, !reverse else { return nil }
+        guard inChunk, !reverse else { return nil }
         let run = index..<end
         try body(columns, run)
         index = end - 1
