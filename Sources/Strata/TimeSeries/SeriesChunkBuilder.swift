@@ -62,7 +62,7 @@ final class SeriesChunkBuilder: RecordRewriter {
                   chunk.values.kind == kind else {
                 return try passThrough(key, value, emit)
             }
-            if chunk.count >= limits.events && !(count > 0 && series == id && first + UInt64(count) == chunk.firstSequence) {
+            if chunk.count >= limits.events && !continuesRun(id, chunk.firstSequence) {
                 return try passThrough(key, value, emit)
             }
             for i in 0..<chunk.count {
@@ -101,6 +101,12 @@ final class SeriesChunkBuilder: RecordRewriter {
         try emitHeld(emit)
     }
 
+    /// Whether event `sequence` of series `id` comes right after the run held (keys may carry
+    /// any sequence up to `UInt64.max`: no addition that could overflow).
+    private func continuesRun(_ id: UInt64, _ sequence: UInt64) -> Bool {
+        count > 0 && series == id && sequence > first && sequence - first == UInt64(count)
+    }
+
     /// Emits what is held, then `key`/`value` unchanged.
     private func passThrough(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ emit: Emit) throws {
         try emitHeld(emit)
@@ -111,7 +117,7 @@ final class SeriesChunkBuilder: RecordRewriter {
                         original: SeriesChunk.Original?, value: Value, emit: Emit) throws {
         let size: Int
         if case .bytes(let b) = value { size = b.count } else { size = 8 }
-        if count > 0 && (series != id || first + UInt64(count) != sequence || valueBytes + size > limits.valueBytes) {
+        if count > 0 && (!continuesRun(id, sequence) || valueBytes + size > limits.valueBytes) {
             try emitHeld(emit)
         }
         if count == 0 {

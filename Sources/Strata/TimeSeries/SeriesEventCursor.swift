@@ -78,10 +78,11 @@ struct SeriesEventCursor {
                 } catch let e as StrataError {
                     throw corrupted("chunk ending at \(k): \(e)", k)
                 }
-                let first = Int64(columns.firstSequence)
+                // Checked before any conversion: k ≤ Int64.max, so then is the first sequence.
                 guard columns.header.lastSequence == UInt64(k) else {
-                    throw corrupted("chunk ending at \(k) holds \(first)…\(columns.header.lastSequence)", k)
+                    throw corrupted("chunk ending at \(k) holds \(columns.firstSequence)…\(columns.header.lastSequence)", k)
                 }
+                let first = Int64(columns.firstSequence)
                 let lo = max(first, from), hi = min(k, through)
                 if lo > hi {
                     // Forward: a chunk past `through` ends the walk; reverse: one below `from` does.

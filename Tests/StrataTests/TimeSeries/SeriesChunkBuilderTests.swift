@@ -117,4 +117,19 @@ struct SeriesChunkBuilderTests {
         let moved = try Self.run([(EventRecord.key(series: 1, sequence: 400), first[0].value)], kinds: [1: 1])
         #expect(moved[0].value == first[0].value)
     }
+
+    @Test("sequences near UInt64.max in keys and chunks: runs end there without overflow, nothing is lost")
+    func extremeSequences() throws {
+        let top = UInt64.max
+        var input: [Record] = (0..<3).map { Self.event(1, top - 2 + UInt64($0), value: Self.double(Double($0))) }
+        input.append(Self.event(2, 0, value: Self.double(9)))
+        let out = try Self.run(input, kinds: [1: 1, 2: 1])
+        #expect(out.count == 2 && out[0].key == EventRecord.key(series: 1, sequence: top))
+        #expect(try Self.expand(out) == input.map { $0.value })
+        // A chunk ending just below UInt64.max, then the event at UInt64.max: joined.
+        let chunk = try Self.run(Array(input[0..<2]), kinds: [1: 1])
+        let after = try Self.run(chunk + [input[2], input[3]], kinds: [1: 1, 2: 1])
+        #expect(after.count == 2 && after[0].key == EventRecord.key(series: 1, sequence: top))
+        #expect(try Self.expand(after) == input.map { $0.value })
+    }
 }

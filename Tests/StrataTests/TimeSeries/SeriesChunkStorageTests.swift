@@ -256,6 +256,15 @@ struct SeriesChunkStorageTests {
         #expect(throws: StrataError.self) { _ = try s.query(.values) }
         #expect(throws: StrataError.self) { _ = try s.query(.values.from(sequence: 30).next(0)) }
         #expect(try s.query(.values.from(sequence: 5).next(4)).events.map(\.value) == [5, 6, 7, 8, 9])
+        // A chunk claiming sequences above Int64.max under an ordinary key: an error, not a trap.
+        let huge = SeriesChunk(firstSequence: UInt64.max - 4, timestamps: Array(repeating: 0, count: 5),
+                               authors: Array(repeating: 0, count: 5), originals: Array(repeating: nil, count: 5),
+                               values: .doubles([1, 2, 3, 4, 5]))
+        var crafted = CommitBatch()
+        crafted.records.putRaw(EventRecord.key(series: id, sequence: 3), try huge.encode())
+        try store.engine.commit(crafted)
+        #expect(throws: StrataError.self) { _ = try s.query(.values.from(sequence: 3).next(0)) }
+        #expect(throws: StrataError.self) { _ = try s.query(.values.from(sequence: 2).next(2)) }
     }
 }
 
