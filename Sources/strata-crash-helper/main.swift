@@ -54,6 +54,18 @@ func exitIfOrphaned() {
     if getppid() != parent { exit(3) }
 }
 
+/// Keeps `store` open for up to a minute (the test kills or outlives it), then closes it; leaves
+/// at once if the test that started this process is gone.
+func holdOpen(_ store: Store) {
+    var remaining = 60.0
+    while remaining > 0 {
+        usleep(100_000)
+        remaining -= 0.1
+        exitIfOrphaned()
+    }
+    try? store.close()
+}
+
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data(("strata-crash-helper: " + message + "\n").utf8))
     exit(2)
@@ -189,13 +201,7 @@ func runHold(directory: URL) {
         fail("open failed: \(error)")
     }
     emit("OPEN")
-    var remaining = 60.0
-    while remaining > 0 {
-        usleep(100_000)
-        remaining -= 0.1
-        exitIfOrphaned()
-    }
-    try? store.close()
+    holdOpen(store)
 }
 
 func runPut(directory: URL, prefix: String, count: Int) {
@@ -207,13 +213,7 @@ func runPut(directory: URL, prefix: String, count: Int) {
         fail("put failed: \(error)")
     }
     emit("DONE")
-    var remaining = 60.0
-    while remaining > 0 {
-        usleep(100_000)
-        remaining -= 0.1
-        exitIfOrphaned()
-    }
-    try? store.close()
+    holdOpen(store)
 }
 
 let arguments = CommandLine.arguments

@@ -1,10 +1,11 @@
 /// Reads the bits a ``BitWriter`` wrote, most significant bit first. It never reads past its
 /// buffer: every read returns nil when fewer bits remain than asked for, and leaves the position
 /// unchanged then.
-struct BitReader {
+struct BitReader: BitFieldReader {
     private let bytes: [UInt8]
-    /// The position in bits from the start of the buffer.
-    private(set) var position: Int
+    /// The position in bits from the start of the buffer (set back only to a position it was
+    /// at, by ``BitFieldReader/readVarint()``).
+    var position: Int
     /// One past the last readable bit.
     let end: Int
 
@@ -103,26 +104,5 @@ struct BitReader {
         let bit = (bytes[position >> 3] >> UInt8(7 - (position & 7))) & 1
         position += 1
         return bit == 1
-    }
-
-    /// Reads a varint written by ``BitWriter/writeVarint(_:)``; nil when the buffer ends inside it,
-    /// it is longer than ten groups or it overflows 64 bits.
-    mutating func readVarint() -> UInt64? {
-        let start = position
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard let group = read(bits: 8) else { position = start; return nil }
-            if shift == 63 && group > 1 { position = start; return nil }
-            result |= (group & 0x7F) << shift
-            if group < 0x80 { return result }
-            shift += 7
-            if shift > 63 { position = start; return nil }
-        }
-    }
-
-    /// Reads a zigzag varint written by ``BitWriter/writeSignedVarint(_:)``.
-    mutating func readSignedVarint() -> Int64? {
-        readVarint().map(ZigZag.decode)
     }
 }

@@ -6,7 +6,7 @@
 /// that a run of fields fits in ``remainingBits``, then takes them out of words. ``peek()`` never
 /// touches memory outside the bytes (past their end it reads zero bits), so a wrong length check
 /// gives wrong values, never an out-of-bounds read.
-struct ColumnReader {
+struct ColumnReader: BitFieldReader {
     private let base: UnsafeRawPointer?
     /// The number of bytes.
     let count: Int
@@ -109,26 +109,5 @@ struct ColumnReader {
     mutating func readBit() -> Bool? {
         guard position < count &* 8 else { return nil }
         return readUnchecked(bits: 1) == 1
-    }
-
-    /// Reads a varint as ``BitReader/readVarint()`` does (nil, position unchanged, when it runs
-    /// past the end, is longer than ten groups or overflows 64 bits).
-    mutating func readVarint() -> UInt64? {
-        let start = position
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard let group = read(bits: 8) else { position = start; return nil }
-            if shift == 63 && group > 1 { position = start; return nil }
-            result |= (group & 0x7F) << shift
-            if group < 0x80 { return result }
-            shift += 7
-            if shift > 63 { position = start; return nil }
-        }
-    }
-
-    /// Reads a zigzag varint.
-    mutating func readSignedVarint() -> Int64? {
-        readVarint().map(ZigZag.decode)
     }
 }
