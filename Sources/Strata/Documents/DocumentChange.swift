@@ -13,12 +13,16 @@ public struct DocumentChange: Sendable, Hashable {
     /// database, across close and reopen. Pass the last one seen to
     /// ``DocumentDatabase/changes(since:limit:)`` to resume.
     public let sequence: UInt64
+    /// Whether the change came from replication (PredixSDK's "source of the change was
+    /// replication") rather than from a write of this store.
+    public let isExternal: Bool
 
     /// A change record.
-    public init(id: String, isDeletion: Bool, revision: UInt64, sequence: UInt64) {
+    public init(id: String, isDeletion: Bool, revision: UInt64, sequence: UInt64, isExternal: Bool = false) {
         self.id = id
         self.isDeletion = isDeletion
         self.revision = revision
         self.sequence = sequence
+        self.isExternal = isExternal
     }
 }

@@ -26,6 +26,9 @@ public struct DocumentMetadata: Sendable, Hashable {
     /// save; 0 before the first save. A document deleted and saved again continues from the
     /// deletion's revision, so a revision of an id never repeats.
     public internal(set) var revision: UInt64
+    /// The CouchDB revision id of this revision, `"<revision>-<digest>"` (see ``RevisionID``): what
+    /// replication compares. Empty before the first save.
+    public internal(set) var revisionID: String
     /// The kind of the document (PredixSDK's `type`), if the application gives one.
     public var type: String?
     /// The channels the document belongs to (for sync), in the order given.
@@ -37,6 +40,7 @@ public struct DocumentMetadata: Sendable, Hashable {
         self.createDate = Date(timeIntervalSinceReferenceDate: 0)
         self.lastChange = Date(timeIntervalSinceReferenceDate: 0)
         self.revision = 0
+        self.revisionID = ""
         self.type = nil
         self.channels = []
     }

@@ -47,6 +47,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// was changed. `permission` is the one it lacked, `path` the series, channel or database
     /// the call named (nil for a global permission).
     case permissionDenied(principal: String, permission: Permission, path: String?)
+    /// A replication could not reach its gateway, or the gateway answered with an error; the
+    /// message names the URL and what happened.
+    case network(String)
 
     public var description: String {
         switch self {
@@ -74,6 +77,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "subscriber overflow: \(what)"
         case .cancelled:
             return "the task was cancelled before the work started; nothing was done"
+        case .network(let what):
+            return "replication: \(what)"
         case .permissionDenied(let principal, let permission, let path):
             let on = path.map { " on \($0.debugDescription)" } ?? ""
             return "permission denied: principal \(principal.debugDescription) lacks \(permission)\(on)"

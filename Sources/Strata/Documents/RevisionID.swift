@@ -1,0 +1,49 @@
+/// A CouchDB revision id, `"<generation>-<digest>"`: which revision of a document this is.
+///
+/// The generation counts the revisions on the document's branch (1 for the first save); the digest
+/// tells apart revisions of one generation made on different replicas. Strata's digests are 32
+/// lowercase hex digits (an MD5 of the parent revision and the new contents, as CouchDB's), so two
+/// replicas that make the same change to the same revision make the same revision id.
+///
+/// ```swift
+/// let saved = try db.save(invoice)
+/// let id = RevisionID(saved.metadata.revisionID)   // RevisionID(generation: 1, digest: "9a0c…")
+/// ```
+public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The generation: 1 for a document's first revision, one more for each revision after it.
+    public let generation: UInt64
+    /// The digest: at most 64 characters of `[0-9a-zA-Z]`.
+    public let digest: String
+
+    /// The longest digest accepted.
+    public static let maximumDigestLength = 64
+
+    /// A revision id of `generation` and `digest`, or nil when the generation is 0 or the digest is
+    /// empty, too long, or has a character outside `[0-9a-zA-Z]`.
+    public init?(generation: UInt64, digest: String) {
+        guard generation > 0, Self.isValidDigest(digest) else { return nil }
+        self.generation = generation
+        self.digest = digest
+    }
+
+    /// Parses `"<generation>-<digest>"`; nil when malformed.
+    public init?(_ string: String) {
+        guard let dash = string.utf8.firstIndex(of: UInt8(ascii: "-")),
+              let generation = UInt64(Substring(string.utf8[string.utf8.startIndex..<dash])) else { return nil }
+        self.init(generation: generation, digest: String(Substring(string.utf8[string.utf8.index(after: dash)...])))
+    }
+
+    /// `"<generation>-<digest>"`.
+    public var description: String { "\(generation)-\(digest)" }
+
+    /// CouchDB's order of revisions: by generation, then by digest byte-wise.
+    public static func < (a: RevisionID, b: RevisionID) -> Bool {
+        a.generation != b.generation ? a.generation < b.generation : a.digest.utf8.lexicographicallyPrecedes(b.digest.utf8)
+    }
+
+    static func isValidDigest(_ digest: String) -> Bool {
+        let bytes = digest.utf8
+        guard !bytes.isEmpty, bytes.count <= maximumDigestLength else { return false }
+        return bytes.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+    }
+}
