@@ -1,0 +1,145 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One real `strata-gateway serve` process on loopback.
+///
+/// The first start asks for `--port 0` and reads the port from the `strata-gateway listening on
+/// http://…` line; later starts (after ``kill()`` or ``stop()``) reuse that port, so that clients
+/// holding the URL reconnect to the new process. Its standard output and error go to a log file
+/// (``log``), which failure messages quote.
+final class GatewayProcess: @unchecked Sendable {
+    /// The gateway's PostgreSQL URL (`--postgres`).
+    let postgresURL: String
+    /// Where the process's output goes, across restarts.
+    let logPath: String
+    private let lock = NSLock()
+    private var process: Process?
+    private var logOffset: UInt64 = 0
+    private var boundPort: Int?
+
+    /// Starts a gateway on a free port; returns once it prints its `listening on` line.
+    init(postgresURL: String, logPath: String) throws {
+        self.postgresURL = postgresURL
+        self.logPath = logPath
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        try start()
+    }
+
+    deinit { kill() }
+
+    /// The port it listens on (fixed after the first start).
+    var port: Int { lock.withLock { boundPort ?? 0 } }
+
+    /// `http://127.0.0.1:<port>`.
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The URL of the gateway database `name`.
+    func databaseURL(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Whether the process runs.
+    var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
+
+    /// Starts the process (again); a no-op when it runs. Retries a few times when the port of an
+    /// earlier run is not free yet.
+    func start() throws {
+        if isRunning { return }
+        var lastError: Error?
+        for attempt in 0..<20 {
+            do {
+                try launch()
+                return
+            } catch {
+                lastError = error
+                // Only a restart on a fixed port is worth retrying (the port may still be held).
+                guard port != 0 else { throw error }
+                usleep(useconds_t(100_000 * min(attempt + 1, 5)))
+            }
+        }
+        throw lastError ?? FixtureError("strata-gateway did not start")
+    }
+
+    private func launch() throws {
+        guard let binary = ReplicationTestEnvironment.gatewayBinary else {
+            throw FixtureError("STRATA_GATEWAY_BIN is not set")
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? handle.close() }
+        let offset = try handle.seekToEnd()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--postgres", postgresURL, "--host", "127.0.0.1", "--port", String(port)]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        lock.withLock {
+            self.process = process
+            logOffset = offset
+        }
+        let deadline = Date().addingTimeInterval(90)
+        while true {
+            if let listening = listeningPort(after: offset) {
+                lock.withLock { boundPort = listening }
+                return
+            }
+            if !process.isRunning {
+                process.waitUntilExit()
+                throw FixtureError("strata-gateway serve exited \(process.terminationStatus) before listening: \(logText(after: offset))")
+            }
+            if Date() > deadline {
+                deliver(SIGKILL, to: process.processIdentifier)
+                process.waitUntilExit()
+                throw FixtureError("strata-gateway serve printed no listening line in 90 s: \(logText(after: offset))")
+            }
+            usleep(20_000)
+        }
+    }
+
+    private func logText(after offset: UInt64) -> String {
+        guard let data = FileManager.default.contents(atPath: logPath), data.count >= Int(offset) else { return "" }
+        return String(decoding: data[Int(offset)...], as: UTF8.self)
+    }
+
+    private func listeningPort(after offset: UInt64) -> Int? {
+        let marker = "strata-gateway listening on http://"
+        for line in logText(after: offset).split(separator: "\n") {
+            guard let range = line.range(of: marker) else { continue }
+            let address = line[range.upperBound...]
+            guard let colon = address.lastIndex(of: ":") else { continue }
+            return Int(address[address.index(after: colon)...].prefix(while: \.isNumber))
+        }
+        return nil
+    }
+
+    /// The log since the last start, for failure messages.
+    var recentLog: String { logText(after: lock.withLock { logOffset }) }
+
+    /// `kill -9`: returns once the process is gone.
+    func kill() {
+        signalAndWait(SIGKILL)
+    }
+
+    /// SIGTERM, then SIGKILL if it has not ended within `grace` seconds; returns once it is gone.
+    func stop(grace: Double = 10) {
+        guard let process = lock.withLock({ self.process }), process.isRunning else { return }
+        deliver(SIGTERM, to: process.processIdentifier)
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        signalAndWait(SIGKILL)
+    }
+
+    private func signalAndWait(_ signal: Int32) {
+        guard let process = lock.withLock({ self.process }) else { return }
+        if process.isRunning { deliver(signal, to: process.processIdentifier) }
+        process.waitUntilExit()
+    }
+}
+
+/// `kill(2)` (a free function, since ``GatewayProcess/kill()`` hides the C name inside the class).
+private func deliver(_ signal: Int32, to pid: pid_t) {
+    _ = kill(pid, signal)
+}
