@@ -121,6 +121,7 @@ package final class DatabaseState: CollectionState {
         // Inside a transaction's body on this task the lock is the transaction's: the engine,
         // closed already, refuses its commit anyway.
         try? writer.withLock { $0.closed = true }
+        ReplicationRegistry.shared.stopAll(of: self)
     }
 
     func storeDidFail(_ error: StrataError) {}

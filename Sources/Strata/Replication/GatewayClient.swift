@@ -1,0 +1,155 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The HTTP side of a replication: requests to one gateway database (`Gateway/PROTOCOL.md`,
+/// "Endpoints") with its credentials, answers parsed as ``JSON``, and faults sorted into those
+/// worth another attempt (network errors, 5xx) and those that are not (4xx).
+///
+/// ```swift
+/// let client = GatewayClient(configuration: config)
+/// let info = try await client.json("GET", "")          // {"db_name": …, "update_seq": …}
+/// ```
+final class GatewayClient: Sendable {
+    /// A failed request.
+    enum Fault: Error {
+        /// A network error or a 5xx answer: try again later. The text names the request.
+        case transient(String)
+        /// A 4xx answer (other than those the caller expects) or a malformed answer: the
+        /// replication fails with it.
+        case permanent(StrataError)
+    }
+
+    /// An answer: status and parsed body (`.null` when the body is empty).
+    struct Answer: Sendable {
+        let status: Int
+        let body: JSON
+    }
+
+    let base: String
+    private let authorization: String?
+    private let session: URLSession
+    private let requestTimeout: TimeInterval
+
+    init(configuration: ReplicationConfiguration) {
+        self.base = configuration.baseURLString
+        self.authorization = configuration.authentication.headerValue
+        self.requestTimeout = Self.seconds(configuration.requestTimeout)
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = 6
+        sessionConfiguration.timeoutIntervalForRequest = requestTimeout + Self.seconds(configuration.longpollTimeout)
+        sessionConfiguration.timeoutIntervalForResource = requestTimeout + Self.seconds(configuration.longpollTimeout) + 60
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.httpCookieStorage = nil
+        self.session = URLSession(configuration: sessionConfiguration)
+    }
+
+    /// Ends the session's connections; later requests fail.
+    func invalidate() { session.invalidateAndCancel() }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        let (s, attoseconds) = duration.components
+        return TimeInterval(s) + TimeInterval(attoseconds) / 1e18
+    }
+
+    /// The URL of `path` (relative to the database, e.g. `_changes`) with the query items.
+    func url(_ path: String, query: [(String, String)] = []) -> URL? {
+        var text = base
+        if !path.isEmpty { text += "/" + path }
+        if !query.isEmpty {
+            var components = URLComponents()
+            components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
+            // `+` would read as a space in a query; channel names may hold one.
+            text += "?" + (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
+        }
+        return URL(string: text)
+    }
+
+    /// Sends a request and returns the answer when its status is 2xx or one of `accepting`.
+    ///
+    /// - Parameter extraTimeout: added to the request timeout (a long poll's wait).
+    /// - Throws: ``Fault/transient(_:)`` for a network error or a 5xx status;
+    ///   ``Fault/permanent(_:)`` for another status, or a body that is not JSON;
+    ///   `CancellationError` when the task is cancelled.
+    func send(_ method: String, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
+              accepting: Set<Int> = [], extraTimeout: TimeInterval = 0) async throws -> Answer {
+        guard let url = url(path, query: query) else {
+            throw Fault.permanent(.invalidArgument("replication: cannot form a URL from \(base.debugDescription) and \(path.debugDescription)"))
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.timeoutInterval = requestTimeout + extraTimeout
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = body.jsonData()
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let what = "\(method) \(url.absoluteString)"
+        let (data, status) = try await perform(request, what: what)
+        let parsed: JSON
+        if data.isEmpty {
+            parsed = .null
+        } else {
+            do {
+                parsed = try JSON(parsing: data)
+            } catch {
+                if status >= 500 { throw Fault.transient("\(what): \(status), body is not JSON") }
+                throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON: \(error)"))
+            }
+        }
+        if (200..<300).contains(status) || accepting.contains(status) { return Answer(status: status, body: parsed) }
+        let kind = parsed["error"]?.stringValue ?? "error"
+        let reason = parsed["reason"]?.stringValue ?? ""
+        let text = "\(what): \(status) \(kind)\(reason.isEmpty ? "" : ": " + reason)"
+        if status >= 500 || status == 408 || status == 429 { throw Fault.transient(text) }
+        throw Fault.permanent(.network(text))
+    }
+
+    private func perform(_ request: URLRequest, what: String) async throws -> (Data, Int) {
+        final class TaskBox: @unchecked Sendable {
+            // Set once before the task resumes; read by the cancellation handler (guarded by `lock`).
+            let lock = NSLock()
+            var task: URLSessionDataTask?
+            var cancelled = false
+        }
+        let box = TaskBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int), any Error>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        let nsError = error as NSError
+                        if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorCancelled {
+                            continuation.resume(throwing: CancellationError())
+                        } else {
+                            continuation.resume(throwing: Fault.transient("\(what): \(error.localizedDescription)"))
+                        }
+                        return
+                    }
+                    guard let http = response as? HTTPURLResponse else {
+                        continuation.resume(throwing: Fault.transient("\(what): no HTTP response"))
+                        return
+                    }
+                    continuation.resume(returning: (data ?? Data(), http.statusCode))
+                }
+                let cancelled = box.lock.withLock { () -> Bool in
+                    box.task = task
+                    return box.cancelled
+                }
+                if cancelled {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    task.resume()
+                }
+            }
+        } onCancel: {
+            let task = box.lock.withLock { () -> URLSessionDataTask? in
+                box.cancelled = true
+                return box.task
+            }
+            task?.cancel()
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// Where one direction of a replication got to: a sequence saved both in the gateway's
+/// `_local/<id>` document and in a local document of the database, after each batch committed.
+///
+/// The id (``id(uuid:url:push:channels:filterName:filterParameters:)``) is an MD5 of the database's
+/// own replication uuid (a random value kept in a local document, so two stores never share a
+/// checkpoint), the gateway URL, the direction, the channels and the filter: a replication with
+/// another of these starts from the beginning rather than skip what the old one left out.
+///
+/// A replication resumes from the saved sequence when both copies agree, from the lower one
+/// when they differ (a save interrupted between the two), and from the beginning when either is
+/// missing (a new store, or a gateway database recreated).
+///
+/// ```swift
+/// var checkpoint = ReplicationCheckpoint(id: id, client: client, database: db)
+/// let since = try await checkpoint.read()      // "0" the first time
+/// …
+/// try await checkpoint.save("1234")
+/// ```
+struct ReplicationCheckpoint {
+    /// The local document holding the database's replication uuid.
+    static let uuidDocumentID = "strata-replication-uuid"
+
+    let id: String
+    let client: GatewayClient
+    let database: DocumentDatabase
+    /// The `_rev` of the gateway's copy, for the next save.
+    private var remoteRevision: String?
+    /// The last value saved or read.
+    private(set) var value = "0"
+
+    init(id: String, client: GatewayClient, database: DocumentDatabase) {
+        self.id = id
+        self.client = client
+        self.database = database
+    }
+
+    var remotePath: String { "_local/" + id }
+    var localID: String { "strata-replication-checkpoint/" + id }
+
+    /// The checkpoint id of a replication direction (32 hex digits).
+    static func id(uuid: String, url: String, push: Bool, channels: [String], filterName: String?,
+                   filterParameters: [String: JSON]) -> String {
+        var text = "strata-replication 1\n\(uuid)\n\(url)\n\(push ? "push" : "pull")\n"
+        text += channels.sorted().joined(separator: ",") + "\n"
+        if push, let filterName {
+            text += filterName + "\n" + JSON.object(filterParameters).description
+        }
+        return ReplicationMD5.hex(Data(text.utf8))
+    }
+
+    /// The database's replication uuid, created (and kept) on first use.
+    static func uuid(of database: DocumentDatabase) async throws -> String {
+        try await database.state.engine.executor.run {
+            if let existing = try database.localDocument(id: uuidDocumentID)?["uuid"]?.stringValue { return existing }
+            let uuid = UUID().uuidString.lowercased()
+            try database.putLocalDocument(id: uuidDocumentID, .object(["uuid": .string(uuid)]))
+            return uuid
+        }
+    }
+
+    /// The sequence to resume from (see the type's rules).
+    mutating func read() async throws -> String {
+        let answer = try await client.send("GET", remotePath, accepting: [404])
+        let remote: String?
+        if answer.status == 404 {
+            remote = nil
+            remoteRevision = nil
+        } else {
+            remote = answer.body["lastSequence"]?.stringValue
+            remoteRevision = answer.body["_rev"]?.stringValue
+        }
+        let localID = self.localID
+        let database = self.database
+        let local = try await database.state.engine.executor.run {
+            try database.localDocument(id: localID)?["lastSequence"]?.stringValue
+        }
+        value = Self.agreed(local: local, remote: remote)
+        return value
+    }
+
+    /// The sequence both copies allow: equal ones, the lower of two numbers, else "0".
+    static func agreed(local: String?, remote: String?) -> String {
+        guard let local, let remote else { return "0" }
+        if local == remote { return local }
+        if let l = UInt64(local), let r = UInt64(remote) { return String(min(l, r)) }
+        return "0"
+    }
+
+    /// Saves `sequence` locally (durably), then on the gateway.
+    mutating func save(_ sequence: String) async throws {
+        guard sequence != value else { return }
+        let localID = self.localID
+        let database = self.database
+        try await database.state.engine.executor.run {
+            try database.putLocalDocument(id: localID, .object(["lastSequence": .string(sequence)]))
+        }
+        try await saveRemote(sequence)
+        value = sequence
+    }
+
+    private mutating func saveRemote(_ sequence: String) async throws {
+        for attempt in 0..<2 {
+            var body: [String: JSON] = ["lastSequence": .string(sequence)]
+            if let remoteRevision { body["_rev"] = .string(remoteRevision) }
+            let answer = try await client.send("PUT", remotePath, body: .object(body), accepting: [409])
+            if answer.status != 409 {
+                remoteRevision = answer.body["rev"]?.stringValue
+                return
+            }
+            // Another save got in between (an older run of this replication): take its _rev.
+            let current = try await client.send("GET", remotePath, accepting: [404])
+            remoteRevision = current.status == 404 ? nil : current.body["_rev"]?.stringValue
+            if attempt == 1 { break }
+        }
+        throw GatewayClient.Fault.transient("PUT \(client.base)/\(remotePath): 409 conflict twice")
+    }
+}

@@ -1,0 +1,39 @@
+import Synchronization
+
+/// The running replications of each open document database, so that
+/// ``DocumentDatabase/stopReplication()`` and the store's close can stop them.
+///
+/// ```swift
+/// ReplicationRegistry.shared.add(replication, to: state)
+/// ReplicationRegistry.shared.stopAll(of: state)     // DatabaseState.storeDidClose
+/// ```
+final class ReplicationRegistry: Sendable {
+    /// The one registry of the process.
+    static let shared = ReplicationRegistry()
+
+    /// Replications by database state (the state is kept alive by its replications' handles, so
+    /// its identifier is not reused while it has an entry).
+    private let running = Mutex<[ObjectIdentifier: [ObjectIdentifier: Replication]]>([:])
+
+    func add(_ replication: Replication, to state: DatabaseState) {
+        running.withLock { $0[ObjectIdentifier(state), default: [:]][ObjectIdentifier(replication)] = replication }
+    }
+
+    func remove(_ replication: Replication, from state: DatabaseState) {
+        running.withLock { all in
+            let key = ObjectIdentifier(state)
+            all[key]?[ObjectIdentifier(replication)] = nil
+            if all[key]?.isEmpty == true { all[key] = nil }
+        }
+    }
+
+    /// The replications of `state` running now.
+    func replications(of state: DatabaseState) -> [Replication] {
+        running.withLock { Array(($0[ObjectIdentifier(state)] ?? [:]).values) }
+    }
+
+    /// Stops every replication of `state`.
+    func stopAll(of state: DatabaseState) {
+        for replication in replications(of: state) { replication.stop() }
+    }
+}
