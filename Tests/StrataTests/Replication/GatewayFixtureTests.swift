@@ -36,7 +36,7 @@ struct GatewayFixtureTests {
             let a = try cluster.createDatabaseWithAdmin("fixture", gateway: 0)
             let b = cluster.client(database: "fixture", gateway: 1)
 
-            let welcome = try await GatewayClient(databaseURL: cluster.gateways[1].url, user: "", password: "")
+            let welcome = try await GatewayHTTPClient(databaseURL: cluster.gateways[1].url, user: "", password: "")
                 .request("GET", "", authenticate: false)
             #expect(welcome.status == 200)
             #expect(welcome.body?["couchdb"] == "Welcome")

@@ -123,14 +123,14 @@ final class GatewayCluster: @unchecked Sendable {
     /// Creates database `name` with a user `admin` (password `admin`) who reads and writes `*`,
     /// and returns that user's client through gateway `gateway`.
     @discardableResult
-    func createDatabaseWithAdmin(_ name: String, gateway: Int = 0) throws -> GatewayClient {
+    func createDatabaseWithAdmin(_ name: String, gateway: Int = 0) throws -> GatewayHTTPClient {
         try createDatabase(name)
         try addUser("admin", database: name, password: "admin", read: ["*"], write: ["*"])
         return client(database: name, gateway: gateway, user: "admin", password: "admin")
     }
 
     /// A plain HTTP client of database `database` through gateway `gateway`.
-    func client(database: String, gateway: Int = 0, user: String = "admin", password: String = "admin") -> GatewayClient {
-        GatewayClient(databaseURL: gateways[gateway].databaseURL(database), user: user, password: password)
+    func client(database: String, gateway: Int = 0, user: String = "admin", password: String = "admin") -> GatewayHTTPClient {
+        GatewayHTTPClient(databaseURL: gateways[gateway].databaseURL(database), user: user, password: password)
     }
 }

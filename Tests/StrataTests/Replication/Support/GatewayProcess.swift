@@ -10,14 +10,14 @@ import Darwin
 /// The first start asks for `--port 0` and reads the port from the `strata-gateway listening on
 /// http://…` line; later starts (after ``kill()`` or ``stop()``) reuse that port, so that clients
 /// holding the URL reconnect to the new process. Its standard output and error go to a log file
-/// (``log``), which failure messages quote.
+/// (``logPath``), which failure messages quote.
 final class GatewayProcess: @unchecked Sendable {
     /// The gateway's PostgreSQL URL (`--postgres`).
     let postgresURL: String
     /// Where the process's output goes, across restarts.
     let logPath: String
     private let lock = NSLock()
-    private var process: Process?
+    private var process: SpawnedProcess?
     private var logOffset: UInt64 = 0
     private var boundPort: Int?
 
@@ -25,7 +25,6 @@ final class GatewayProcess: @unchecked Sendable {
     init(postgresURL: String, logPath: String) throws {
         self.postgresURL = postgresURL
         self.logPath = logPath
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         try start()
     }
 
@@ -66,16 +65,9 @@ final class GatewayProcess: @unchecked Sendable {
         guard let binary = ReplicationTestEnvironment.gatewayBinary else {
             throw FixtureError("STRATA_GATEWAY_BIN is not set")
         }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        defer { try? handle.close() }
-        let offset = try handle.seekToEnd()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--postgres", postgresURL, "--host", "127.0.0.1", "--port", String(port)]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        let offset = ((try? FileManager.default.attributesOfItem(atPath: logPath))?[.size] as? NSNumber)?.uint64Value ?? 0
+        let process = try SpawnedProcess(binary, ["serve", "--postgres", postgresURL, "--host", "127.0.0.1", "--port", String(port)],
+                                         outputPath: logPath)
         lock.withLock {
             self.process = process
             logOffset = offset
@@ -87,12 +79,10 @@ final class GatewayProcess: @unchecked Sendable {
                 return
             }
             if !process.isRunning {
-                process.waitUntilExit()
-                throw FixtureError("strata-gateway serve exited \(process.terminationStatus) before listening: \(logText(after: offset))")
+                throw FixtureError("strata-gateway serve exited \(process.exitCode ?? -1) before listening: \(logText(after: offset))")
             }
             if Date() > deadline {
-                deliver(SIGKILL, to: process.processIdentifier)
-                process.waitUntilExit()
+                process.killAndWait()
                 throw FixtureError("strata-gateway serve printed no listening line in 90 s: \(logText(after: offset))")
             }
             usleep(20_000)
@@ -120,26 +110,14 @@ final class GatewayProcess: @unchecked Sendable {
 
     /// `kill -9`: returns once the process is gone.
     func kill() {
-        signalAndWait(SIGKILL)
+        lock.withLock { process }?.killAndWait()
     }
 
     /// SIGTERM, then SIGKILL if it has not ended within `grace` seconds; returns once it is gone.
     func stop(grace: Double = 10) {
-        guard let process = lock.withLock({ self.process }), process.isRunning else { return }
-        deliver(SIGTERM, to: process.processIdentifier)
-        let deadline = Date().addingTimeInterval(grace)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        signalAndWait(SIGKILL)
-    }
-
-    private func signalAndWait(_ signal: Int32) {
         guard let process = lock.withLock({ self.process }) else { return }
-        if process.isRunning { deliver(signal, to: process.processIdentifier) }
-        process.waitUntilExit()
+        process.send(SIGTERM)
+        _ = process.waitForExit(timeout: grace)
+        process.killAndWait()
     }
-}
-
-/// `kill(2)` (a free function, since ``GatewayProcess/kill()`` hides the C name inside the class).
-private func deliver(_ signal: Int32, to pid: pid_t) {
-    _ = kill(pid, signal)
 }

@@ -45,7 +45,7 @@ final class PostgresServer: @unchecked Sendable {
     /// Starts the server (again) on its port; returns once it accepts connections.
     func start() throws {
         let output = try runChecked(ReplicationTestEnvironment.postgresScript, ["start", directory.path, String(port)], timeout: 180)
-        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) else {
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") && !$0.contains(" ") }) else {
             throw FixtureError("Scripts/postgres start printed no URL: \(output)")
         }
         lock.withLock { url = String(line) }

@@ -66,49 +66,25 @@ struct FixtureError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The result of a finished command.
+/// The result of a finished command: its exit code and what it wrote (standard output and error).
 struct CommandResult {
     var status: Int32
     var output: String
-    var errorOutput: String
 }
 
 /// Runs `executable` with `arguments` to its end (at most `timeout` seconds, then it is killed and
-/// this throws), its standard output and error going to files so that a daemon it leaves behind
-/// (pg_ctl's postmaster) cannot hold a pipe open.
-func runCommand(_ executable: String, _ arguments: [String], timeout: Double = 120,
-                environment: [String: String]? = nil) throws -> CommandResult {
-    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("strata-cmd-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let outURL = scratch.appendingPathComponent("out")
-    let errURL = scratch.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-    defer { try? out.close(); try? err.close() }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning {
-        if Date() > deadline {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw FixtureError("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-        }
-        usleep(10_000)
+/// this throws), its standard output and error going to a file so that a daemon it leaves behind
+/// (pg_ctl's postmaster) cannot hold a pipe open. The output is the two streams together.
+func runCommand(_ executable: String, _ arguments: [String], timeout: Double = 120) throws -> CommandResult {
+    let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("strata-cmd-\(UUID().uuidString).log").path
+    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+    let process = try SpawnedProcess(executable, arguments, outputPath: outputPath)
+    guard process.waitForExit(timeout: timeout) else {
+        process.killAndWait()
+        throw FixtureError("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
     }
-    process.waitUntilExit()
-    let output = String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self)
-    let errorOutput = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
-    return CommandResult(status: process.terminationStatus, output: output, errorOutput: errorOutput)
+    let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    return CommandResult(status: process.exitCode ?? -1, output: output)
 }
 
 /// Runs a command that must succeed; throws with its output otherwise.
@@ -116,7 +92,7 @@ func runCommand(_ executable: String, _ arguments: [String], timeout: Double = 1
 func runChecked(_ executable: String, _ arguments: [String], timeout: Double = 120) throws -> String {
     let result = try runCommand(executable, arguments, timeout: timeout)
     guard result.status == 0 else {
-        throw FixtureError("\(executable) \(arguments.joined(separator: " ")) exited \(result.status): \(result.output)\(result.errorOutput)")
+        throw FixtureError("\(executable) \(arguments.joined(separator: " ")) exited \(result.status): \(result.output)")
     }
     return result.output
 }

@@ -6,7 +6,7 @@ import FoundationNetworking
 
 /// A plain HTTP client of one gateway database, for tests that read or write the server side
 /// directly (Gateway/PROTOCOL.md), without Strata's replicator.
-struct GatewayClient: Sendable {
+struct GatewayHTTPClient: Sendable {
     /// The database's URL, `http://127.0.0.1:<port>/<db>`.
     let databaseURL: URL
     let user: String
@@ -20,20 +20,19 @@ struct GatewayClient: Sendable {
         var description: String { "HTTP \(status) \(text)" }
     }
 
-    private static let session: URLSession = {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 120
-        configuration.httpMaximumConnectionsPerHost = 8
-        return URLSession(configuration: configuration)
-    }()
-
     /// Sends `method` to `path` (relative to the database URL; "" for the database itself) with
     /// an optional JSON body and the client's Basic credentials.
+    ///
+    /// Each request has a session of its own whose delegate cancels an authentication challenge:
+    /// on Linux, URLSession given a 401 with `WWW-Authenticate` and no credential to offer waits
+    /// forever under the default handling (seen with swift-corelibs-foundation, Swift 6.3.1); a
+    /// cancelled challenge is reported here as the 401 it was.
     func request(_ method: String, _ path: String, body: JSON? = nil, authenticate: Bool = true) async throws -> Response {
         let text = databaseURL.absoluteString + (path.isEmpty ? "/" : "/" + path)
         guard let url = URL(string: text) else { throw FixtureError("bad URL \(text)") }
         var request = URLRequest(url: url)
         request.httpMethod = method
+        request.timeoutInterval = 120
         if let body {
             request.httpBody = body.jsonData()
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -42,9 +41,16 @@ struct GatewayClient: Sendable {
             let token = Data("\(user):\(password)".utf8).base64EncodedString()
             request.setValue("Basic \(token)", forHTTPHeaderField: "Authorization")
         }
-        let (data, response) = try await Self.session.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        return Response(status: status, body: try? JSON(parsing: data), text: String(decoding: data, as: UTF8.self))
+        let delegate = ChallengeRefuser()
+        let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        do {
+            let (data, response) = try await session.data(for: request)
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            return Response(status: status, body: try? JSON(parsing: data), text: String(decoding: data, as: UTF8.self))
+        } catch where delegate.challenged {
+            return Response(status: 401, body: nil, text: "(authentication challenge)")
+        }
     }
 
     /// Like ``request(_:_:body:authenticate:)`` but throws unless the status is 2xx.
@@ -193,5 +199,19 @@ struct ServerSnapshot: Sendable {
     /// The live documents' winners by id.
     var liveWinners: [String: String] {
         documents.values.filter { !$0.isDeleted }.reduce(into: [:]) { $0[$1.id] = $1.winner }
+    }
+}
+
+/// Cancels every authentication challenge and remembers that one came.
+private final class ChallengeRefuser: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var sawChallenge = false
+
+    var challenged: Bool { lock.withLock { sawChallenge } }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        lock.withLock { sawChallenge = true }
+        completionHandler(.cancelAuthenticationChallenge, nil)
     }
 }
