@@ -584,7 +584,8 @@ package final class DatabaseState: CollectionState {
         tree.addChild(of: 0, revision: RevisionID(generation: record.revision &+ 1, digest: digest) ?? RevisionDigest.overflow,
                       isDeleted: true)
         tree.settle()
-        let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
+        // Every leaf is a deletion now; the winner may be another one, of a higher generation.
+        let tombstone = DocumentRecord(isDeleted: true, revision: tree.winner.revision.generation, changeSequence: sequence,
                                        createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [],
                                        tree: tree)
         var tombstoneValue: [UInt8] = []
