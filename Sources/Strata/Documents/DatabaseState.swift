@@ -73,6 +73,14 @@ package final class DatabaseState: CollectionState {
             return DocumentLayout.databasePayload()
         }
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
+        if entry.payload != DocumentLayout.databasePayload() {
+            // Layout 1 (FORMAT.md §16.1): from now on records may hold revision trees, which a
+            // build reading only layout 1 must refuse rather than call corrupt.
+            var batch = CommitBatch()
+            Catalog.put(CatalogEntry(id: entry.id, payload: DocumentLayout.databasePayload()), kind: .documentDatabase,
+                        name: name, into: &batch.records)
+            try store.engine.commit(batch)
+        }
         self.id = entry.id
         // The feed's last key is the highest sequence ever used (a document's newest entry is
         // never removed), so the next one follows it.

@@ -295,6 +295,42 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(full.history.count == 2 && full.history[1] == RevisionID(legacy.metadata.revisionID)!.digest)
     }
 
+    @Test("a database of layout 1 is rewritten as layout 2 when opened; an unknown layout is refused")
+    func layoutVersions() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        func setLayout(_ payload: [UInt8]) throws {
+            let store = try Store.open(at: dir.url, options: documentStoreOptions())
+            defer { try? store.close() }
+            let db = try store.documents("main")
+            var batch = CommitBatch()
+            Catalog.put(CatalogEntry(id: db.state.id, payload: payload), kind: .documentDatabase, name: "main", into: &batch.records)
+            try store.engine.commit(batch)
+        }
+        func storedLayout() throws -> [UInt8]? {
+            let store = try Store.open(at: dir.url, options: documentStoreOptions())
+            defer { try? store.close() }
+            return try store.catalog.entry(kind: .documentDatabase, name: "main")?.payload
+        }
+        try setLayout([1])
+        #expect(try storedLayout() == [1])
+        do {
+            let store = try Store.open(at: dir.url, options: documentStoreOptions())
+            defer { try? store.close() }
+            _ = try store.documents("main")
+        }
+        #expect(try storedLayout() == [2])
+        try setLayout([3])
+        let store = try Store.open(at: dir.url, options: documentStoreOptions())
+        defer { try? store.close() }
+        #expect {
+            _ = try store.documents("main")
+        } throws: { error in
+            guard case StrataError.unsupportedFormatVersion(_, 3) = error else { return false }
+            return true
+        }
+    }
+
     @Test("model: random saves, deletes and partial exchanges on three replicas converge once everything is exchanged",
           arguments: [1, 2, 3, 4] as [UInt64])
     func convergence(seed: UInt64) throws {
