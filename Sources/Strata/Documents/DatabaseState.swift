@@ -249,6 +249,9 @@ package final class DatabaseState: CollectionState {
 
     enum WriteMode {
         case save, add, update
+        /// A save that must replace the stored revision the document carries
+        /// (``ConcurrencyControl/failOnConflict``).
+        case saveIfCurrent
     }
 
     /// The index rows a write removes and adds for one document, by index name.
@@ -298,6 +301,14 @@ package final class DatabaseState: CollectionState {
             let exists = old.map { !$0.record.isDeleted } ?? false
             switch mode {
             case .save: break
+            case .saveIfCurrent:
+                let stored = old.flatMap { $0.record.isDeleted ? nil : $0.record.revisionID(documentID: documentID).description } ?? ""
+                if document.metadata.revisionID != stored {
+                    let given = document.metadata.revisionID.isEmpty ? "no revision" : "revision \(document.metadata.revisionID)"
+                    let now = stored.isEmpty ? "none (absent or deleted)" : stored
+                    throw StrataError.conflict("document \(documentID.debugDescription) in database \(name.debugDescription) was "
+                                               + "saved with \(given), but the stored revision is \(now)")
+                }
             case .add:
                 if exists {
                     throw StrataError.conflict("document \(documentID.debugDescription) exists in database \(name.debugDescription)")

@@ -108,6 +108,36 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(try b.document(id: "d") == (try a.document(id: "d")))
     }
 
+    @Test(".failOnConflict saves only over the revision the document carries; the default saves over anything")
+    func failOnConflict() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (store, db) = try Self.open(dir)
+        defer { try? store.close() }
+        let fresh = Document(id: "d", fields: ["v": 1])
+        let first = try db.save(fresh, concurrencyControl: .failOnConflict)
+        // The same fresh document again: it does not exist any more as "absent".
+        #expect(throws: StrataError.self) { try db.save(fresh, concurrencyControl: .failOnConflict) }
+        var edited = first
+        edited["v"] = 2
+        let second = try db.save(edited, concurrencyControl: .failOnConflict)
+        var stale = first
+        stale["v"] = 3
+        #expect {
+            try db.save(stale, concurrencyControl: .failOnConflict)
+        } throws: { error in
+            guard case StrataError.conflict(let message) = error else { return false }
+            return message.contains(first.metadata.revisionID) && message.contains(second.metadata.revisionID)
+        }
+        #expect(try db.document(id: "d")?["v"] == 2)
+        #expect(try db.save(stale)["v"] == 3)
+        try db.delete(id: "d")
+        #expect(throws: StrataError.self) { try db.save(stale, concurrencyControl: .failOnConflict) }
+        var recreated = Document(id: "d", fields: ["v": 4])
+        recreated.metadata.revisionID = ""
+        #expect(try db.save(recreated, concurrencyControl: .failOnConflict).metadata.revision == 5)
+    }
+
     @Test("a replicated change is external in the change feed and the change stream; a local one is not")
     func externalChanges() async throws {
         let dir = try TemporaryDirectory()
