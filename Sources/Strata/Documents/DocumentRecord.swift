@@ -151,6 +151,14 @@ package struct DocumentRecord: Sendable, Equatable {
         return RevisionID(generation: max(revision, 1), digest: digest) ?? RevisionID(generation: 1, digest: "0")!
     }
 
+    /// For tools: the winner's revision id, the conflicting leaves' ids, and how many revisions
+    /// the tree keeps.
+    package func revisionSummary(documentID: String) -> (revisionID: String, conflicts: [String], kept: Int) {
+        let tree = treeOrLegacy(documentID: documentID)
+        return (tree.winner.revision.description,
+                tree.nodes.dropFirst().filter { $0.isLeaf && !$0.isDeleted }.map(\.revision.description), tree.nodes.count)
+    }
+
     /// The record's tree, or for a record without one the single revision it stands for.
     func treeOrLegacy(documentID: String) -> RevisionTree {
         tree ?? RevisionTree(nodes: [RevisionTree.Node(revision: revisionID(documentID: documentID), parent: nil,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataInspection
 
 // Revisions of documents (FORMAT.md §16.2, §16.6): CouchDB revision ids, the revision tree,
 // conflicting branches, the winner every replica picks, conflict resolution, and the package API
@@ -77,7 +78,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
     func conflictsAndResolution() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let (storeA, a) = try Self.open(dir, "a")
+        var (storeA, a) = try Self.open(dir, "a")
         let (storeB, b) = try Self.open(dir, "b")
         defer { try? storeA.close(); try? storeB.close() }
         try a.save(Document(id: "d", fields: ["v": "base"]))
@@ -97,6 +98,14 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(RevisionID(conflictsA[0].metadata.revisionID)! < RevisionID(winnerA.metadata.revisionID)!)
         // Nothing more to move, either way.
         #expect(try exchangeRevisions(from: a, to: b) == 0 && (try exchangeRevisions(from: b, to: a)) == 0)
+
+        // The inspector (strata-dump documents) shows the winner and the conflict.
+        try storeA.close()
+        let dumped = try #require(try DocumentInspector.dump(database: "main", ofStoreAt: dir.url.appendingPathComponent("a").path)
+            .documents.first)
+        #expect(dumped.revisionID == winnerA.metadata.revisionID && dumped.conflicts == [conflictsA[0].metadata.revisionID])
+        #expect(dumped.revisionsKept == 3)
+        (storeA, a) = try Self.open(dir, "a")
 
         var merged = winnerA
         merged["v"] = "merged"
