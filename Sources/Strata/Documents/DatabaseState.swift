@@ -257,6 +257,8 @@ package final class DatabaseState: CollectionState {
         /// The live version replaced, without attachments (only when asked for, to map it).
         var oldDocument: Document?
         var record: DocumentRecord
+        /// The fields as binary JSON (FORMAT.md §13.1): the record's body.
+        var body: [UInt8]
     }
 
     /// Resolves a batch against `snapshot`: for each document the version it replaces and the
@@ -265,9 +267,9 @@ package final class DatabaseState: CollectionState {
     private func steps(_ documents: [Document], attachments: [[DocumentRecord.AttachmentInfo]], mode: WriteMode, now: Date,
                        snapshot: Snapshot, firstSequence: UInt64, withOldDocuments: Bool,
                        pending: [String: (record: DocumentRecord, document: Document?)] = [:]) throws
-        -> (steps: [Step], revisions: [String: UInt64]) {
+        -> (steps: [Step], revisions: [String: String]) {
         var latest = pending
-        var revisions: [String: UInt64] = [:]
+        var revisions: [String: String] = [:]
         var out: [Step] = []
         out.reserveCapacity(documents.count)
         var sequence = firstSequence
@@ -284,7 +286,7 @@ package final class DatabaseState: CollectionState {
                         return (record, live)
                     }
                 }
-                revisions[documentID] = old?.record.revision ?? 0
+                revisions[documentID] = old.map { $0.record.revisionID(documentID: documentID).description } ?? ""
             }
             let exists = old.map { !$0.record.isDeleted } ?? false
             switch mode {
@@ -298,14 +300,27 @@ package final class DatabaseState: CollectionState {
                     throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
                 }
             }
+            var body: [UInt8] = []
+            body.reserveCapacity(32 + document.fields.count * 24)
+            JSON.object(document.fields).appendBinary(to: &body)
+            // The new revision is a child of the winner (last writer wins on this replica).
+            var tree = old.map { $0.record.treeOrLegacy(documentID: documentID) } ?? RevisionTree(nodes: [])
+            let generation = (old?.record.revision ?? 0) &+ 1
+            let digest = RevisionDigest.make(parent: tree.nodes.first?.revision, isDeleted: false, body: body,
+                                             type: document.metadata.type, channels: document.metadata.channels,
+                                             attachments: attachments[i])
+            tree.addChild(of: tree.nodes.isEmpty ? nil : 0, revision: try RevisionDigest.revision(generation, digest),
+                          isDeleted: false)
+            tree.settle()
             let record = DocumentRecord(
-                isDeleted: false, revision: (old?.record.revision ?? 0) + 1, changeSequence: sequence,
+                isDeleted: false, revision: generation, changeSequence: sequence,
                 createDate: exists ? (old?.record.createDate ?? now) : now, lastChange: now,
-                type: document.metadata.type, channels: document.metadata.channels, attachments: attachments[i])
+                type: document.metadata.type, channels: document.metadata.channels, attachments: attachments[i], tree: tree)
             document.metadata = record.metadata(id: documentID)
             var mapped = document
             mapped.attachments = [:]
-            out.append(Step(document: document, key: key, old: old?.record, oldDocument: exists ? old?.document : nil, record: record))
+            out.append(Step(document: document, key: key, old: old?.record, oldDocument: exists ? old?.document : nil, record: record,
+                            body: body))
             latest[documentID] = (record, withOldDocuments ? mapped : nil)
             sequence += 1
         }
@@ -365,7 +380,7 @@ package final class DatabaseState: CollectionState {
             // Phase 1, no lock: the versions replaced and every attached index's rows (nothing
             // to do without indexes).
             let active = indexes.withLock { $0 }
-            var phaseOne: (steps: [Step], revisions: [String: UInt64], firstSequence: UInt64)?
+            var phaseOne: (steps: [Step], revisions: [String: String], firstSequence: UInt64)?
             var rows: [RowChanges] = []
             if !active.isEmpty {
                 // Read before the snapshot: a commit it counts is in the snapshot.
@@ -419,7 +434,7 @@ package final class DatabaseState: CollectionState {
         var batch = WriteBatch()
         swap(&batch, &commit.records)
         defer { swap(&batch, &commit.records) }
-        let converted = convertUnattached(w, into: &batch)
+        let converted = convertUnattachedIndexes(w, into: &batch)
         var results: [Document] = []
         results.reserveCapacity(steps.count)
         var changes: [DocumentChange] = []
@@ -442,9 +457,9 @@ package final class DatabaseState: CollectionState {
                 if old.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, old.changeSequence)) }
             }
             var value: [UInt8] = []
-            value.reserveCapacity(64 + step.document.fields.count * 24)
+            value.reserveCapacity(64 + step.body.count)
             step.record.appendHeader(to: &value)
-            JSON.object(step.document.fields).appendBinary(to: &value)
+            value.append(contentsOf: step.body)
             batch.putRaw(step.key, value)
             batch.putRaw(DocumentLayout.changeKey(id, step.record.changeSequence),
                          DocumentLayout.changeValue(id: documentID, isDeletion: false, revision: step.record.revision))
@@ -476,7 +491,7 @@ package final class DatabaseState: CollectionState {
     /// Adds to `batch` the rewrite, as behind at the last committed sequence, of every stored
     /// index that was current when the database was opened and is not attached: the commit being
     /// built does not maintain it. Returns whether there was any (clear them once committed).
-    private func convertUnattached(_ w: WriterState, into batch: inout WriteBatch) -> Bool {
+    func convertUnattachedIndexes(_ w: WriterState, into batch: inout WriteBatch) -> Bool {
         guard !w.unconverted.isEmpty else { return false }
         for (indexName, stored) in w.unconverted {
             var payload = stored.payload
@@ -514,13 +529,19 @@ package final class DatabaseState: CollectionState {
             return (record, document)
         }
         while true {
+            // A document in conflict: another leaf wins after the deletion.
+            // (Errors are left to the checked load below: inside a transaction holding the
+            // database, it is the lock that must answer.)
+            if (try? load(try engine.snapshot(), withDocument: false))?.0.tree?.hasConflicts == true {
+                return try deleteInConflict(documentID)
+            }
             // Phase 1, no lock: the rows of the stored version (nothing to do without indexes).
             let active = indexes.withLock { $0 }
-            var mappedRevision: UInt64?
+            var mappedRevision: RevisionID?
             var rows: [String: [IndexRow]] = [:]
             if !active.isEmpty {
                 let (record, oldDocument) = try load(try engine.snapshot(), withDocument: true)
-                mappedRevision = record.revision
+                mappedRevision = record.revisionID(documentID: documentID)
                 if let oldDocument {
                     for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: oldDocument, index: index) }
                 }
@@ -530,7 +551,8 @@ package final class DatabaseState: CollectionState {
                 let current = indexes.withLock { $0 }
                 guard current.mapValues(\.id) == active.mapValues(\.id) else { return false }
                 let (record, _) = try load(try engine.snapshot(), withDocument: false)
-                if let mappedRevision, record.revision != mappedRevision { return false }
+                if let mappedRevision, record.revisionID(documentID: documentID) != mappedRevision { return false }
+                if record.tree?.hasConflicts == true { return false }
                 var staged = w
                 var batch = CommitBatch()
                 stageDelete(documentID, record: record, rows: rows, indexes: current, now: now, writer: &staged, into: &batch)
@@ -554,11 +576,18 @@ package final class DatabaseState: CollectionState {
         var batch = WriteBatch()
         swap(&batch, &commit.records)
         defer { swap(&batch, &commit.records) }
-        let converted = convertUnattached(w, into: &batch)
+        let converted = convertUnattachedIndexes(w, into: &batch)
         for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
         if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }
+        var tree = record.treeOrLegacy(documentID: documentID)
+        let parent = tree.winner.revision
+        let digest = RevisionDigest.make(parent: parent, isDeleted: true, body: [], type: nil, channels: [], attachments: [])
+        tree.addChild(of: 0, revision: RevisionID(generation: record.revision &+ 1, digest: digest) ?? RevisionDigest.overflow,
+                      isDeleted: true)
+        tree.settle()
         let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
-                                       createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [])
+                                       createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [],
+                                       tree: tree)
         var tombstoneValue: [UInt8] = []
         tombstone.appendHeader(to: &tombstoneValue)
         batch.putRaw(key, tombstoneValue)
@@ -620,6 +649,17 @@ package final class DatabaseState: CollectionState {
             }
         }
         guard !record.isDeleted else { throw notFound }
+        if let tree = record.tree, tree.hasConflicts {
+            guard w.uncommitted[documentID] == nil else {
+                throw StrataError.invalidArgument("document \(documentID.debugDescription) is in conflict and was written earlier in "
+                                                  + "this transaction: delete it in a transaction of its own")
+            }
+            let snapshot = try engine.snapshot()
+            let tombstone = LeafRevision.tombstone(revision: record.revision &+ 1, createDate: record.createDate, lastChange: clock())
+            let plans = try planRevisions([try child(of: 0, in: tree, documentID: documentID, content: tombstone)], snapshot: snapshot)
+            stage(plans, rows: try rowChanges(of: plans, indexes: active), indexes: active, isExternal: false, writer: &w, into: &batch)
+            return
+        }
         var rows: [String: [IndexRow]] = [:]
         if let old {
             for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: old, index: index) }

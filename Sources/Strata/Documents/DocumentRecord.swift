@@ -7,11 +7,13 @@ import Foundation
 ///
 /// Value of `(4, databaseId, documentId)`:
 ///
-///     u8     flags            bit 0 deleted (tombstone), bit 1 has type, bit 2 has attachments
+///     u8     flags            bit 0 deleted (tombstone), bit 1 has type, bit 2 has attachments,
+///                             bit 3 has a revision tree
 ///     varint revision
 ///     varint changeSequence   the key of this revision's entry in the change feed
 ///     u64 LE createDate       bit pattern of a Double, seconds since 2001-01-01T00:00:00Z
 ///     u64 LE lastChange       likewise
+///     [revision tree]         if flag bit 3 (``RevisionTree``); its first node is this revision
 ///     [varint length, UTF-8]  type, if flag bit 1
 ///     varint channel count, then each channel as varint length, UTF-8
 ///     [varint count, then per attachment: name, content type (each varint length, UTF-8),
@@ -30,6 +32,7 @@ package struct DocumentRecord: Sendable, Equatable {
     package static let deletedFlag: UInt8 = 1
     static let typeFlag: UInt8 = 2
     static let attachmentsFlag: UInt8 = 4
+    static let treeFlag: UInt8 = 8
 
     package var isDeleted: Bool
     package var revision: UInt64
@@ -39,11 +42,15 @@ package struct DocumentRecord: Sendable, Equatable {
     package var type: String?
     package var channels: [String]
     package var attachments: [AttachmentInfo]
+    /// The revision tree; nil in a record written before revision trees (its revision id is
+    /// then ``legacyRevisionID(documentID:)``).
+    var tree: RevisionTree?
     /// Offset of the body in the encoded value (decoding only).
     var bodyOffset: Int = 0
 
     init(isDeleted: Bool, revision: UInt64, changeSequence: UInt64, createDate: Date, lastChange: Date,
-         type: String?, channels: [String], attachments: [AttachmentInfo]) {
+         type: String?, channels: [String], attachments: [AttachmentInfo], tree: RevisionTree? = nil) {
+        self.tree = tree
         self.isDeleted = isDeleted
         self.revision = revision
         self.changeSequence = changeSequence
@@ -60,11 +67,13 @@ package struct DocumentRecord: Sendable, Equatable {
         if isDeleted { flags |= Self.deletedFlag }
         if type != nil { flags |= Self.typeFlag }
         if !attachments.isEmpty { flags |= Self.attachmentsFlag }
+        if tree != nil { flags |= Self.treeFlag }
         out.append(flags)
         Varint.append(revision, to: &out)
         Varint.append(changeSequence, to: &out)
         LittleEndian.append(createDate.timeIntervalSinceReferenceDate.bitPattern, to: &out)
         LittleEndian.append(lastChange.timeIntervalSinceReferenceDate.bitPattern, to: &out)
+        tree?.append(to: &out)
         if let type { DocumentLayout.appendString(type, to: &out) }
         Varint.append(channels.count, to: &out)
         for channel in channels { DocumentLayout.appendString(channel, to: &out) }
@@ -85,7 +94,7 @@ package struct DocumentRecord: Sendable, Equatable {
     package init(decoding value: UnsafeRawBufferPointer, documentID: String) throws {
         var reader = DocumentLayout.Reader(buffer: value, kind: "document", name: documentID)
         let flags = try reader.byte()
-        guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag) == 0 else {
+        guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag | Self.treeFlag) == 0 else {
             throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))")
         }
         isDeleted = flags & Self.deletedFlag != 0
@@ -93,6 +102,16 @@ package struct DocumentRecord: Sendable, Equatable {
         changeSequence = try reader.varint("change sequence")
         createDate = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64("create date")))
         lastChange = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.uint64("last change")))
+        if flags & Self.treeFlag != 0 {
+            let at = reader.offset
+            let tree = try RevisionTree(reading: &reader)
+            guard tree.winner.revision.generation == revision, tree.winner.isDeleted == isDeleted else {
+                throw reader.corrupted(at, "the revision tree's winner \(tree.winner.revision) is not revision \(revision)")
+            }
+            self.tree = tree
+        } else {
+            tree = nil
+        }
         type = flags & Self.typeFlag != 0 ? try reader.string("type") : nil
         let channelCount = try reader.count("channel count")
         var channels: [String] = []
@@ -119,12 +138,32 @@ package struct DocumentRecord: Sendable, Equatable {
         }
     }
 
+    /// The id of this revision: the tree's winner, or for a record written before revision trees
+    /// a digest derived from the id and revision (FORMAT.md §16.2), the same on every read.
+    func revisionID(documentID: String) -> RevisionID {
+        tree?.winner.revision ?? Self.legacyRevisionID(documentID: documentID, revision: revision)
+    }
+
+    /// The revision id of a record without a tree: MD5 of `documentID ‖ 0x00 ‖ decimal revision`.
+    static func legacyRevisionID(documentID: String, revision: UInt64) -> RevisionID {
+        let digest = MD5.digest(Array(documentID.utf8) + [0] + Array(String(revision).utf8)).hexString
+        // A revision of 0 is never stored; generation 1 keeps the id well formed regardless.
+        return RevisionID(generation: max(revision, 1), digest: digest) ?? RevisionID(generation: 1, digest: "0")!
+    }
+
+    /// The record's tree, or for a record without one the single revision it stands for.
+    func treeOrLegacy(documentID: String) -> RevisionTree {
+        tree ?? RevisionTree(nodes: [RevisionTree.Node(revision: revisionID(documentID: documentID), parent: nil,
+                                                       isDeleted: isDeleted, isLeaf: true)])
+    }
+
     /// The document's metadata.
     func metadata(id: String) -> DocumentMetadata {
         var m = DocumentMetadata(id: id)
         m.createDate = createDate
         m.lastChange = lastChange
         m.revision = revision
+        m.revisionID = revisionID(documentID: id).description
         m.type = type
         m.channels = channels
         return m
@@ -194,6 +233,34 @@ package enum DocumentLayout {
         return e.bytes
     }
 
+    /// `(12, databaseId, documentId)`: the prefix of a document's conflicting revisions.
+    static func conflictPrefix(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 16 + documentId.utf8.count)
+        e.append(Keyspace.conflictingRevisions.id)
+        e.append(databaseId)
+        e.append(documentId)
+        return e.bytes
+    }
+
+    /// `(12, databaseId, documentId, revisionId)` → a losing leaf revision (``LeafRevision``).
+    static func conflictKey(_ databaseId: UInt64, _ documentId: String, _ revision: RevisionID) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 56 + documentId.utf8.count)
+        e.append(Keyspace.conflictingRevisions.id)
+        e.append(databaseId)
+        e.append(documentId)
+        e.append(revision.description)
+        return e.bytes
+    }
+
+    /// `(13, databaseId, id)` → a local document as binary JSON.
+    static func localKey(_ databaseId: UInt64, _ id: String) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 16 + id.utf8.count)
+        e.append(Keyspace.localDocuments.id)
+        e.append(databaseId)
+        e.append(id)
+        return e.bytes
+    }
+
     /// `(6, databaseId)`: the prefix of a database's change feed.
     package static func changePrefix(_ databaseId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)
@@ -211,12 +278,12 @@ package enum DocumentLayout {
         return e.bytes
     }
 
-    /// Value of a change-feed entry: `u8 flags (bit 0 deletion) ‖ varint revision ‖ document id
-    /// UTF-8 to the end`.
-    static func changeValue(id: String, isDeletion: Bool, revision: UInt64) -> [UInt8] {
+    /// Value of a change-feed entry: `u8 flags (bit 0 deletion, bit 1 external) ‖ varint revision ‖
+    /// document id UTF-8 to the end`.
+    static func changeValue(id: String, isDeletion: Bool, revision: UInt64, isExternal: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(12 + id.utf8.count)
-        out.append(isDeletion ? 1 : 0)
+        out.append((isDeletion ? 1 : 0) | (isExternal ? 2 : 0))
         Varint.append(revision, to: &out)
         out.append(contentsOf: id.utf8)
         return out
@@ -226,12 +293,12 @@ package enum DocumentLayout {
     static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> DocumentChange {
         var reader = Reader(buffer: value, kind: "change", name: String(sequence))
         let flags = try reader.byte()
-        guard flags <= 1 else { throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))") }
+        guard flags <= 3 else { throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))") }
         let revision = try reader.varint("revision")
         guard let id = String(validating: UnsafeRawBufferPointer(rebasing: value[reader.offset...]), as: UTF8.self) else {
             throw reader.corrupted(reader.offset, "document id is not UTF-8")
         }
-        return DocumentChange(id: id, isDeletion: flags == 1, revision: revision, sequence: sequence)
+        return DocumentChange(id: id, isDeletion: flags & 1 != 0, revision: revision, sequence: sequence, isExternal: flags & 2 != 0)
     }
 
     /// `(5, indexId)`: the prefix of an index's rows.

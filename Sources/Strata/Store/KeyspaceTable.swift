@@ -25,7 +25,12 @@ extension Keyspace {
     package static let timeSeriesEditIndex = Keyspace(id: 8, name: "time-series edit index")
     /// Channel heads (last timetoken and floor): `(10, channelId)`.
     package static let channelHeads = Keyspace(id: 10, name: "channel heads")
-    // 9, 11 and 12…15 stay reserved for the collections.
+    /// Leaf revisions of documents in conflict, other than the winner:
+    /// `(12, databaseId, documentId, revisionId)`.
+    package static let conflictingRevisions = Keyspace(id: 12, name: "conflicting revisions")
+    /// Local documents of document databases (replication checkpoints): `(13, databaseId, id)`.
+    package static let localDocuments = Keyspace(id: 13, name: "local documents")
+    // 9, 11, 14 and 15 stay reserved for the collections.
     /// The security policy of sessions: `(16, 0)` (FORMAT.md §17).
     package static let security = Keyspace(id: 16, name: "security")
     /// Push subscriptions: devices, subscriptions, item states, the outbox: `(17, kind, …)`.
@@ -34,7 +39,8 @@ extension Keyspace {
     /// Every keyspace of this version, in id order.
     package static let all: [Keyspace] = [
         .catalog, .keyValue, .timeSeriesEvents, .channelMessages, .documents, .indexRows,
-        .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads, .security, .push,
+        .documentChanges, .attachments, .timeSeriesEditIndex, .channelHeads, .conflictingRevisions, .localDocuments,
+        .security, .push,
     ]
 }
 

@@ -1,0 +1,45 @@
+/// How Strata makes the digest of a new revision (FORMAT.md §16.2): the MD5, as 32 lowercase hex
+/// digits, of the parent's revision id, the deletion flag, the body and the metadata. Like
+/// CouchDB's, the same change to the same revision gives the same revision id on every replica.
+enum RevisionDigest {
+    /// MD5 of `parent ‖ 0x00 ‖ u8 deleted ‖ varint n, body ‖ type ‖ channels ‖ attachments`
+    /// (strings length-prefixed; attachments as name, content type, length, CRC32C).
+    static func make(parent: RevisionID?, isDeleted: Bool, body: [UInt8], type: String?, channels: [String],
+                     attachments: [DocumentRecord.AttachmentInfo]) -> String {
+        var input: [UInt8] = []
+        input.reserveCapacity(body.count + 64)
+        input.append(contentsOf: (parent?.description ?? "").utf8)
+        input.append(0)
+        input.append(isDeleted ? 1 : 0)
+        Varint.append(body.count, to: &input)
+        input.append(contentsOf: body)
+        if let type {
+            input.append(1)
+            DocumentLayout.appendString(type, to: &input)
+        } else {
+            input.append(0)
+        }
+        Varint.append(channels.count, to: &input)
+        for channel in channels { DocumentLayout.appendString(channel, to: &input) }
+        Varint.append(attachments.count, to: &input)
+        for a in attachments {
+            DocumentLayout.appendString(a.name, to: &input)
+            DocumentLayout.appendString(a.contentType, to: &input)
+            Varint.append(a.length, to: &input)
+            LittleEndian.append(a.crc, to: &input)
+        }
+        return MD5.digest(input).hexString
+    }
+
+    /// The revision id `generation-digest`; throws when the generation overflowed (a record
+    /// claiming 2⁶⁴ − 1 saves).
+    static func revision(_ generation: UInt64, _ digest: String) throws -> RevisionID {
+        guard let id = RevisionID(generation: generation, digest: digest) else {
+            throw StrataError.invalidArgument("a document cannot have more than \(UInt64.max - 1) revisions")
+        }
+        return id
+    }
+
+    /// Stands in when a tombstone's generation would overflow: a record claiming 2⁶⁴ − 1 saves.
+    static let overflow = RevisionID(generation: .max, digest: "0")!
+}
