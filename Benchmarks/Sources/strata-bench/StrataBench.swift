@@ -12,6 +12,7 @@ enum WorkloadRegistry {
         TSAppend(), TSRange(), TSScan(), TSLatest(), PushFanout(), PushOpen(),
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
+        SyncPush(), SyncPull(),
         Open(),
         PushTriggerEvaluation(),
     ]
@@ -76,6 +77,15 @@ struct StrataBench: ParsableCommand {
     @Flag(help: "Also run ts-append and ts-range on Strata through a StoreSession, each call checked against a security policy: a \"strata (session)\" row beside \"strata\", and the ratio checked/unchecked.")
     var session = false
 
+    @Option(help: "The strata-gateway database URL the sync-* workloads replicate with, e.g. http://127.0.0.1:4984/bench (default: $STRATA_BENCH_GATEWAY_URL; without one they are skipped).")
+    var gatewayURL: String?
+
+    @Option(help: "The gateway user of the sync-* workloads, who may read and write every channel (default: $STRATA_BENCH_GATEWAY_USER).")
+    var gatewayUser: String?
+
+    @Option(help: "That user's password (default: $STRATA_BENCH_GATEWAY_PASSWORD).")
+    var gatewayPassword: String?
+
     @Flag(help: "List the workloads and exit.")
     var list = false
 
@@ -86,9 +96,13 @@ struct StrataBench: ParsableCommand {
     var childDirectory: String?
 
     mutating func run() throws {
-        let config = BenchConfig(count: count, operations: operations, batch: batch, seed: seed, durability: durability,
+        var config = BenchConfig(count: count, operations: operations, batch: batch, seed: seed, durability: durability,
                                  series: series, values: values, channels: channels, quick: quick, openTrials: openTrials,
                                  cacheBytes: cache, session: session)
+        let environment = ProcessInfo.processInfo.environment
+        config.gatewayURL = gatewayURL ?? environment["STRATA_BENCH_GATEWAY_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        config.gatewayUser = gatewayUser ?? environment["STRATA_BENCH_GATEWAY_USER"]
+        config.gatewayPassword = gatewayPassword ?? environment["STRATA_BENCH_GATEWAY_PASSWORD"]
         if let childFill {
             guard let childDirectory, let count else { throw ValidationError("--child-fill needs --child-directory and --count") }
             try ChildFill.run(engine: childFill, directory: URL(fileURLWithPath: childDirectory), count: count, config: config)

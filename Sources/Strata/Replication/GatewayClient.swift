@@ -43,7 +43,19 @@ final class GatewayClient: Sendable {
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.urlCache = nil
         sessionConfiguration.httpCookieStorage = nil
-        self.session = URLSession(configuration: sessionConfiguration)
+        self.session = URLSession(configuration: sessionConfiguration, delegate: ChallengeRefuser(), delegateQueue: nil)
+    }
+
+    /// Answers every authentication challenge (a 401 with `WWW-Authenticate`) by cancelling it:
+    /// the credentials are in the request's `Authorization` header already, so a challenge means
+    /// they were refused. (Without a delegate, FoundationNetworking of Swift 6.3.1 never completes
+    /// such a request: swift-corelibs-foundation issue 5456.) The task then fails as cancelled,
+    /// which ``perform(_:what:)`` reports as a 401.
+    private final class ChallengeRefuser: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+        func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+                        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+            completionHandler(.cancelAuthenticationChallenge, nil)
+        }
     }
 
     /// Ends the session's connections; later requests fail.
@@ -109,45 +121,62 @@ final class GatewayClient: Sendable {
     }
 
     private func perform(_ request: URLRequest, what: String) async throws -> (Data, Int) {
-        final class TaskBox: @unchecked Sendable {
-            // Set once before the task resumes; read by the cancellation handler (guarded by `lock`).
+        /// The request's task and continuation: the continuation is resumed exactly once, by the
+        /// first of the completion handler and cancellation (an invalidated session also calls
+        /// the handlers of tasks never resumed).
+        final class Exchange: @unchecked Sendable {
+            // Every member is read and written under `lock`.
             let lock = NSLock()
             var task: URLSessionDataTask?
+            var continuation: CheckedContinuation<(Data, Int), any Error>?
             var cancelled = false
+
+            func finish(_ result: Result<(Data, Int), any Error>) {
+                let continuation = lock.withLock { () -> CheckedContinuation<(Data, Int), any Error>? in
+                    defer { self.continuation = nil }
+                    return self.continuation
+                }
+                continuation?.resume(with: result)
+            }
         }
-        let box = TaskBox()
+        let exchange = Exchange()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int), any Error>) in
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
                         let nsError = error as NSError
-                        if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorCancelled {
-                            continuation.resume(throwing: CancellationError())
+                        if nsError.domain == NSURLErrorDomain,
+                           nsError.code == NSURLErrorCancelled || nsError.code == NSURLErrorUserCancelledAuthentication {
+                            let cancelledByUs = exchange.lock.withLock { exchange.cancelled }
+                            exchange.finish(.failure(cancelledByUs ? CancellationError()
+                                : Fault.permanent(.network("\(what): 401 unauthorized: the gateway refused the credentials"))))
                         } else {
-                            continuation.resume(throwing: Fault.transient("\(what): \(error.localizedDescription)"))
+                            exchange.finish(.failure(Fault.transient("\(what): \(error.localizedDescription)")))
                         }
                         return
                     }
                     guard let http = response as? HTTPURLResponse else {
-                        continuation.resume(throwing: Fault.transient("\(what): no HTTP response"))
+                        exchange.finish(.failure(Fault.transient("\(what): no HTTP response")))
                         return
                     }
-                    continuation.resume(returning: (data ?? Data(), http.statusCode))
+                    exchange.finish(.success((data ?? Data(), http.statusCode)))
                 }
-                let cancelled = box.lock.withLock { () -> Bool in
-                    box.task = task
-                    return box.cancelled
+                let cancelled = exchange.lock.withLock { () -> Bool in
+                    exchange.task = task
+                    exchange.continuation = continuation
+                    return exchange.cancelled
                 }
                 if cancelled {
-                    continuation.resume(throwing: CancellationError())
+                    exchange.finish(.failure(CancellationError()))
+                    task.cancel()
                 } else {
                     task.resume()
                 }
             }
         } onCancel: {
-            let task = box.lock.withLock { () -> URLSessionDataTask? in
-                box.cancelled = true
-                return box.task
+            let task = exchange.lock.withLock { () -> URLSessionDataTask? in
+                exchange.cancelled = true
+                return exchange.task
             }
             task?.cancel()
         }

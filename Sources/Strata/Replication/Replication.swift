@@ -49,7 +49,10 @@ public final class Replication: Sendable {
     init(configuration: ReplicationConfiguration) {
         self.configuration = configuration
         (events, continuation) = AsyncStream.makeStream(of: ReplicationEvent.self, bufferingPolicy: .bufferingNewest(1_024))
-        if !configuration.bidirectional { state.withLock { $0.pushCaughtUp = true } }
+        state.withLock {
+            $0.pushCaughtUp = !configuration.pushes
+            $0.pullCaughtUp = !configuration.pulls
+        }
     }
 
     /// Where the replication is now.

@@ -47,7 +47,7 @@ struct ReplicationCheckpoint {
         if push, let filterName {
             text += filterName + "\n" + JSON.object(filterParameters).description
         }
-        return ReplicationMD5.hex(Data(text.utf8))
+        return MD5.digest(Array(text.utf8)).hexString
     }
 
     /// The database's replication uuid, created (and kept) on first use.

@@ -15,7 +15,8 @@ import Foundation
 ///
 /// Besides PredixSDK's settings it has tuning knobs with defaults that suit most uses:
 /// ``batchSize``, ``longpollTimeout``, ``maximumRetries``, ``maximumRetryDelay``,
-/// ``requestTimeout`` and ``revisionHistoryLimit``.
+/// ``requestTimeout`` and ``revisionHistoryLimit``; and a client-to-server mode, ``pushOnly``
+/// (``oneTimeClientToServerReplication(with:)``).
 public struct ReplicationConfiguration: Sendable {
     /// The gateway database, e.g. `http://127.0.0.1:4984/main` (a trailing `/` is ignored).
     public var url: URL
@@ -25,6 +26,9 @@ public struct ReplicationConfiguration: Sendable {
     /// Whether local changes are sent to the gateway too (true), or only the gateway's changes
     /// are received (false: server to client).
     public var bidirectional: Bool
+    /// Whether only local changes are sent, and nothing is received (client to server; default
+    /// false). An addition to PredixSDK's choices, for uploads and for measuring a push alone.
+    public var pushOnly: Bool
     /// The channels received from the gateway; empty: every channel the user may read.
     public var limitToChannels: [String]
     /// Which local documents are sent: called with each document's winning revision and
@@ -66,6 +70,7 @@ public struct ReplicationConfiguration: Sendable {
         self.url = url
         self.repeating = repeating
         self.bidirectional = bidirectional
+        self.pushOnly = false
         self.limitToChannels = []
         self.filter = nil
         self.filterParameters = [:]
@@ -105,6 +110,23 @@ public struct ReplicationConfiguration: Sendable {
     public static func oneTimeServerToClientReplication(with url: URL) -> ReplicationConfiguration {
         ReplicationConfiguration(url: url, repeating: false, bidirectional: false)
     }
+
+    /// Local changes only, once: ends when the gateway has every local document there was when it
+    /// started (``pushOnly``).
+    ///
+    /// ```swift
+    /// let config = ReplicationConfiguration.oneTimeClientToServerReplication(with: url)
+    /// ```
+    public static func oneTimeClientToServerReplication(with url: URL) -> ReplicationConfiguration {
+        var configuration = ReplicationConfiguration(url: url, repeating: false, bidirectional: true)
+        configuration.pushOnly = true
+        return configuration
+    }
+
+    /// Whether the replication receives the gateway's changes.
+    var pulls: Bool { !pushOnly }
+    /// Whether the replication sends local changes.
+    var pushes: Bool { bidirectional || pushOnly }
 
     /// Throws ``StrataError/invalidArgument(_:)`` for settings out of range.
     func validate() throws {

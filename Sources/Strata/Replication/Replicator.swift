@@ -41,10 +41,12 @@ struct Replicator: Sendable {
             let uuid = try await ReplicationCheckpoint.uuid(of: database)
             // The change stream is subscribed before the push reads the feed, so that no commit
             // falls between the two.
-            let wake = configuration.repeating && configuration.bidirectional ? try database.changes() : nil
+            let wake = configuration.repeating && configuration.pushes ? try database.changes() : nil
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await runDirection(push: false, uuid: uuid, wake: nil) }
-                if configuration.bidirectional {
+                if configuration.pulls {
+                    group.addTask { try await runDirection(push: false, uuid: uuid, wake: nil) }
+                }
+                if configuration.pushes {
                     group.addTask { try await runDirection(push: true, uuid: uuid, wake: wake) }
                 }
                 try await group.waitForAll()

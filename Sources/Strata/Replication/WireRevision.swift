@@ -36,7 +36,7 @@ enum WireRevision {
             for (name, attachment) in revision.attachments {
                 attachments[name] = .object([
                     "content_type": .string(attachment.contentType),
-                    "digest": .string(ReplicationMD5.attachmentDigest(attachment.data)),
+                    "digest": .string(attachmentDigest(attachment.data)),
                     "length": .int(Int64(attachment.length)),
                     "revpos": .int(Int64(clamping: revision.revisionID.generation)),
                     "data": .string(attachment.data.base64EncodedString()),
@@ -118,7 +118,7 @@ enum WireRevision {
                     throw malformed(id, "attachment \(name.debugDescription) has \(data.count) bytes, not its length \(length)")
                 }
                 if let digest = entry["digest"]?.stringValue, digest.hasPrefix("md5-"),
-                   digest != ReplicationMD5.attachmentDigest(data) {
+                   digest != attachmentDigest(data) {
                     throw malformed(id, "attachment \(name.debugDescription) does not match its digest \(digest)")
                 }
                 let contentType = entry["content_type"]?.stringValue ?? "application/octet-stream"
@@ -141,6 +141,15 @@ enum WireRevision {
         document.metadata.revisionID = revision.revisionID.description
         document.attachments = revision.attachments
         return document
+    }
+
+    /// The wire form of an attachment digest: `"md5-"` and the base64 of the MD5 of the bytes.
+    ///
+    /// ```swift
+    /// WireRevision.attachmentDigest(Data("abc".utf8))   // "md5-kAFQmDzST7DWlj99KOF/cg=="
+    /// ```
+    static func attachmentDigest(_ data: Data) -> String {
+        "md5-" + Data(MD5.digest(data)).base64EncodedString()
     }
 
     private static func strings(_ value: JSON, id: String, what: String) throws -> [String] {

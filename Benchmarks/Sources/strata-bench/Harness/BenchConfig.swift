@@ -39,6 +39,14 @@ struct BenchConfig: Sendable {
     /// `--session`: the workloads that can (``Workload/runsThroughSession``) also run on Strata
     /// through a `StoreSession`, in a row of their own beside the unchecked one.
     var session = false
+    /// `--gateway-url` (or `STRATA_BENCH_GATEWAY_URL`): the strata-gateway database the sync-*
+    /// workloads replicate with; nil skips them.
+    var gatewayURL: String? = nil
+    /// `--gateway-user` / `--gateway-password` (or `STRATA_BENCH_GATEWAY_USER` /
+    /// `STRATA_BENCH_GATEWAY_PASSWORD`): a user of that database who may read and write every
+    /// channel (`*`).
+    var gatewayUser: String? = nil
+    var gatewayPassword: String? = nil
 
     /// The number of records (events, messages, documents) a workload stores.
     func count(for workload: any Workload) -> Int {

@@ -26,7 +26,7 @@ struct Runner {
                 let context = RunContext(engine: engine, variant: variant, config: config, count: count,
                                          operations: operations, directory: directory, executable: executable, session: session)
                 unit = workload.operationUnit(context)
-                if let why = workload.unavailability(on: engine) {
+                if let why = workload.unavailability(on: engine, config: config) {
                     results.append(EngineResult(engine: row, unavailable: why))
                     continue
                 }

@@ -20,6 +20,9 @@ protocol Workload: Sendable {
     func operationUnit(_ run: RunContext) -> String
     /// nil when the workload runs on `engine`, else why not (printed instead of figures).
     func unavailability(on engine: EngineKind) -> String?
+    /// nil when the workload runs on `engine` with `config`, else why not (default:
+    /// ``unavailability(on:)``; the sync-* workloads need a gateway).
+    func unavailability(on engine: EngineKind, config: BenchConfig) -> String?
     /// Runs the workload on `run.engine`, timing each operation with `recorder`.
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome
     /// The row name of a reference measured after the engines in the same run (not a store,
@@ -41,6 +44,7 @@ extension Workload {
     var defaultOperations: Int { 0 }
     var quickOperations: Int { 0 }
     func unavailability(on engine: EngineKind) -> String? { nil }
+    func unavailability(on engine: EngineKind, config: BenchConfig) -> String? { unavailability(on: engine) }
     var referenceName: String? { nil }
     func reference(config: BenchConfig, count: Int, operations: Int, directory: URL, recorder: Recorder) throws -> (outcome: RunOutcome, bytes: Int) {
         throw BenchError("\(name) has no reference")
