@@ -47,10 +47,11 @@ struct ReplicationModeTests {
                 document["n"] = .int(Int64(1000 + n))
                 updated["a-\(n)"] = try await a.db.save(document).metadata.revisionID
             }
-            let push2 = try await runOnce(a.db, cluster.configuration(ReplicationConfiguration.oneTimeBidirectionalReplication, database: "main", gateway: 1))
+            // (The same URLs as before: a checkpoint belongs to one replication, named by its URL.)
+            let push2 = try await runOnce(a.db, cluster.configuration(ReplicationConfiguration.oneTimeBidirectionalReplication, database: "main", gateway: 0))
             #expect(push2.status == .completed)
             #expect(push2.log.sent == 10)
-            let pull2 = try await runOnce(b.db, cluster.configuration(ReplicationConfiguration.oneTimeServerToClientReplication, database: "main", gateway: 0))
+            let pull2 = try await runOnce(b.db, cluster.configuration(ReplicationConfiguration.oneTimeServerToClientReplication, database: "main", gateway: 1))
             #expect(pull2.status == .completed)
             #expect(pull2.log.received == 10)
             #expect(try winners(b, prefix: "a-") == updated)
