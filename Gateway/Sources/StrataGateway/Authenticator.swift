@@ -1,0 +1,71 @@
+import Foundation
+import HummingbirdBcrypt
+import Logging
+import NIOPosix
+import PostgresNIO
+
+/// HTTP Basic authentication of a database's users against their bcrypt hashes. A verified
+/// credential is remembered for `cacheLifetime` so that bcrypt (~50 ms at cost 10) does not run
+/// on every request; a changed password or channel set takes effect within that time. Only a
+/// keyed hash of the password is kept, never the password.
+actor Authenticator {
+    static let cacheLifetime: Duration = .seconds(5)
+    static let maximumCacheEntries = 10_000
+
+    private struct Entry {
+        var passwordKey: Int
+        var user: GatewayUser
+        var expires: ContinuousClock.Instant
+    }
+
+    private let client: PostgresClient
+    private let logger: Logger
+    private var cache: [String: Entry] = [:]
+
+    init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// A keyed hash of the password (Hasher is seeded at random per process).
+    private static func key(_ password: String) -> Int {
+        var hasher = Hasher()
+        hasher.combine(password)
+        return hasher.finalize()
+    }
+
+    /// The user that `authorization` (the header's value) names, or 401 (404 when the database
+    /// does not exist).
+    func authenticate(database: String, authorization: String?) async throws -> GatewayUser {
+        guard let authorization, authorization.lowercased().hasPrefix("basic ") else {
+            throw GatewayError.unauthorized("this database needs HTTP Basic credentials of one of its users")
+        }
+        let encoded = authorization.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        guard let data = Data(base64Encoded: encoded), let decoded = String(data: data, encoding: .utf8),
+              let colon = decoded.firstIndex(of: ":")
+        else {
+            throw GatewayError.unauthorized("malformed Basic credentials (expected base64 of user:password)")
+        }
+        let name = String(decoded[..<colon])
+        let password = String(decoded[decoded.index(after: colon)...])
+        let cacheKey = database + "\u{0}" + name
+        let passwordKey = Self.key(password)
+        let now = ContinuousClock.now
+        if let entry = cache[cacheKey], entry.expires > now, entry.passwordKey == passwordKey {
+            return entry.user
+        }
+        guard let (user, hash) = try await Users.lookup(database: database, name: name, client: client, logger: logger) else {
+            if try await Databases.id(of: database, client: client, logger: logger) == nil {
+                throw GatewayError.notFound("no database named '\(database)'")
+            }
+            throw GatewayError.unauthorized("wrong user name or password for database '\(database)'")
+        }
+        let verified = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+        guard verified else {
+            throw GatewayError.unauthorized("wrong user name or password for database '\(database)'")
+        }
+        if cache.count >= Self.maximumCacheEntries { cache.removeAll() }
+        cache[cacheKey] = Entry(passwordKey: passwordKey, user: user, expires: ContinuousClock.now + Self.cacheLifetime)
+        return user
+    }
+}
