@@ -54,7 +54,7 @@ func withPostgresClient<T: Sendable>(
     _ settings: PostgresSettings, logger: Logger,
     _ body: @Sendable (PostgresClient) async throws -> T
 ) async throws -> T {
-    let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: logger)
+    let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: poolLogger(logger))
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await client.run() }
         do {
@@ -66,4 +66,12 @@ func withPostgresClient<T: Sendable>(
             throw error
         }
     }
+}
+
+/// The pool's background logger: errors only. (postgres-nio warns when a connection is leased
+/// before `run()` has begun, which is the normal start-up order here: the lease waits.)
+func poolLogger(_ logger: Logger) -> Logger {
+    var quiet = logger
+    quiet.logLevel = max(logger.logLevel, .error)
+    return quiet
 }

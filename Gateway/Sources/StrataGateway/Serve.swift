@@ -26,7 +26,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let logger = makeLogger("strata-gateway")
         let settings = try postgres.settings()
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: connections), backgroundLogger: logger)
+        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: connections), backgroundLogger: poolLogger(logger))
         let notifier = ChangeNotifier()
         let gateway = Gateway(
             client: client, logger: logger, notifier: notifier,
