@@ -54,6 +54,11 @@ struct Routes: Sendable {
             return Self.error(.unavailable("PostgreSQL transaction failed"))
         } catch {
             gateway.logger.error("request \(request.method) \(request.head.path ?? ""): \(error)")
+            // The pool's errors (PostgreSQL unreachable, its circuit breaker open) are
+            // transient: 503, which the replicator retries.
+            if String(reflecting: type(of: error)).contains("ConnectionPool") {
+                return Self.error(.unavailable("PostgreSQL is unreachable: \(error)"))
+            }
             return Self.error(.serverError("\(error)"))
         }
     }
