@@ -5,7 +5,7 @@ import PackageDescription
 /// Its own package so that programs embedding Strata never resolve these dependencies.
 let package = Package(
     name: "StrataGateway",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "strata-gateway", targets: ["StrataGateway"]),
     ],

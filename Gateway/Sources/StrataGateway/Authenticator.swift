@@ -18,12 +18,12 @@ actor Authenticator {
         var expires: ContinuousClock.Instant
     }
 
-    private let client: PostgresClient
+    private let pool: PostgresPool
     private let logger: Logger
     private var cache: [String: Entry] = [:]
 
-    init(client: PostgresClient, logger: Logger) {
-        self.client = client
+    init(pool: PostgresPool, logger: Logger) {
+        self.pool = pool
         self.logger = logger
     }
 
@@ -54,8 +54,8 @@ actor Authenticator {
         if let entry = cache[cacheKey], entry.expires > now, entry.passwordKey == passwordKey {
             return entry.user
         }
-        guard let (user, hash) = try await Users.lookup(database: database, name: name, client: client, logger: logger) else {
-            if try await Databases.id(of: database, client: client, logger: logger) == nil {
+        guard let (user, hash) = try await Users.lookup(database: database, name: name, client: pool.client, logger: logger) else {
+            if try await Databases.id(of: database, client: pool.client, logger: logger) == nil {
                 throw GatewayError.notFound("no database named '\(database)'")
             }
             throw GatewayError.unauthorized("wrong user name or password for database '\(database)'")

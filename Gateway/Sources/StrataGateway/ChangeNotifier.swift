@@ -84,11 +84,11 @@ struct ChangeListener: Sendable {
                         }
                     }
                 } catch {
-                    logger.warning("change listener: \(error)")
+                    logger.warning("change listener: \(String(reflecting: error))")
                 }
                 try? await connection.close()
             } catch {
-                logger.warning("change listener cannot connect to PostgreSQL: \(error)")
+                logger.warning("change listener cannot connect to PostgreSQL: \(String(reflecting: error))")
             }
             await notifier.notifyAll()
             try? await Task.sleep(for: .seconds(1))

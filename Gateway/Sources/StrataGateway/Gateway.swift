@@ -5,7 +5,9 @@ import PostgresNIO
 /// size limits. Holds no data of its own: every document, user and checkpoint is in PostgreSQL,
 /// so any number of gateway processes may serve one database.
 struct Gateway: Sendable {
-    var client: PostgresClient
+    var pool: PostgresPool
+    /// The current connection pool (see PostgresPool).
+    var client: PostgresClient { pool.client }
     var logger: Logger
     var notifier: ChangeNotifier
     var authenticator: Authenticator

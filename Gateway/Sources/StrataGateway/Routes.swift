@@ -57,6 +57,7 @@ struct Routes: Sendable {
             // The pool's errors (PostgreSQL unreachable, its circuit breaker open) are
             // transient: 503, which the replicator retries.
             if String(reflecting: type(of: error)).contains("ConnectionPool") {
+                await gateway.pool.recover()
                 return Self.error(.unavailable("PostgreSQL is unreachable: \(error)"))
             }
             return Self.error(.serverError("\(error)"))

@@ -26,11 +26,11 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let logger = makeLogger("strata-gateway")
         let settings = try postgres.settings()
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: connections), backgroundLogger: poolLogger(logger))
+        let pool = try PostgresPool(settings: settings, maximumConnections: connections, logger: logger)
         let notifier = ChangeNotifier()
         let gateway = Gateway(
-            client: client, logger: logger, notifier: notifier,
-            authenticator: Authenticator(client: client, logger: logger),
+            pool: pool, logger: logger, notifier: notifier,
+            authenticator: Authenticator(pool: pool, logger: logger),
             maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize)
         let routes = Routes(gateway: gateway)
         let host = self.host
@@ -47,13 +47,12 @@ struct Serve: AsyncParsableCommand {
             },
             logger: logger)
         let listener = ChangeListener(settings: settings, notifier: notifier, logger: logger)
-        // The pool and the listener run beside the server; the migrations finish before it
-        // accepts connections.
+        // The listener runs beside the server (the pool runs its own task); the migrations
+        // finish before the server accepts connections.
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
             group.addTask { await listener.run() }
             do {
-                try await Migrations.run(client, logger: logger)
+                try await Migrations.run(pool.client, logger: logger)
                 try await app.runService()
             } catch {
                 group.cancelAll()
