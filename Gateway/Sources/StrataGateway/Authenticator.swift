@@ -4,23 +4,19 @@ import Logging
 import NIOPosix
 import PostgresNIO
 
-/// HTTP Basic authentication of a database's users against their bcrypt hashes. A verified
-/// credential is remembered for `cacheLifetime` so that bcrypt (~50 ms at cost 10) does not run
-/// on every request; a changed password or channel set takes effect within that time. Only a
-/// keyed hash of the password is kept, never the password.
+/// HTTP Basic authentication of a database's users against their bcrypt hashes. Every request
+/// reads the user's row (one indexed query), so a removed user, a new password or new channels
+/// take effect at once; what is remembered, for `cacheLifetime`, is only that a password
+/// matched a stored hash, so that bcrypt (~50 ms at cost 10) does not run on every request.
+/// Only a keyed hash of the password is kept, never the password.
 actor Authenticator {
-    static let cacheLifetime: Duration = .seconds(5)
+    static let cacheLifetime: Duration = .seconds(600)
     static let maximumCacheEntries = 10_000
-
-    private struct Entry {
-        var passwordKey: Int
-        var user: GatewayUser
-        var expires: ContinuousClock.Instant
-    }
 
     private let pool: PostgresPool
     private let logger: Logger
-    private var cache: [String: Entry] = [:]
+    /// (stored bcrypt hash, keyed hash of the password) pairs verified, with their expiry.
+    private var verified: [String: ContinuousClock.Instant] = [:]
 
     init(pool: PostgresPool, logger: Logger) {
         self.pool = pool
@@ -48,24 +44,22 @@ actor Authenticator {
         }
         let name = String(decoded[..<colon])
         let password = String(decoded[decoded.index(after: colon)...])
-        let cacheKey = database + "\u{0}" + name
-        let passwordKey = Self.key(password)
-        let now = ContinuousClock.now
-        if let entry = cache[cacheKey], entry.expires > now, entry.passwordKey == passwordKey {
-            return entry.user
-        }
         guard let (user, hash) = try await Users.lookup(database: database, name: name, client: pool.client, logger: logger) else {
             if try await Databases.id(of: database, client: pool.client, logger: logger) == nil {
                 throw GatewayError.notFound("no database named '\(database)'")
             }
             throw GatewayError.unauthorized("wrong user name or password for database '\(database)'")
         }
-        let verified = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
-        guard verified else {
+        let cacheKey = hash + "\u{0}" + String(Self.key(password))
+        if let expires = verified[cacheKey], expires > ContinuousClock.now {
+            return user
+        }
+        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+        guard matches else {
             throw GatewayError.unauthorized("wrong user name or password for database '\(database)'")
         }
-        if cache.count >= Self.maximumCacheEntries { cache.removeAll() }
-        cache[cacheKey] = Entry(passwordKey: passwordKey, user: user, expires: ContinuousClock.now + Self.cacheLifetime)
+        if verified.count >= Self.maximumCacheEntries { verified.removeAll() }
+        verified[cacheKey] = ContinuousClock.now + Self.cacheLifetime
         return user
     }
 }
