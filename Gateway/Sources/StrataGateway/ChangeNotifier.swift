@@ -17,6 +17,9 @@ actor ChangeNotifier {
     private var epoch: UInt64 = 0
     private var waiters: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
     private var nextWaiter: UInt64 = 0
+    /// Set when the process shuts down: waits return at once, so that longpoll requests answer
+    /// and the graceful shutdown does not wait for their timeouts.
+    private var closing = false
 
     /// A number that changes whenever `database` may have changed.
     func version(of database: String) -> UInt64 {
@@ -30,6 +33,11 @@ actor ChangeNotifier {
         }
     }
 
+    func shutDown() {
+        closing = true
+        notifyAll()
+    }
+
     func notifyAll() {
         epoch &+= 1
         let all = waiters
@@ -39,9 +47,12 @@ actor ChangeNotifier {
         }
     }
 
-    /// Returns when `database`'s version differs from `version`, or at `deadline`.
-    func wait(_ database: String, after version: UInt64, until deadline: ContinuousClock.Instant) async {
-        guard self.version(of: database) == version, deadline > .now else { return }
+    /// Returns when `database`'s version differs from `version`, or at `deadline`; false when
+    /// the process is shutting down (the caller answers at once).
+    @discardableResult
+    func wait(_ database: String, after version: UInt64, until deadline: ContinuousClock.Instant) async -> Bool {
+        guard !closing else { return false }
+        guard self.version(of: database) == version, deadline > .now else { return true }
         let id = nextWaiter
         nextWaiter &+= 1
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -51,6 +62,7 @@ actor ChangeNotifier {
                 self.timeOut(database, id)
             }
         }
+        return !closing
     }
 
     private func timeOut(_ database: String, _ id: UInt64) {

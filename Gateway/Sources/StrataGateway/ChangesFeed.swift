@@ -70,7 +70,9 @@ enum ChangesFeed {
             }
             // Nothing this user may read yet: resume from where the scan ended.
             parameters.since = lastSeq
-            await gateway.notifier.wait(database, after: version, until: deadline)
+            guard await gateway.notifier.wait(database, after: version, until: deadline) else {
+                return encode([], lastSeq: lastSeq)
+            }
         }
     }
 

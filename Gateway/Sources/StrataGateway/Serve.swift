@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PostgresNIO
+import ServiceLifecycle
 
 /// `strata-gateway serve`: runs the migrations, starts the LISTEN connection and the HTTP
 /// server, prints `strata-gateway listening on http://<host>:<port>` once it accepts
@@ -53,12 +54,31 @@ struct Serve: AsyncParsableCommand {
             group.addTask { await listener.run() }
             do {
                 try await Migrations.run(pool.client, logger: logger)
-                try await app.runService()
+                // SIGTERM/SIGINT shut the services down in reverse order: first the waker
+                // answers the waiting longpoll requests, then the server finishes the requests
+                // in flight and stops.
+                let services = ServiceGroup(configuration: .init(
+                    services: [
+                        .init(service: app),
+                        .init(service: LongpollWaker(notifier: notifier), successTerminationBehavior: .ignore),
+                    ],
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                try await services.run()
             } catch {
                 group.cancelAll()
                 throw error
             }
             group.cancelAll()
         }
+    }
+}
+
+/// On graceful shutdown, wakes every waiting longpoll `_changes` request (they answer at once).
+struct LongpollWaker: Service {
+    var notifier: ChangeNotifier
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await notifier.shutDown()
     }
 }
