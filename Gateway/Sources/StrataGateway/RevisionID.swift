@@ -4,6 +4,9 @@ struct RevisionID: Hashable, Sendable, CustomStringConvertible {
     var generation: Int
     var digest: String
 
+    /// The largest generation accepted (the column is a PostgreSQL integer).
+    static let maximumGeneration = Int(Int32.max)
+
     init(generation: Int, digest: String) {
         self.generation = generation
         self.digest = digest
@@ -15,7 +18,7 @@ struct RevisionID: Hashable, Sendable, CustomStringConvertible {
         let generationText = text[..<dash]
         let digest = text[text.index(after: dash)...]
         guard !generationText.isEmpty, generationText.count <= 18, generationText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let generation = Int(generationText), generation >= 1,
+              let generation = Int(generationText), generation >= 1, generation <= Self.maximumGeneration,
               Self.isValidDigest(digest)
         else { return nil }
         self.generation = generation

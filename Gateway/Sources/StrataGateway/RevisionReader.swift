@@ -80,8 +80,8 @@ enum RevisionReader {
         }
         var asked: [(docID: String, rev: String?)] = []
         for (i, element) in docs.enumerated() {
-            guard let id = element["id"]?.stringValue, !id.isEmpty else {
-                throw GatewayError.badRequest("_bulk_get docs[\(i)] has no id string")
+            guard let id = element["id"]?.stringValue, !id.isEmpty, !id.utf8.contains(0) else {
+                throw GatewayError.badRequest("_bulk_get docs[\(i)] has no id string (non-empty, without U+0000)")
             }
             var rev: String? = nil
             if let value = element["rev"] {

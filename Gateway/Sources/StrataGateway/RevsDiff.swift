@@ -17,6 +17,7 @@ enum RevsDiff {
         var docIDs: [String] = [], revs: [String] = []
         var asked: [(docID: String, revs: [String])] = []
         for (docID, list) in members {
+            guard !docID.utf8.contains(0) else { throw GatewayError.badRequest("_revs_diff: a document id must not contain U+0000") }
             guard let array = list.arrayValue else { throw GatewayError.badRequest("_revs_diff: '\(docID)' must map to an array of revision ids") }
             var revList: [String] = []
             for element in array {

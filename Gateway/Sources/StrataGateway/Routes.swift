@@ -20,8 +20,8 @@ struct Routes: Sendable {
             let path = parts.first.map(String.init) ?? "/"
             segments = []
             for piece in path.split(separator: "/", omittingEmptySubsequences: true) {
-                guard let decoded = String(piece).removingPercentEncoding else {
-                    throw .badRequest("bad percent-encoding in the path '\(path)'")
+                guard let decoded = String(piece).removingPercentEncoding, !decoded.utf8.contains(0) else {
+                    throw .badRequest("bad percent-encoding in the path '\(path)' (invalid UTF-8 or U+0000)")
                 }
                 segments.append(decoded)
             }
@@ -51,7 +51,8 @@ struct Routes: Sendable {
         } catch let error as PostgresTransactionError {
             gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
             if let inner = error.closureError as? GatewayError { return Self.error(inner) }
-            return Self.error(.unavailable("PostgreSQL transaction failed"))
+            let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError
+            return Self.error(.unavailable("PostgreSQL transaction failed: \(inner?.serverInfo?[.message] ?? inner.map { "\($0.code)" } ?? "no answer")"))
         } catch {
             gateway.logger.error("request \(request.method) \(request.head.path ?? ""): \(error)")
             // The pool's errors (PostgreSQL unreachable, its circuit breaker open) are

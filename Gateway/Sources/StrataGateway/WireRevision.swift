@@ -22,6 +22,7 @@ struct WireRevision: Sendable {
         guard let id = value["_id"]?.stringValue, !id.isEmpty else { throw .badRequest("a document has no _id string") }
         guard !id.hasPrefix("_local/") else { throw .badRequest("document '\(id)': local documents are written with PUT /{db}/_local/{id}") }
         guard id.utf8.count <= 1024 else { throw .badRequest("document id longer than 1024 bytes") }
+        guard !id.utf8.contains(0) else { throw .badRequest("a document id must not contain U+0000") }
         docID = id
         guard let revText = value["_rev"]?.stringValue else { throw .badRequest("document '\(id)' has no _rev") }
         guard let rev = RevisionID(revText) else { throw .badRequest("document '\(id)': bad revision id '\(revText)'") }
@@ -62,6 +63,9 @@ struct WireRevision: Sendable {
         } else if let list = value["channels"]?.arrayValue {
             // Another client's revision: Sync Gateway's default sync function reads `channels`.
             channels = list.compactMap(\.stringValue)
+        }
+        if let channels, channels.contains(where: { $0.utf8.contains(0) }) {
+            throw .badRequest("document '\(id)': a channel name must not contain U+0000")
         }
         namesChannels = channels != nil && !(channels ?? []).isEmpty
         self.channels = Array(Set(channels ?? [])).sorted()
