@@ -53,7 +53,9 @@ struct ReplicationConvergenceTests {
         var serverState = ServerSnapshot(documents: [:])
         var replicas: [ReplicaSnapshot] = []
         let agreed = try await waitUntil(seconds: seconds, interval: .milliseconds(500)) {
-            serverState = try await server.snapshot()
+            // A snapshot taken while a document changes may be inconsistent: try again.
+            guard let state = try? await server.snapshot() else { return false }
+            serverState = state
             let expected = ReplicaSnapshot(server: serverState)
             replicas = try stores.map { try $0.snapshot(extraIDs: Set(serverState.documents.keys)) }
             return replicas.allSatisfy { $0 == expected }

@@ -116,17 +116,26 @@ struct GatewayHTTPClient: Sendable {
     }
 
     /// The server's view of the database as this user reads it: every document's winner, its
-    /// leaves and their histories.
+    /// leaves and their histories. Read while replications run, a document may change between the
+    /// `_changes` pages and `_bulk_get`: the newest entry of each document counts, and a leaf gone
+    /// by then makes this throw (callers polling for agreement try again).
     func snapshot() async throws -> ServerSnapshot {
-        let changes = try await allChanges()
-        var pairs: [(id: String, rev: String)] = []
-        var leavesByID: [String: [String]] = [:]
-        for change in changes {
-            guard let id = change["id"]?.stringValue, case .array(let revs)? = change["changes"] else {
+        var newest: [String: JSON] = [:]
+        var order: [String] = []
+        for change in try await allChanges() {
+            guard let id = change["id"]?.stringValue, case .array? = change["changes"] else {
                 throw FixtureError("_changes entry \(change)")
             }
+            if newest[id] == nil { order.append(id) }
+            newest[id] = change
+        }
+        var entries: [(id: String, change: JSON, leaves: [String])] = []
+        var pairs: [(id: String, rev: String)] = []
+        for id in order {
+            let change = newest[id]!
+            guard case .array(let revs)? = change["changes"] else { continue }
             let leaves = revs.compactMap { $0["rev"]?.stringValue }
-            leavesByID[id] = leaves
+            entries.append((id, change, leaves))
             pairs += leaves.map { (id: id, rev: $0) }
         }
         var revisions: [JSON?] = []
@@ -134,19 +143,17 @@ struct GatewayHTTPClient: Sendable {
             revisions += try await bulkGet(Array(pairs[start..<min(start + 500, pairs.count)]))
         }
         var documents: [String: ServerDocument] = [:]
-        var index = 0
-        for change in changes {
-            let id = change["id"]!.stringValue!
-            let leaves = leavesByID[id]!
-            var document = ServerDocument(id: id, winner: leaves.first ?? "", isDeleted: change["deleted"]?.boolValue ?? false)
-            for leaf in leaves {
-                guard let revision = revisions[index] else {
-                    throw FixtureError("_bulk_get found no revision \(leaf) of \(id), which _changes listed")
+        var remaining = revisions[...]
+        for entry in entries {
+            var document = ServerDocument(id: entry.id, winner: entry.leaves.first ?? "",
+                                          isDeleted: entry.change["deleted"]?.boolValue ?? false)
+            for leaf in entry.leaves {
+                guard let next = remaining.popFirst(), let revision = next else {
+                    throw FixtureError("_bulk_get found no revision \(leaf) of \(entry.id), which _changes listed")
                 }
-                index += 1
                 document.leaves[leaf] = ServerRevision(revision)
             }
-            documents[id] = document
+            documents[entry.id] = document
         }
         return ServerSnapshot(documents: documents)
     }
