@@ -73,15 +73,18 @@ actor ChangeNotifier {
 }
 
 /// The process's listening connection: LISTEN strata_changes, forward each notification to the
-/// notifier; on any failure (PostgreSQL restarted...) reconnect after a second and wake every
+/// notifier; on any failure (PostgreSQL restarted...) reconnect after 250 ms and wake every
 /// waiter, since notifications sent meanwhile are lost.
 struct ChangeListener: Sendable {
     var settings: PostgresSettings
     var notifier: ChangeNotifier
+    /// Told when this connection is lost and found again (see PostgresPool).
+    var pool: PostgresPool
     var logger: Logger
 
     func run() async {
         var connectionID = 0
+        var failures = 0  // consecutive failed connection attempts (logged once per streak)
         while !Task.isCancelled {
             connectionID += 1
             do {
@@ -90,6 +93,8 @@ struct ChangeListener: Sendable {
                     configuration: try settings.connectionConfiguration(), id: connectionID, logger: logger)
                 do {
                     try await connection.listen(on: ChangeNotifier.channel) { notifications in
+                        failures = 0
+                        pool.connectionRestored()
                         await notifier.notifyAll()
                         for try await notification in notifications {
                             await notifier.notify(notification.payload)
@@ -100,10 +105,14 @@ struct ChangeListener: Sendable {
                 }
                 try? await connection.close()
             } catch {
-                logger.warning("change listener cannot connect to PostgreSQL: \(String(reflecting: error))")
+                if failures == 0 {
+                    logger.warning("change listener cannot connect to PostgreSQL (retrying every 250 ms): \(String(reflecting: error))")
+                }
+                failures += 1
             }
+            if !Task.isCancelled { pool.connectionLost() }
             await notifier.notifyAll()
-            try? await Task.sleep(for: .seconds(1))
+            try? await Task.sleep(for: .milliseconds(250))
         }
     }
 }

@@ -63,6 +63,11 @@ enum ChangesFeed {
         var parameters = try Parameters(query: query, user: user)
         let deadline = ContinuousClock.now + .milliseconds(parameters.timeoutMilliseconds)
         while true {
+            // A waiting request woken by the loss of PostgreSQL answers 503 at once (the pool
+            // would make it wait for a connection).
+            guard gateway.pool.isReachable else {
+                throw GatewayError.unavailable("PostgreSQL is unreachable; the gateway reconnects every 250 ms")
+            }
             let version = await gateway.notifier.version(of: database)
             let (changes, lastSeq) = try await read(parameters, db: user.databaseID, gateway: gateway)
             if !changes.isEmpty || !parameters.longpoll || ContinuousClock.now >= deadline {

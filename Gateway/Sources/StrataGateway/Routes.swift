@@ -96,6 +96,9 @@ struct Routes: Sendable {
         guard Databases.isValidName(database) else {
             throw GatewayError.notFound("no database named '\(database)' (not a valid database name)")
         }
+        guard gateway.pool.isReachable else {
+            throw GatewayError.unavailable("PostgreSQL is unreachable; the gateway reconnects every 250 ms")
+        }
         let user = try await gateway.authenticator.authenticate(database: database, authorization: request.headers[.authorization])
         let rest = Array(target.segments.dropFirst())
         guard let first = rest.first else {

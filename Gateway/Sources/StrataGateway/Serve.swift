@@ -47,7 +47,7 @@ struct Serve: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data("strata-gateway listening on http://\(host):\(actualPort)\n".utf8))
             },
             logger: logger)
-        let listener = ChangeListener(settings: settings, notifier: notifier, logger: logger)
+        let listener = ChangeListener(settings: settings, notifier: notifier, pool: pool, logger: logger)
         // The listener runs beside the server (the pool runs its own task); the migrations
         // finish before the server accepts connections.
         try await withThrowingTaskGroup(of: Void.self) { group in
