@@ -80,11 +80,11 @@ struct Replicator: Sendable {
         while true {
             try Task.checkCancellation()
             do {
-                var checkpoint = ReplicationCheckpoint(id: checkpointID, client: client, database: database)
+                let checkpoint = ReplicationCheckpoint(id: checkpointID, client: client, database: database)
                 if push {
-                    try await self.push(checkpoint: &checkpoint, backoff: &backoff, wake: &wakeIterator)
+                    try await self.push(checkpoint: checkpoint, backoff: &backoff, wake: &wakeIterator)
                 } else {
-                    try await pull(checkpoint: &checkpoint, backoff: &backoff)
+                    try await pull(checkpoint: checkpoint, backoff: &backoff)
                 }
                 replication.direction(pull: !push, caughtUp: true)
                 return
@@ -179,7 +179,7 @@ struct Replicator: Sendable {
         }
     }
 
-    private func pull(checkpoint: inout ReplicationCheckpoint, backoff: inout RetryBackoff) async throws {
+    private func pull(checkpoint: ReplicationCheckpoint, backoff: inout RetryBackoff) async throws {
         let repeating = configuration.repeating
         var since = try await checkpoint.read()
         var prefetched: Task<ChangesPage, any Error>?
@@ -201,12 +201,13 @@ struct Replicator: Sendable {
             }
             if !page.results.isEmpty {
                 replication.direction(pull: true, caughtUp: false)
-                try await pullPage(page, checkpoint: &checkpoint)
+                try await pullPage(page, checkpoint: checkpoint)
             } else {
                 try await checkpoint.save(page.lastSequence)
             }
             since = page.lastSequence
             if !full {
+                try await checkpoint.flush()
                 if !repeating { return }
                 replication.direction(pull: true, caughtUp: true)
             }
@@ -215,7 +216,7 @@ struct Replicator: Sendable {
 
     /// Fetches and commits the revisions of `page` the database lacks, a batch at a time, saving
     /// the checkpoint after each batch.
-    private func pullPage(_ page: ChangesPage, checkpoint: inout ReplicationCheckpoint) async throws {
+    private func pullPage(_ page: ChangesPage, checkpoint: ReplicationCheckpoint) async throws {
         replication.progress(pull: true, total: page.results.count)
         var wanted: [String: [RevisionID]] = [:]
         for change in page.results { wanted[change.id, default: []].append(contentsOf: change.revisions) }
@@ -291,31 +292,47 @@ struct Replicator: Sendable {
 
     // MARK: Push
 
-    private func push(checkpoint: inout ReplicationCheckpoint, backoff: inout RetryBackoff,
+    private func push(checkpoint: ReplicationCheckpoint, backoff: inout RetryBackoff,
                       wake: inout AsyncThrowingStream<[DocumentChange], any Error>.AsyncIterator?) async throws {
         let repeating = configuration.repeating
         let batchSize = configuration.batchSize
         var since = UInt64(try await checkpoint.read()) ?? 0
         backoff.reset()
         replication.setOffline(false)
+        // The next batch is prepared (feed read, filter, _revs_diff, revisions loaded) while this
+        // one is sent.
+        var prepared: Task<PreparedPush, any Error>?
+        defer { prepared?.cancel() }
         while true {
-            let from = since
-            let changes = try await local { try $0.revisionChanges(since: from, limit: batchSize) }
-            if changes.isEmpty {
+            let batch: PreparedPush
+            if let next = prepared {
+                prepared = nil
+                batch = try await withTaskCancellationHandler { try await next.value } onCancel: { next.cancel() }
+            } else {
+                batch = try await preparePush(since: since)
+            }
+            if batch.changeCount == 0 {
+                try await checkpoint.flush()
                 if !repeating { return }
                 replication.direction(pull: false, caughtUp: true)
                 guard try await waitForLocalCommit(&wake) else { return }
                 continue
             }
             replication.direction(pull: false, caughtUp: false)
-            replication.progress(pull: false, total: changes.count)
-            try await pushBatch(changes)
-            let last = changes[changes.count - 1].sequence
+            replication.progress(pull: false, total: batch.changeCount)
+            let last = batch.lastSequence
+            if batch.changeCount >= batchSize {
+                prepared = Task { try await preparePush(since: last) }
+            }
+            try await sendPush(batch)
             try await checkpoint.save(String(last))
             backoff.reset()
-            replication.progress(pull: false, completed: changes.count)
+            replication.progress(pull: false, completed: batch.changeCount)
             since = last
-            if changes.count < batchSize, !repeating { return }
+            if batch.changeCount < batchSize, !repeating {
+                try await checkpoint.flush()
+                return
+            }
         }
     }
 
@@ -336,9 +353,26 @@ struct Replicator: Sendable {
         }
     }
 
-    /// Sends what the gateway lacks of `changes`' documents.
-    private func pushBatch(_ changes: [RevisionChange]) async throws {
+    /// A batch of the local change feed, ready to send.
+    struct PreparedPush: Sendable {
+        /// Changes read from the feed (0: caught up).
+        let changeCount: Int
+        /// The sequence of the last change read.
+        let lastSequence: UInt64
+        /// The revisions the gateway lacks, with their history.
+        let revisions: [ReplicatedRevision]
+    }
+
+    /// Reads a batch of the local change feed after `since` and finds what the gateway lacks of
+    /// it: the client filter on each non-deleted winner, `_revs_diff`, the missing revisions.
+    private func preparePush(since: UInt64) async throws -> PreparedPush {
         let historyLimit = configuration.revisionHistoryLimit
+        let batchSize = configuration.batchSize
+        let changes = try await local { try $0.revisionChanges(since: since, limit: batchSize) }
+        guard let last = changes.last?.sequence else { return PreparedPush(changeCount: 0, lastSequence: since, revisions: []) }
+        func prepared(_ revisions: [ReplicatedRevision]) -> PreparedPush {
+            PreparedPush(changeCount: changes.count, lastSequence: last, revisions: revisions)
+        }
         var candidates = changes
         if let filter = configuration.filter {
             let parameters = configuration.filterParameters
@@ -354,7 +388,7 @@ struct Replicator: Sendable {
             }
             candidates = changes.filter { $0.isDeletion || kept.contains($0.documentID) }
         }
-        if candidates.isEmpty { return }
+        if candidates.isEmpty { return prepared([]) }
 
         var diff: [String: JSON] = [:]
         for change in candidates {
@@ -371,11 +405,19 @@ struct Replicator: Sendable {
                 if let text = value.stringValue, let revision = RevisionID(text) { wanted.append((change.documentID, revision)) }
             }
         }
-        if wanted.isEmpty { return }
+        if wanted.isEmpty { return prepared([]) }
         let requests = wanted
         let revisions = try await local { db -> [ReplicatedRevision] in
             try requests.compactMap { try db.replicatedRevision(id: $0.0, revision: $0.1, historyLimit: historyLimit) }
         }
+        return prepared(revisions)
+    }
+
+    /// Sends `batch`'s revisions with `_bulk_docs` (`new_edits: false`). Documents the gateway
+    /// refuses for good (rights, size, malformed) are recorded and passed; other refusals are
+    /// retried with the batch.
+    private func sendPush(_ batch: PreparedPush) async throws {
+        let revisions = batch.revisions
         if revisions.isEmpty { return }
         let body: JSON = .object(["docs": .array(revisions.map(WireRevision.json(of:))), "new_edits": .bool(false)])
         let result = try await client.send("POST", "_bulk_docs", body: body)
