@@ -50,6 +50,12 @@ public struct DocumentDump: Codable, Sendable, Equatable {
     public let id: String
     /// The document's revision: 1 when first saved, one more on each save or deletion.
     public let revision: UInt64
+    /// The winning revision's CouchDB revision id, `"<revision>-<digest>"`.
+    public let revisionID: String
+    /// The revision ids of the other leaves that are not deletions (conflicting revisions).
+    public let conflicts: [String]
+    /// How many revisions the document's revision tree keeps.
+    public let revisionsKept: Int
     /// Whether this is a tombstone (the document was deleted).
     public let deleted: Bool
     /// When the document was first saved, in milliseconds since 1970.
@@ -133,8 +139,10 @@ public enum DocumentInspector {
             // Not a ternary: its `nil` would become `JSON.null` (JSON is ExpressibleByNilLiteral).
             var fields: JSON? = nil
             if !record.isDeleted { fields = try DatabaseState.document(id: id, record: record, value: cursor.value).json }
+            let revisions = record.revisionSummary(documentID: id)
             documents.append(DocumentDump(
-                id: id, revision: record.revision, deleted: record.isDeleted,
+                id: id, revision: record.revision, revisionID: revisions.revisionID, conflicts: revisions.conflicts,
+                revisionsKept: revisions.kept, deleted: record.isDeleted,
                 createDate: Int64((record.createDate.timeIntervalSince1970 * 1000).rounded()),
                 lastChange: Int64((record.lastChange.timeIntervalSince1970 * 1000).rounded()),
                 type: record.type, channels: record.channels,

@@ -79,9 +79,10 @@ extension StrataDump {
                 return out + t.render()
             }
             out += "\nDocuments (\(dump.documents.count) shown)\n"
-            var t = TextTable(["ID", "REV>", "STATE", "TYPE", "CHANNELS", "ATTACHMENTS", "FIELDS"])
+            var t = TextTable(["ID", "REVISION", "KEPT>", "CONFLICTS", "STATE", "TYPE", "CHANNELS", "ATTACHMENTS", "FIELDS"])
             for d in dump.documents {
-                t.add([d.id, "\(d.revision)", d.deleted ? "deleted" : "live", d.type ?? "-", d.channels.joined(separator: ","),
+                t.add([d.id, Format.clip(d.revisionID, 14), "\(d.revisionsKept)", d.conflicts.isEmpty ? "-" : d.conflicts.map { Format.clip($0, 14) }.joined(separator: ","),
+                       d.deleted ? "deleted" : "live", d.type ?? "-", d.channels.joined(separator: ","),
                        d.attachments.isEmpty ? "-" : d.attachments.joined(separator: ", "),
                        Format.clip(d.fields.map(\.description) ?? "-", 80)])
             }

@@ -73,6 +73,14 @@ package final class DatabaseState: CollectionState {
             return DocumentLayout.databasePayload()
         }
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
+        if entry.payload != DocumentLayout.databasePayload() {
+            // Layout 1 (FORMAT.md §16.1): from now on records may hold revision trees, which a
+            // build reading only layout 1 must refuse rather than call corrupt.
+            var batch = CommitBatch()
+            Catalog.put(CatalogEntry(id: entry.id, payload: DocumentLayout.databasePayload()), kind: .documentDatabase,
+                        name: name, into: &batch.records)
+            try store.engine.commit(batch)
+        }
         self.id = entry.id
         // The feed's last key is the highest sequence ever used (a document's newest entry is
         // never removed), so the next one follows it.
@@ -242,6 +250,9 @@ package final class DatabaseState: CollectionState {
 
     enum WriteMode {
         case save, add, update
+        /// A save that must replace the stored revision the document carries
+        /// (``ConcurrencyControl/failOnConflict``).
+        case saveIfCurrent
     }
 
     /// The index rows a write removes and adds for one document, by index name.
@@ -291,6 +302,14 @@ package final class DatabaseState: CollectionState {
             let exists = old.map { !$0.record.isDeleted } ?? false
             switch mode {
             case .save: break
+            case .saveIfCurrent:
+                let stored = old.flatMap { $0.record.isDeleted ? nil : $0.record.revisionID(documentID: documentID).description } ?? ""
+                if document.metadata.revisionID != stored {
+                    let given = document.metadata.revisionID.isEmpty ? "no revision" : "revision \(document.metadata.revisionID)"
+                    let now = stored.isEmpty ? "none (absent or deleted)" : stored
+                    throw StrataError.conflict("document \(documentID.debugDescription) in database \(name.debugDescription) was "
+                                               + "saved with \(given), but the stored revision is \(now)")
+                }
             case .add:
                 if exists {
                     throw StrataError.conflict("document \(documentID.debugDescription) exists in database \(name.debugDescription)")
@@ -585,7 +604,8 @@ package final class DatabaseState: CollectionState {
         tree.addChild(of: 0, revision: RevisionID(generation: record.revision &+ 1, digest: digest) ?? RevisionDigest.overflow,
                       isDeleted: true)
         tree.settle()
-        let tombstone = DocumentRecord(isDeleted: true, revision: record.revision + 1, changeSequence: sequence,
+        // Every leaf is a deletion now; the winner may be another one, of a higher generation.
+        let tombstone = DocumentRecord(isDeleted: true, revision: tree.winner.revision.generation, changeSequence: sequence,
                                        createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [],
                                        tree: tree)
         var tombstoneValue: [UInt8] = []

@@ -15,15 +15,15 @@ extension DocumentDatabase {
         try await executor.run { try self.dropIndex(name) }
     }
 
-    /// The `async` twin of ``save(_:)-(Document)``: maps the indexes and commits on the store's
+    /// The `async` twin of ``save(_:concurrencyControl:)``: maps the indexes and commits on the store's
     /// executor. A save that started commits and returns the stored document even if the task
     /// is cancelled meanwhile.
     ///
     /// - Throws: as its synchronous twin; ``StrataError/cancelled`` if the task was cancelled
     ///   before the save started (nothing was written).
     @discardableResult
-    public func save(_ document: Document) async throws -> Document {
-        try await executor.run { try self.save(document) }
+    public func save(_ document: Document, concurrencyControl: ConcurrencyControl = .lastWriteWins) async throws -> Document {
+        try await executor.run { try self.save(document, concurrencyControl: concurrencyControl) }
     }
 
     /// The `async` twin of ``add(_:)``: runs on the store's executor. An insert that started

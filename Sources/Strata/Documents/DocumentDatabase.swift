@@ -67,18 +67,24 @@ public struct DocumentDatabase: Sendable {
     /// A document without an id gets one from ``StoreOptions/documentIDFactory``. The stored
     /// ``DocumentMetadata/createDate`` is kept, ``DocumentMetadata/lastChange`` set to now and
     /// ``DocumentMetadata/revision`` increased; `type`, `channels`, fields and attachments are the
-    /// given document's (attachments it no longer has are removed). Last writer wins: the
-    /// revision of the given document is not compared with the stored one.
+    /// given document's (attachments it no longer has are removed). The new revision is a child
+    /// of the stored winning revision, with a new ``DocumentMetadata/revisionID``.
+    ///
+    /// By default the last writer wins: the revision the given document carries is not compared
+    /// with the stored one (as before revisions existed, and as Couchbase Lite's default). Pass
+    /// ``ConcurrencyControl/failOnConflict`` to save only over the revision the document was read
+    /// at.
     ///
     /// Needs ``Permission/updateTopic`` in a session, as do every save, add and update.
     ///
     /// - Returns: the document as stored, with its metadata.
     /// - Throws: ``StrataError/invalidArgument(_:)`` if an index's map fails or emits a key that
-    ///   is not JSON (nothing is written).
+    ///   is not JSON (nothing is written); with `.failOnConflict`, ``StrataError/conflict(_:)``
+    ///   if the stored revision is not the document's.
     @discardableResult
-    public func save(_ document: Document) throws -> Document {
+    public func save(_ document: Document, concurrencyControl: ConcurrencyControl = .lastWriteWins) throws -> Document {
         try require(.updateTopic)
-        return try state.write([document], mode: .save)[0]
+        return try state.write([document], mode: concurrencyControl == .lastWriteWins ? .save : .saveIfCurrent)[0]
     }
 
     /// Inserts a document whose id is not in use.

@@ -151,6 +151,14 @@ package struct DocumentRecord: Sendable, Equatable {
         return RevisionID(generation: max(revision, 1), digest: digest) ?? RevisionID(generation: 1, digest: "0")!
     }
 
+    /// For tools: the winner's revision id, the conflicting leaves' ids, and how many revisions
+    /// the tree keeps.
+    package func revisionSummary(documentID: String) -> (revisionID: String, conflicts: [String], kept: Int) {
+        let tree = treeOrLegacy(documentID: documentID)
+        return (tree.winner.revision.description,
+                tree.nodes.dropFirst().filter { $0.isLeaf && !$0.isDeleted }.map(\.revision.description), tree.nodes.count)
+    }
+
     /// The record's tree, or for a record without one the single revision it stands for.
     func treeOrLegacy(documentID: String) -> RevisionTree {
         tree ?? RevisionTree(nodes: [RevisionTree.Node(revision: revisionID(documentID: documentID), parent: nil,
@@ -172,8 +180,10 @@ package struct DocumentRecord: Sendable, Equatable {
 
 /// Keys and small encodings of the document keyspaces.
 package enum DocumentLayout {
-    /// Layout version of a database's catalog payload (FORMAT.md §12, §16.1).
-    static let layoutVersion: UInt8 = 1
+    /// Layout version of a database's catalog payload (FORMAT.md §12, §16.1): 2 since records
+    /// may hold revision trees and keyspaces 12 and 13 exist; 1 is still read (and rewritten as 2
+    /// when the database is opened).
+    static let layoutVersion: UInt8 = 2
     /// Index entry states in the catalog payload (FORMAT.md §16.1). Written to disk: never change.
     /// Building: rows may be incomplete; the index is built again when next named.
     static let indexBuilding: UInt8 = 0
@@ -440,7 +450,7 @@ package enum DocumentLayout {
         guard let version = payload.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
         }
-        guard version == layoutVersion else {
+        guard version == 1 || version == layoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
         }
         guard payload.count == 1 else {

@@ -24,14 +24,28 @@ package struct MD5: Sendable {
     private static let constants: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296)) }
 
     package mutating func update(_ bytes: some Collection<UInt8>) {
-        length &+= UInt64(bytes.count)
-        for b in bytes {
-            pending.append(b)
+        if bytes.withContiguousStorageIfAvailable({ absorb(UnsafeRawBufferPointer($0)) }) != nil { return }
+        Array(bytes).withUnsafeBytes { absorb($0) }
+    }
+
+    private mutating func absorb(_ input: UnsafeRawBufferPointer) {
+        length &+= UInt64(input.count)
+        var offset = 0
+        if !pending.isEmpty {
+            let take = min(64 - pending.count, input.count)
+            pending.append(contentsOf: input[0..<take])
+            offset = take
             if pending.count == 64 {
-                process(pending)
+                let block = pending
+                block.withUnsafeBytes { process($0) }
                 pending.removeAll(keepingCapacity: true)
             }
         }
+        while input.count - offset >= 64 {
+            process(UnsafeRawBufferPointer(rebasing: input[offset..<offset + 64]))
+            offset += 64
+        }
+        if offset < input.count { pending.append(contentsOf: input[offset...]) }
     }
 
     /// The 16-byte digest (the value is used up).
@@ -40,7 +54,8 @@ package struct MD5: Sendable {
         update([0x80])
         while pending.count != 56 { update([0]) }
         for i in 0..<8 { pending.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i)))) }
-        process(pending)
+        let block = pending
+        block.withUnsafeBytes { process($0) }
         pending.removeAll()
         var out: [UInt8] = []
         for word in [state.0, state.1, state.2, state.3] {
@@ -56,28 +71,29 @@ package struct MD5: Sendable {
         return md5.finalize()
     }
 
-    private mutating func process(_ block: [UInt8]) {
-        var words = [UInt32](repeating: 0, count: 16)
-        for i in 0..<16 {
-            words[i] = UInt32(block[4 * i]) | UInt32(block[4 * i + 1]) << 8 | UInt32(block[4 * i + 2]) << 16 | UInt32(block[4 * i + 3]) << 24
-        }
-        var (a, b, c, d) = state
-        for i in 0..<64 {
-            var f: UInt32
-            let g: Int
-            switch i {
-            case 0..<16: f = (b & c) | (~b & d); g = i
-            case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16
-            case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16
-            default: f = c ^ (b | ~d); g = (7 * i) % 16
+    /// One 64-byte block (`block.count == 64`).
+    private mutating func process(_ block: UnsafeRawBufferPointer) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
+            for i in 0..<16 { words[i] = UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)) }
+            var (a, b, c, d) = state
+            for i in 0..<64 {
+                var f: UInt32
+                let g: Int
+                switch i {
+                case 0..<16: f = (b & c) | (~b & d); g = i
+                case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) & 15
+                case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) & 15
+                default: f = c ^ (b | ~d); g = (7 * i) & 15
+                }
+                f = f &+ a &+ Self.constants[i] &+ words[g]
+                a = d
+                d = c
+                c = b
+                let shift = Self.shifts[i]
+                b = b &+ (f << shift | f >> (32 - shift))
             }
-            f = f &+ a &+ Self.constants[i] &+ words[g]
-            a = d
-            d = c
-            c = b
-            b = b &+ (f << Self.shifts[i] | f >> (32 - Self.shifts[i]))
+            state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
         }
-        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
     }
 }
 

@@ -21,9 +21,17 @@ protocol CollectionState: AnyObject, Sendable {
 /// may write the catalog). So making one collection's state never delays opening another, and
 /// concurrent opens of one collection wait for the one state being made and share it.
 final class CollectionRegistry: Sendable {
+    /// A collection's kind and name, the name compared byte for byte as the catalog stores it:
+    /// Swift's `String` equality would take two canonically equivalent names (`"caf\u{E9}"` and
+    /// `"cafe\u{301}"`), which are two collections on disk, for one.
     private struct Key: Hashable {
         let kind: CollectionKind
-        let name: String
+        let name: [UInt8]
+
+        init(kind: CollectionKind, name: String) {
+            self.kind = kind
+            self.name = Array(name.utf8)
+        }
     }
 
     /// One collection's state, or the making of it.

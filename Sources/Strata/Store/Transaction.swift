@@ -349,7 +349,7 @@ public struct TransactionDocuments: Sendable {
         }
     }
 
-    /// Inserts or replaces a document; see ``DocumentDatabase/save(_:)``.
+    /// Inserts or replaces a document; see ``DocumentDatabase/save(_:concurrencyControl:)``.
     @discardableResult
     public func save(_ document: Document) throws -> Document { try write([document], mode: .save)[0] }
 

@@ -746,3 +746,31 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
 private extension StoreDirectory {
     init(url: URL) { self.url = url }
 }
+
+@Suite struct CollectionNameTests {
+    @Test("canonically equivalent names are two collections, as the catalog stores them, across reopen")
+    func canonicallyEquivalentNames() throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)   // Swift's String equality: canonical equivalence
+        for round in 0..<2 {
+            let store = try Store.open(at: tmp.url)
+            let a = try store.timeSeries(composed, of: Int64.self)
+            let b = try store.timeSeries(decomposed, of: Int64.self)
+            if round == 0 {
+                try a.append(1)
+                try b.append(2)
+                try b.append(3)
+                let da = try store.documents(composed), db = try store.documents(decomposed)
+                try da.save(Document(id: "x", fields: ["in": "composed"]))
+                try db.save(Document(id: "x", fields: ["in": "decomposed"]))
+            }
+            #expect(try a.query(.values.fromStart()).events.map(\.value) == [1])
+            #expect(try b.query(.values.fromStart()).events.map(\.value) == [2, 3])
+            #expect(try store.documents(composed).document(id: "x")?["in"] == "composed")
+            #expect(try store.documents(decomposed).document(id: "x")?["in"] == "decomposed")
+            try store.close()
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// Wakes the longpoll `_changes` requests of this process when a database changes. Writers (of
+/// any gateway process) run `pg_notify('strata_changes', <database name>)` in their transaction;
+/// PostgreSQL delivers it at commit to every listener. One dedicated connection per process
+/// listens (`ChangeListener`) and calls `notify`, which wakes the waiters of that database.
+actor ChangeNotifier {
+    /// The PostgreSQL notification channel.
+    static let channel = "strata_changes"
+
+    private var versions: [String: UInt64] = [:]
+    /// Added to every database's version when notifications may have been missed (the listening
+    /// connection was re-established), which wakes everyone.
+    private var epoch: UInt64 = 0
+    private var waiters: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+    private var nextWaiter: UInt64 = 0
+    /// Set when the process shuts down: waits return at once, so that longpoll requests answer
+    /// and the graceful shutdown does not wait for their timeouts.
+    private var closing = false
+
+    /// A number that changes whenever `database` may have changed.
+    func version(of database: String) -> UInt64 {
+        epoch &+ versions[database, default: 0]
+    }
+
+    func notify(_ database: String) {
+        versions[database, default: 0] &+= 1
+        if let waiting = waiters.removeValue(forKey: database) {
+            for continuation in waiting.values { continuation.resume() }
+        }
+    }
+
+    func shutDown() {
+        closing = true
+        notifyAll()
+    }
+
+    func notifyAll() {
+        epoch &+= 1
+        let all = waiters
+        waiters.removeAll()
+        for waiting in all.values {
+            for continuation in waiting.values { continuation.resume() }
+        }
+    }
+
+    /// Returns when `database`'s version differs from `version`, or at `deadline`; false when
+    /// the process is shutting down (the caller answers at once).
+    @discardableResult
+    func wait(_ database: String, after version: UInt64, until deadline: ContinuousClock.Instant) async -> Bool {
+        guard !closing else { return false }
+        guard self.version(of: database) == version, deadline > .now else { return true }
+        let id = nextWaiter
+        nextWaiter &+= 1
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            waiters[database, default: [:]][id] = continuation
+            Task {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                self.timeOut(database, id)
+            }
+        }
+        return !closing
+    }
+
+    private func timeOut(_ database: String, _ id: UInt64) {
+        if let continuation = waiters[database]?.removeValue(forKey: id) {
+            continuation.resume()
+        }
+    }
+}
+
+/// The process's listening connection: LISTEN strata_changes, forward each notification to the
+/// notifier; on any failure (PostgreSQL restarted...) reconnect after 250 ms and wake every
+/// waiter, since notifications sent meanwhile are lost.
+struct ChangeListener: Sendable {
+    var settings: PostgresSettings
+    var notifier: ChangeNotifier
+    /// Told when this connection is lost and found again (see PostgresPool).
+    var pool: PostgresPool
+    var logger: Logger
+
+    func run() async {
+        var connectionID = 0
+        var failures = 0  // consecutive failed connection attempts (logged once per streak)
+        while !Task.isCancelled {
+            connectionID += 1
+            do {
+                let connection = try await PostgresConnection.connect(
+                    on: MultiThreadedEventLoopGroup.singleton.next(),
+                    configuration: try settings.connectionConfiguration(), id: connectionID, logger: logger)
+                do {
+                    try await connection.listen(on: ChangeNotifier.channel) { notifications in
+                        failures = 0
+                        pool.connectionRestored()
+                        await notifier.notifyAll()
+                        for try await notification in notifications {
+                            await notifier.notify(notification.payload)
+                        }
+                    }
+                } catch {
+                    logger.warning("change listener: \(String(reflecting: error))")
+                }
+                try? await connection.close()
+            } catch {
+                if failures == 0 {
+                    logger.warning("change listener cannot connect to PostgreSQL (retrying every 250 ms): \(String(reflecting: error))")
+                }
+                failures += 1
+            }
+            if !Task.isCancelled { pool.connectionLost() }
+            await notifier.notifyAll()
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Logging
+import PostgresNIO
+
+/// The gateway's PostgreSQL schema, as numbered migrations applied in order and recorded in
+/// `schema_migrations`. They run in one transaction holding a transaction-scoped advisory lock,
+/// so that two gateway processes starting at once apply each migration exactly once.
+enum Migrations {
+    /// The advisory lock key of the migration runner (arbitrary, fixed: "strata-gw").
+    static let lockKey: Int64 = 0x7374_7261_7461_6777
+
+    /// Each migration: its version and its statements (one statement per string: the extended
+    /// query protocol takes one at a time).
+    static let all: [(version: Int, statements: [String])] = [
+        (1, [
+            // A database: its name and the counter its change sequences come from. Writers
+            // allocate sequences with `UPDATE databases SET seq = seq + n`, so the row lock
+            // orders their commits in sequence order.
+            """
+            CREATE TABLE databases (
+                id bigserial PRIMARY KEY,
+                name text NOT NULL UNIQUE,
+                seq bigint NOT NULL DEFAULT 0,
+                created_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            // Users per database: a bcrypt hash, and the channels they may read and write
+            // ('*' = every channel).
+            """
+            CREATE TABLE users (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                name text NOT NULL,
+                password_hash text NOT NULL,
+                read_channels text[] NOT NULL,
+                write_channels text[] NOT NULL,
+                PRIMARY KEY (db, name)
+            )
+            """,
+            // A document: its winning revision (CouchDB's rule over its leaves), whether that
+            // winner is a deletion, and the sequence of its newest change.
+            """
+            CREATE TABLE documents (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                doc_id text NOT NULL,
+                winning_rev text NOT NULL,
+                deleted boolean NOT NULL,
+                seq bigint NOT NULL,
+                PRIMARY KEY (db, doc_id)
+            )
+            """,
+            // _changes?since=S is a range scan of this index.
+            "CREATE INDEX documents_by_seq ON documents (db, seq)",
+            // Every revision of every document: its tree through parent_rev (a history is
+            // rebuilt by following parents), the leaves flagged. body is the revision's JSON
+            // without _id, _rev and _revisions (attachments inline as given); NULL for an
+            // ancestor known only from a descendant's _revisions. channels are those the body
+            // names (a deletion naming none inherits its parent's, see BulkDocs.swift).
+            """
+            CREATE TABLE revisions (
+                db bigint NOT NULL,
+                doc_id text NOT NULL,
+                rev_id text NOT NULL,
+                generation integer NOT NULL,
+                digest text NOT NULL,
+                parent_rev text,
+                deleted boolean NOT NULL,
+                is_leaf boolean NOT NULL,
+                channels text[] NOT NULL,
+                body text,
+                PRIMARY KEY (db, doc_id, rev_id)
+            )
+            """,
+            "CREATE INDEX revisions_leaves ON revisions (db, doc_id) WHERE is_leaf",
+            // Local documents (replication checkpoints): never in _changes, never replicated.
+            // rev is K of the revision id 0-K.
+            """
+            CREATE TABLE local_documents (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                doc_id text NOT NULL,
+                rev bigint NOT NULL,
+                body text NOT NULL,
+                PRIMARY KEY (db, doc_id)
+            )
+            """,
+        ]),
+    ]
+
+    /// Applies the migrations not applied yet; returns the versions it applied.
+    @discardableResult
+    static func run(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+            var applied = Set<Int>()
+            for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
+                applied.insert(version)
+            }
+            var done: [Int] = []
+            for migration in all where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO schema_migrations (version) VALUES (\(migration.version))", logger: logger)
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+}
