@@ -417,25 +417,76 @@ struct Replicator: Sendable {
     /// refuses for good (rights, size, malformed) are recorded and passed; other refusals are
     /// retried with the batch.
     private func sendPush(_ batch: PreparedPush) async throws {
-        let revisions = batch.revisions
-        if revisions.isEmpty { return }
-        let body: JSON = .object(["docs": .array(revisions.map(WireRevision.json(of:))), "new_edits": .bool(false)])
-        let result = try await client.send("POST", "_bulk_docs", body: body)
-        guard case .array(let outcomes) = result.body else {
-            throw GatewayClient.Fault.permanent(.network("\(client.base)/_bulk_docs: malformed answer: not an array"))
-        }
-        for outcome in outcomes {
-            guard let kind = outcome["error"]?.stringValue else { continue }
-            let id = outcome["id"]?.stringValue ?? "?"
-            let rev = outcome["rev"]?.stringValue ?? "?"
-            let reason = outcome["reason"]?.stringValue ?? ""
-            switch kind {
-            case "forbidden", "request_entity_too_large", "bad_request", "unauthorized":
-                // These never succeed on another attempt: reported, and passed.
-                replication.reject("\(id) \(rev): \(kind)\(reason.isEmpty ? "" : " " + reason)")
-            default:
-                throw GatewayClient.Fault.transient("\(client.base)/_bulk_docs: document \(id.debugDescription) \(rev): \(kind) \(reason)")
+        for body in Self.bulkDocsBodies(batch.revisions, limit: Self.bulkDocsBodyLimit) {
+            // A body of one revision over the gateway's request limit is refused whole (413): that
+            // revision can never be sent, so it is reported and passed like a refused one.
+            let single = body.count == 1
+            let result = try await client.send("POST", "_bulk_docs", bodyText: body.text, accepting: single ? [413] : [])
+            if result.status == 413 {
+                replication.reject("\(body.first): request_entity_too_large (\(body.text.count) bytes of JSON)")
+                continue
+            }
+            guard case .array(let outcomes) = result.body else {
+                throw GatewayClient.Fault.permanent(.network("\(client.base)/_bulk_docs: malformed answer: not an array"))
+            }
+            for outcome in outcomes {
+                guard let kind = outcome["error"]?.stringValue else { continue }
+                let id = outcome["id"]?.stringValue ?? "?"
+                let rev = outcome["rev"]?.stringValue ?? "?"
+                let reason = outcome["reason"]?.stringValue ?? ""
+                switch kind {
+                case "forbidden", "request_entity_too_large", "bad_request", "unauthorized":
+                    // These never succeed on another attempt: reported, and passed.
+                    replication.reject("\(id) \(rev): \(kind)\(reason.isEmpty ? "" : " " + reason)")
+                default:
+                    throw GatewayClient.Fault.transient("\(client.base)/_bulk_docs: document \(id.debugDescription) \(rev): \(kind) \(reason)")
+                }
             }
         }
+    }
+
+    /// The most bytes of JSON a `_bulk_docs` body holds (unless one revision alone is larger):
+    /// well under the gateway's default request limit (64 MiB), so that revisions with large
+    /// attachments go in several requests.
+    static let bulkDocsBodyLimit = 16 << 20
+
+    /// One `_bulk_docs` request body: its text, how many revisions it holds, and the first one
+    /// (`"<id> <rev>"`).
+    struct BulkDocsBody {
+        let text: Data
+        let count: Int
+        let first: String
+    }
+
+    /// The `_bulk_docs` bodies (`{"docs": [...], "new_edits": false}`) of `revisions`, in order,
+    /// each at most `limit` bytes unless it holds a single revision.
+    static func bulkDocsBodies(_ revisions: [ReplicatedRevision], limit: Int) -> [BulkDocsBody] {
+        let head = Data(#"{"new_edits":false,"docs":["#.utf8)
+        let tail = Data("]}".utf8)
+        var bodies: [BulkDocsBody] = []
+        var text = head
+        var count = 0
+        var first = ""
+        for revision in revisions {
+            let json = WireRevision.json(of: revision).jsonData()
+            if count > 0, text.count + 1 + json.count + tail.count > limit {
+                text.append(tail)
+                bodies.append(BulkDocsBody(text: text, count: count, first: first))
+                text = head
+                count = 0
+            }
+            if count == 0 {
+                first = "\(revision.documentID) \(revision.revisionID)"
+            } else {
+                text.append(UInt8(ascii: ","))
+            }
+            text.append(json)
+            count += 1
+        }
+        if count > 0 {
+            text.append(tail)
+            bodies.append(BulkDocsBody(text: text, count: count, first: first))
+        }
+        return bodies
     }
 }
