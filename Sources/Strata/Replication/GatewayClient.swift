@@ -87,6 +87,12 @@ final class GatewayClient: Sendable {
     ///   `CancellationError` when the task is cancelled.
     func send(_ method: String, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
               accepting: Set<Int> = [], extraTimeout: TimeInterval = 0) async throws -> Answer {
+        try await send(method, path, query: query, bodyText: body?.jsonData(), accepting: accepting, extraTimeout: extraTimeout)
+    }
+
+    /// ``send(_:_:query:body:accepting:extraTimeout:)`` with a body that is JSON text already.
+    func send(_ method: String, _ path: String, query: [(String, String)] = [], bodyText: Data?,
+              accepting: Set<Int> = [], extraTimeout: TimeInterval = 0) async throws -> Answer {
         guard let url = url(path, query: query) else {
             throw Fault.permanent(.invalidArgument("replication: cannot form a URL from \(base.debugDescription) and \(path.debugDescription)"))
         }
@@ -95,8 +101,8 @@ final class GatewayClient: Sendable {
         request.timeoutInterval = requestTimeout + extraTimeout
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.httpBody = body.jsonData()
+        if let bodyText {
+            request.httpBody = bodyText
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         let what = "\(method) \(url.absoluteString)"

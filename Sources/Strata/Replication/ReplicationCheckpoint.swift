@@ -12,13 +12,17 @@ import Foundation
 /// when they differ (a save interrupted between the two), and from the beginning when either is
 /// missing (a new store, or a gateway database recreated).
 ///
+/// Saves run in the background, one after the other in the order asked, so that the next batch
+/// does not wait for them; ``flush()`` waits for them all.
+///
 /// ```swift
-/// var checkpoint = ReplicationCheckpoint(id: id, client: client, database: db)
+/// let checkpoint = ReplicationCheckpoint(id: id, client: client, database: db)
 /// let since = try await checkpoint.read()      // "0" the first time
-/// …
-/// try await checkpoint.save("1234")
+/// …                                            // a batch up to sequence 1234 committed
+/// try await checkpoint.save("1234")            // queued
+/// try await checkpoint.flush()                 // saved on both sides
 /// ```
-struct ReplicationCheckpoint {
+actor ReplicationCheckpoint {
     /// The local document holding the database's replication uuid.
     static let uuidDocumentID = "strata-replication-uuid"
 
@@ -29,6 +33,10 @@ struct ReplicationCheckpoint {
     private var remoteRevision: String?
     /// The last value saved or read.
     private(set) var value = "0"
+    /// The last save queued, which waits for those before it.
+    private var chain: Task<Void, any Error>?
+    /// The error of a failed save (later saves are refused with it).
+    private var failure: (any Error)?
 
     init(id: String, client: GatewayClient, database: DocumentDatabase) {
         self.id = id
@@ -36,8 +44,8 @@ struct ReplicationCheckpoint {
         self.database = database
     }
 
-    var remotePath: String { "_local/" + id }
-    var localID: String { "strata-replication-checkpoint/" + id }
+    nonisolated var remotePath: String { "_local/" + id }
+    nonisolated var localID: String { "strata-replication-checkpoint/" + id }
 
     /// The checkpoint id of a replication direction (32 hex digits).
     static func id(uuid: String, url: String, push: Bool, channels: [String], filterName: String?,
@@ -61,7 +69,7 @@ struct ReplicationCheckpoint {
     }
 
     /// The sequence to resume from (see the type's rules).
-    mutating func read() async throws -> String {
+    func read() async throws -> String {
         let answer = try await client.send("GET", remotePath, accepting: [404])
         let remote: String?
         if answer.status == 404 {
@@ -88,8 +96,36 @@ struct ReplicationCheckpoint {
         return "0"
     }
 
-    /// Saves `sequence` locally (durably), then on the gateway.
-    mutating func save(_ sequence: String) async throws {
+    /// Queues a save of `sequence` (locally, then on the gateway) after the saves queued before.
+    ///
+    /// - Throws: the error of an earlier save that failed.
+    func save(_ sequence: String) throws {
+        if let failure { throw failure }
+        let previous = chain
+        chain = Task {
+            try await previous?.value
+            do {
+                try await self.write(sequence)
+            } catch {
+                self.failed(error)
+                throw error
+            }
+        }
+    }
+
+    /// Waits until every queued save is done.
+    ///
+    /// - Throws: the error of a save that failed.
+    func flush() async throws {
+        if let chain { try await chain.value }
+        if let failure { throw failure }
+    }
+
+    private func failed(_ error: any Error) {
+        if failure == nil { failure = error }
+    }
+
+    private func write(_ sequence: String) async throws {
         guard sequence != value else { return }
         let localID = self.localID
         let database = self.database
@@ -100,7 +136,7 @@ struct ReplicationCheckpoint {
         value = sequence
     }
 
-    private mutating func saveRemote(_ sequence: String) async throws {
+    private func saveRemote(_ sequence: String) async throws {
         for attempt in 0..<2 {
             var body: [String: JSON] = ["lastSequence": .string(sequence)]
             if let remoteRevision { body["_rev"] = .string(remoteRevision) }

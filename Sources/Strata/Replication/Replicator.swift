@@ -80,11 +80,11 @@ struct Replicator: Sendable {
         while true {
             try Task.checkCancellation()
             do {
-                var checkpoint = ReplicationCheckpoint(id: checkpointID, client: client, database: database)
+                let checkpoint = ReplicationCheckpoint(id: checkpointID, client: client, database: database)
                 if push {
-                    try await self.push(checkpoint: &checkpoint, backoff: &backoff, wake: &wakeIterator)
+                    try await self.push(checkpoint: checkpoint, backoff: &backoff, wake: &wakeIterator)
                 } else {
-                    try await pull(checkpoint: &checkpoint, backoff: &backoff)
+                    try await pull(checkpoint: checkpoint, backoff: &backoff)
                 }
                 replication.direction(pull: !push, caughtUp: true)
                 return
@@ -179,7 +179,7 @@ struct Replicator: Sendable {
         }
     }
 
-    private func pull(checkpoint: inout ReplicationCheckpoint, backoff: inout RetryBackoff) async throws {
+    private func pull(checkpoint: ReplicationCheckpoint, backoff: inout RetryBackoff) async throws {
         let repeating = configuration.repeating
         var since = try await checkpoint.read()
         var prefetched: Task<ChangesPage, any Error>?
@@ -201,12 +201,13 @@ struct Replicator: Sendable {
             }
             if !page.results.isEmpty {
                 replication.direction(pull: true, caughtUp: false)
-                try await pullPage(page, checkpoint: &checkpoint)
+                try await pullPage(page, checkpoint: checkpoint)
             } else {
                 try await checkpoint.save(page.lastSequence)
             }
             since = page.lastSequence
             if !full {
+                try await checkpoint.flush()
                 if !repeating { return }
                 replication.direction(pull: true, caughtUp: true)
             }
@@ -215,7 +216,7 @@ struct Replicator: Sendable {
 
     /// Fetches and commits the revisions of `page` the database lacks, a batch at a time, saving
     /// the checkpoint after each batch.
-    private func pullPage(_ page: ChangesPage, checkpoint: inout ReplicationCheckpoint) async throws {
+    private func pullPage(_ page: ChangesPage, checkpoint: ReplicationCheckpoint) async throws {
         replication.progress(pull: true, total: page.results.count)
         var wanted: [String: [RevisionID]] = [:]
         for change in page.results { wanted[change.id, default: []].append(contentsOf: change.revisions) }
@@ -291,31 +292,47 @@ struct Replicator: Sendable {
 
     // MARK: Push
 
-    private func push(checkpoint: inout ReplicationCheckpoint, backoff: inout RetryBackoff,
+    private func push(checkpoint: ReplicationCheckpoint, backoff: inout RetryBackoff,
                       wake: inout AsyncThrowingStream<[DocumentChange], any Error>.AsyncIterator?) async throws {
         let repeating = configuration.repeating
         let batchSize = configuration.batchSize
         var since = UInt64(try await checkpoint.read()) ?? 0
         backoff.reset()
         replication.setOffline(false)
+        // The next batch is prepared (feed read, filter, _revs_diff, revisions loaded) while this
+        // one is sent.
+        var prepared: Task<PreparedPush, any Error>?
+        defer { prepared?.cancel() }
         while true {
-            let from = since
-            let changes = try await local { try $0.revisionChanges(since: from, limit: batchSize) }
-            if changes.isEmpty {
+            let batch: PreparedPush
+            if let next = prepared {
+                prepared = nil
+                batch = try await withTaskCancellationHandler { try await next.value } onCancel: { next.cancel() }
+            } else {
+                batch = try await preparePush(since: since)
+            }
+            if batch.changeCount == 0 {
+                try await checkpoint.flush()
                 if !repeating { return }
                 replication.direction(pull: false, caughtUp: true)
                 guard try await waitForLocalCommit(&wake) else { return }
                 continue
             }
             replication.direction(pull: false, caughtUp: false)
-            replication.progress(pull: false, total: changes.count)
-            try await pushBatch(changes)
-            let last = changes[changes.count - 1].sequence
+            replication.progress(pull: false, total: batch.changeCount)
+            let last = batch.lastSequence
+            if batch.changeCount >= batchSize {
+                prepared = Task { try await preparePush(since: last) }
+            }
+            try await sendPush(batch)
             try await checkpoint.save(String(last))
             backoff.reset()
-            replication.progress(pull: false, completed: changes.count)
+            replication.progress(pull: false, completed: batch.changeCount)
             since = last
-            if changes.count < batchSize, !repeating { return }
+            if batch.changeCount < batchSize, !repeating {
+                try await checkpoint.flush()
+                return
+            }
         }
     }
 
@@ -336,9 +353,26 @@ struct Replicator: Sendable {
         }
     }
 
-    /// Sends what the gateway lacks of `changes`' documents.
-    private func pushBatch(_ changes: [RevisionChange]) async throws {
+    /// A batch of the local change feed, ready to send.
+    struct PreparedPush: Sendable {
+        /// Changes read from the feed (0: caught up).
+        let changeCount: Int
+        /// The sequence of the last change read.
+        let lastSequence: UInt64
+        /// The revisions the gateway lacks, with their history.
+        let revisions: [ReplicatedRevision]
+    }
+
+    /// Reads a batch of the local change feed after `since` and finds what the gateway lacks of
+    /// it: the client filter on each non-deleted winner, `_revs_diff`, the missing revisions.
+    private func preparePush(since: UInt64) async throws -> PreparedPush {
         let historyLimit = configuration.revisionHistoryLimit
+        let batchSize = configuration.batchSize
+        let changes = try await local { try $0.revisionChanges(since: since, limit: batchSize) }
+        guard let last = changes.last?.sequence else { return PreparedPush(changeCount: 0, lastSequence: since, revisions: []) }
+        func prepared(_ revisions: [ReplicatedRevision]) -> PreparedPush {
+            PreparedPush(changeCount: changes.count, lastSequence: last, revisions: revisions)
+        }
         var candidates = changes
         if let filter = configuration.filter {
             let parameters = configuration.filterParameters
@@ -354,7 +388,7 @@ struct Replicator: Sendable {
             }
             candidates = changes.filter { $0.isDeletion || kept.contains($0.documentID) }
         }
-        if candidates.isEmpty { return }
+        if candidates.isEmpty { return prepared([]) }
 
         var diff: [String: JSON] = [:]
         for change in candidates {
@@ -371,29 +405,88 @@ struct Replicator: Sendable {
                 if let text = value.stringValue, let revision = RevisionID(text) { wanted.append((change.documentID, revision)) }
             }
         }
-        if wanted.isEmpty { return }
+        if wanted.isEmpty { return prepared([]) }
         let requests = wanted
         let revisions = try await local { db -> [ReplicatedRevision] in
             try requests.compactMap { try db.replicatedRevision(id: $0.0, revision: $0.1, historyLimit: historyLimit) }
         }
-        if revisions.isEmpty { return }
-        let body: JSON = .object(["docs": .array(revisions.map(WireRevision.json(of:))), "new_edits": .bool(false)])
-        let result = try await client.send("POST", "_bulk_docs", body: body)
-        guard case .array(let outcomes) = result.body else {
-            throw GatewayClient.Fault.permanent(.network("\(client.base)/_bulk_docs: malformed answer: not an array"))
-        }
-        for outcome in outcomes {
-            guard let kind = outcome["error"]?.stringValue else { continue }
-            let id = outcome["id"]?.stringValue ?? "?"
-            let rev = outcome["rev"]?.stringValue ?? "?"
-            let reason = outcome["reason"]?.stringValue ?? ""
-            switch kind {
-            case "forbidden", "request_entity_too_large", "bad_request", "unauthorized":
-                // These never succeed on another attempt: reported, and passed.
-                replication.reject("\(id) \(rev): \(kind)\(reason.isEmpty ? "" : " " + reason)")
-            default:
-                throw GatewayClient.Fault.transient("\(client.base)/_bulk_docs: document \(id.debugDescription) \(rev): \(kind) \(reason)")
+        return prepared(revisions)
+    }
+
+    /// Sends `batch`'s revisions with `_bulk_docs` (`new_edits: false`). Documents the gateway
+    /// refuses for good (rights, size, malformed) are recorded and passed; other refusals are
+    /// retried with the batch.
+    private func sendPush(_ batch: PreparedPush) async throws {
+        for body in Self.bulkDocsBodies(batch.revisions, limit: Self.bulkDocsBodyLimit) {
+            // A body of one revision over the gateway's request limit is refused whole (413): that
+            // revision can never be sent, so it is reported and passed like a refused one.
+            let single = body.count == 1
+            let result = try await client.send("POST", "_bulk_docs", bodyText: body.text, accepting: single ? [413] : [])
+            if result.status == 413 {
+                replication.reject("\(body.first): request_entity_too_large (\(body.text.count) bytes of JSON)")
+                continue
+            }
+            guard case .array(let outcomes) = result.body else {
+                throw GatewayClient.Fault.permanent(.network("\(client.base)/_bulk_docs: malformed answer: not an array"))
+            }
+            for outcome in outcomes {
+                guard let kind = outcome["error"]?.stringValue else { continue }
+                let id = outcome["id"]?.stringValue ?? "?"
+                let rev = outcome["rev"]?.stringValue ?? "?"
+                let reason = outcome["reason"]?.stringValue ?? ""
+                switch kind {
+                case "forbidden", "request_entity_too_large", "bad_request", "unauthorized":
+                    // These never succeed on another attempt: reported, and passed.
+                    replication.reject("\(id) \(rev): \(kind)\(reason.isEmpty ? "" : " " + reason)")
+                default:
+                    throw GatewayClient.Fault.transient("\(client.base)/_bulk_docs: document \(id.debugDescription) \(rev): \(kind) \(reason)")
+                }
             }
         }
+    }
+
+    /// The most bytes of JSON a `_bulk_docs` body holds (unless one revision alone is larger):
+    /// well under the gateway's default request limit (64 MiB), so that revisions with large
+    /// attachments go in several requests.
+    static let bulkDocsBodyLimit = 16 << 20
+
+    /// One `_bulk_docs` request body: its text, how many revisions it holds, and the first one
+    /// (`"<id> <rev>"`).
+    struct BulkDocsBody {
+        let text: Data
+        let count: Int
+        let first: String
+    }
+
+    /// The `_bulk_docs` bodies (`{"docs": [...], "new_edits": false}`) of `revisions`, in order,
+    /// each at most `limit` bytes unless it holds a single revision.
+    static func bulkDocsBodies(_ revisions: [ReplicatedRevision], limit: Int) -> [BulkDocsBody] {
+        let head = Data(#"{"new_edits":false,"docs":["#.utf8)
+        let tail = Data("]}".utf8)
+        var bodies: [BulkDocsBody] = []
+        var text = head
+        var count = 0
+        var first = ""
+        for revision in revisions {
+            let json = WireRevision.json(of: revision).jsonData()
+            if count > 0, text.count + 1 + json.count + tail.count > limit {
+                text.append(tail)
+                bodies.append(BulkDocsBody(text: text, count: count, first: first))
+                text = head
+                count = 0
+            }
+            if count == 0 {
+                first = "\(revision.documentID) \(revision.revisionID)"
+            } else {
+                text.append(UInt8(ascii: ","))
+            }
+            text.append(json)
+            count += 1
+        }
+        if count > 0 {
+            text.append(tail)
+            bodies.append(BulkDocsBody(text: text, count: count, first: first))
+        }
+        return bodies
     }
 }

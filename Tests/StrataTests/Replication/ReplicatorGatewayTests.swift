@@ -145,6 +145,30 @@ struct ReplicatorGatewayTests {
         #expect(message.contains("401"))
     }
 
+    @Test("a user who may write only channel east: a document in west is refused (403), reported and passed; east goes through",
+          .enabled(if: ProcessInfo.processInfo.environment["STRATA_TEST_GATEWAY_EAST_USER"] != nil))
+    func forbiddenDocumentsArePassed() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try await Store.open(at: dir.url)
+        defer { try? store.close() }
+        let db = try await store.documents("main")
+        let tag = UUID().uuidString.lowercased()
+        var east = Document(id: "east-\(tag)", fields: ["n": 1])
+        east.metadata.channels = ["east"]
+        var west = Document(id: "west-\(tag)", fields: ["n": 2])
+        west.metadata.channels = ["west"]
+        try await db.save(contentsOf: [east, west])
+        let config = try Self.configuration({ .oneTimeClientToServerReplication(with: $0) },
+                                            user: Self.environment["STRATA_TEST_GATEWAY_EAST_USER"],
+                                            password: Self.environment["STRATA_TEST_GATEWAY_EAST_PASSWORD"])
+        let replication = try db.startReplication(with: config)
+        #expect(await replication.finished() == .completed)
+        #expect(replication.rejectedDocuments.count == 1)
+        #expect(replication.rejectedDocuments.first?.hasPrefix("west-\(tag) 1-") == true)
+        #expect(replication.rejectedDocuments.first?.contains("forbidden") == true)
+    }
+
     /// Polls `condition` every 20 ms, for at most 30 s.
     static func waitUntil(_ condition: () throws -> Bool) async throws {
         for _ in 0..<1_500 {

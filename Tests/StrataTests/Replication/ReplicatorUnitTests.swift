@@ -235,6 +235,37 @@ import Testing
         }
     }
 
+    @Test("_bulk_docs bodies: revisions in order, split under the byte limit, a revision over it alone")
+    func bulkDocsBodies() throws {
+        var revisions: [ReplicatedRevision] = []
+        for i in 0..<10 {
+            var revision = try Self.revision()
+            revision.documentID = "doc-\(i)"
+            revision.attachments = ["a": Attachment(data: Data(repeating: UInt8(i), count: i == 7 ? 9_000 : 1_000), contentType: "b")]
+            revisions.append(revision)
+        }
+        let bodies = Replicator.bulkDocsBodies(revisions, limit: 6_000)
+        var ids: [String] = []
+        for body in bodies {
+            let json = try JSON(parsing: body.text)
+            #expect(json["new_edits"] == false)
+            guard case .array(let docs)? = json["docs"] else { Issue.record("no docs"); continue }
+            #expect(docs.count == body.count)
+            #expect(body.text.count <= 6_000 || body.count == 1)
+            #expect(body.first.hasPrefix(docs.first?["_id"]?.stringValue ?? "?"))
+            ids += docs.compactMap { $0["_id"]?.stringValue }
+            for doc in docs {
+                let revision = try WireRevision.revision(from: doc)
+                #expect(revision.attachments["a"]?.length == (revision.documentID == "doc-7" ? 9_000 : 1_000))
+            }
+        }
+        #expect(ids == (0..<10).map { "doc-\($0)" })
+        #expect(bodies.count > 2)
+        #expect(bodies.contains { $0.count == 1 && $0.first.hasPrefix("doc-7 ") })
+        #expect(Replicator.bulkDocsBodies([], limit: 100).isEmpty)
+        #expect(Replicator.bulkDocsBodies(revisions, limit: 1 << 30).count == 1)
+    }
+
     /// A database handle for tests that build a replicator without running it.
     static func unusedDatabase() throws -> DocumentDatabase {
         let dir = try TemporaryDirectory()

@@ -69,11 +69,7 @@ enum SyncSupport {
 
     /// Waits, from synchronous code, for `body` on a task.
     static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        final class Outcome: @unchecked Sendable {
-            // Written by the task before it signals; read after the wait.
-            var result: Result<T, any Error>?
-        }
-        let outcome = Outcome()
+        let outcome = TaskOutcome<T>()
         let done = DispatchSemaphore(value: 0)
         Task {
             do { outcome.result = .success(try await body()) } catch { outcome.result = .failure(error) }
@@ -83,4 +79,10 @@ enum SyncSupport {
         guard let result = outcome.result else { throw BenchError("a task ended without a result") }
         return try result.get()
     }
+}
+
+/// The result of a task that synchronous code waits for (``SyncSupport/wait(_:)``): written by
+/// the task before it signals, read after the wait.
+final class TaskOutcome<T: Sendable>: @unchecked Sendable {
+    var result: Result<T, any Error>?
 }

@@ -105,7 +105,15 @@ struct SyncPull: Workload {
             iterator = stream.makeAsyncIterator()
         }
 
+        /// Returns when `id` shows up; throws when the stream ends first, or after 60 s (a
+        /// replication that stalls fails the run rather than hang it).
         func waitFor(_ id: String) async throws {
+            let deadline = Task {
+                try await Task.sleep(for: .seconds(60))
+                FileHandle.standardError.write(Data("sync-pull: \(id) did not arrive in 60 s\n".utf8))
+                exit(1)
+            }
+            defer { deadline.cancel() }
             while let changes = try await iterator.next() {
                 if changes.contains(where: { $0.id == id }) { return }
             }

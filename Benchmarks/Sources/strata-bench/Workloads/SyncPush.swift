@@ -30,7 +30,7 @@ struct SyncPush: Workload {
             try SyncSupport.complete(replication, what: "the push")
         }
         let close = try Clock.seconds { try store.close() }
-        return RunOutcome(records: run.count, closeSeconds: close, notes: ["channel \(channel)"])
+        return RunOutcome(records: run.count, closeSeconds: close)
     }
 
     func tableNote(_ config: BenchConfig) -> String? {
