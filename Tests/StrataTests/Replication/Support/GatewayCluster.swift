@@ -11,6 +11,7 @@ final class GatewayCluster: @unchecked Sendable {
     let gateways: [GatewayProcess]
     /// Holds the gateways' logs.
     let logs: TemporaryDirectory
+    private let watchdog: SpawnedProcess
     private let lock = NSLock()
     private var isShutDown = false
 
@@ -21,6 +22,14 @@ final class GatewayCluster: @unchecked Sendable {
         do {
             postgres = try PostgresServer.start()
         } catch {
+            logs.remove()
+            throw error
+        }
+        let watchdog: SpawnedProcess
+        do {
+            watchdog = try Self.startWatchdog(logs: logs, postgres: postgres)
+        } catch {
+            postgres.remove()
             logs.remove()
             throw error
         }
@@ -43,11 +52,37 @@ final class GatewayCluster: @unchecked Sendable {
             for g in gateways { g.kill() }
             postgres.remove()
             logs.remove()
+            if !watchdog.waitForExit(timeout: 5) { watchdog.killAndWait() }
             throw failure
         }
         self.postgres = postgres
         self.gateways = gateways
         self.logs = logs
+        self.watchdog = watchdog
+    }
+
+    /// A shell that outlives a crash of the test process: once that process has gone while the
+    /// cluster's log directory still exists (no orderly shutdown), it kills the gateways (pids in
+    /// `<log>.pid`, checked against their command line) and PostgreSQL and deletes the
+    /// directories. After an orderly shutdown (the log directory removed) it just ends.
+    private static func startWatchdog(logs: TemporaryDirectory, postgres: PostgresServer) throws -> SpawnedProcess {
+        let script = """
+            parent=$1; logs=$2; pgdir=$3; pgscript=$4
+            while kill -0 "$parent" 2>/dev/null && [ -d "$logs" ]; do sleep 0.5; done
+            [ -d "$logs" ] || exit 0
+            for f in "$logs"/*.pid; do
+                [ -f "$f" ] || continue
+                p=$(cat "$f")
+                case "$(tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" in
+                *strata-gateway*serve*) kill -9 "$p" 2>/dev/null ;;
+                esac
+            done
+            "$pgscript" kill "$pgdir" >/dev/null 2>&1
+            rm -rf "$pgdir" "$logs"
+            """
+        return try SpawnedProcess("/bin/sh", ["-c", script, "strata-test-watchdog", String(getpid()), logs.path,
+                                              postgres.directory.path, ReplicationTestEnvironment.postgresScript],
+                                  outputPath: "/dev/null")
     }
 
     deinit { shutdown() }
@@ -76,6 +111,7 @@ final class GatewayCluster: @unchecked Sendable {
         for gateway in gateways { gateway.kill() }
         postgres.remove()
         logs.remove()
+        if !watchdog.waitForExit(timeout: 5) { watchdog.killAndWait() }
     }
 
     /// The ends of the gateways' logs and of PostgreSQL's, for failure messages.

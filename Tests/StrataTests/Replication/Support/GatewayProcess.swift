@@ -72,6 +72,8 @@ final class GatewayProcess: @unchecked Sendable {
             self.process = process
             logOffset = offset
         }
+        // For the cluster's watchdog, which kills the gateway if the test process dies.
+        try? String(process.pid).write(toFile: logPath + ".pid", atomically: true, encoding: .utf8)
         let deadline = Date().addingTimeInterval(90)
         while true {
             if let listening = listeningPort(after: offset) {
