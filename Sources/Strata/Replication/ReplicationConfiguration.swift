@@ -24,7 +24,8 @@ public struct ReplicationConfiguration: Sendable {
     /// one exchange (false).
     public var repeating: Bool
     /// Whether local changes are sent to the gateway too (true), or only the gateway's changes
-    /// are received (false: server to client).
+    /// are received (false: server to client). With ``pushOnly``, local changes are sent and
+    /// nothing is received.
     public var bidirectional: Bool
     /// Whether only local changes are sent, and nothing is received (client to server; default
     /// false). An addition to PredixSDK's choices, for uploads and for measuring a push alone.
