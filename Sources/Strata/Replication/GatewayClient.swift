@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -58,8 +59,16 @@ final class GatewayClient: Sendable {
         }
     }
 
-    /// Ends the session's connections; later requests fail.
-    func invalidate() { session.invalidateAndCancel() }
+    /// Set once ``invalidate()`` ran: no task is made on the session after it, because
+    /// FoundationNetworking traps ("Session invalidated") on `dataTask` of an invalidated session —
+    /// a prefetch cancelled but not yet finished when the replication ends would otherwise make one.
+    private let invalidated = Mutex(false)
+
+    /// Ends the session's connections; later requests fail with `CancellationError`.
+    func invalidate() {
+        invalidated.withLock { $0 = true }
+        session.invalidateAndCancel()
+    }
 
     static func seconds(_ duration: Duration) -> TimeInterval {
         let (s, attoseconds) = duration.components
@@ -148,24 +157,33 @@ final class GatewayClient: Sendable {
         let exchange = Exchange()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        let nsError = error as NSError
-                        if nsError.domain == NSURLErrorDomain,
-                           nsError.code == NSURLErrorCancelled || nsError.code == NSURLErrorUserCancelledAuthentication {
-                            let cancelledByUs = exchange.lock.withLock { exchange.cancelled }
-                            exchange.finish(.failure(cancelledByUs ? CancellationError()
-                                : Fault.permanent(.network("\(what): 401 unauthorized: the gateway refused the credentials"))))
-                        } else {
-                            exchange.finish(.failure(Fault.transient("\(what): \(error.localizedDescription)")))
+                // Made under the lock `invalidate()` sets its flag with, so never on an invalidated session.
+                let made = invalidated.withLock { isInvalidated -> URLSessionDataTask? in
+                    if isInvalidated { return nil }
+                    return session.dataTask(with: request) { data, response, error in
+                        if let error {
+                            let nsError = error as NSError
+                            if nsError.domain == NSURLErrorDomain,
+                               nsError.code == NSURLErrorCancelled || nsError.code == NSURLErrorUserCancelledAuthentication {
+                                let cancelledByUs = exchange.lock.withLock { exchange.cancelled }
+                                exchange.finish(.failure(cancelledByUs ? CancellationError()
+                                    : Fault.permanent(.network("\(what): 401 unauthorized: the gateway refused the credentials"))))
+                            } else {
+                                exchange.finish(.failure(Fault.transient("\(what): \(error.localizedDescription)")))
+                            }
+                            return
                         }
-                        return
+                        guard let http = response as? HTTPURLResponse else {
+                            exchange.finish(.failure(Fault.transient("\(what): no HTTP response")))
+                            return
+                        }
+                        exchange.finish(.success((data ?? Data(), http.statusCode)))
                     }
-                    guard let http = response as? HTTPURLResponse else {
-                        exchange.finish(.failure(Fault.transient("\(what): no HTTP response")))
-                        return
-                    }
-                    exchange.finish(.success((data ?? Data(), http.statusCode)))
+                }
+                guard let task = made else {
+                    exchange.lock.withLock { exchange.continuation = continuation }
+                    exchange.finish(.failure(CancellationError()))
+                    return
                 }
                 let cancelled = exchange.lock.withLock { () -> Bool in
                     exchange.task = task
