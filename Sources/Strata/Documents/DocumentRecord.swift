@@ -27,6 +27,14 @@ package struct DocumentRecord: Sendable, Equatable {
         package var contentType: String
         package var length: Int
         var crc: UInt32
+
+        /// `name ‖ content type` (each varint length, UTF-8) `‖ varint length ‖ u32 LE CRC32C`.
+        func append(to out: inout [UInt8]) {
+            DocumentLayout.appendString(name, to: &out)
+            DocumentLayout.appendString(contentType, to: &out)
+            Varint.append(length, to: &out)
+            LittleEndian.append(crc, to: &out)
+        }
     }
 
     package static let deletedFlag: UInt8 = 1
@@ -79,12 +87,7 @@ package struct DocumentRecord: Sendable, Equatable {
         for channel in channels { DocumentLayout.appendString(channel, to: &out) }
         if !attachments.isEmpty {
             Varint.append(attachments.count, to: &out)
-            for a in attachments {
-                DocumentLayout.appendString(a.name, to: &out)
-                DocumentLayout.appendString(a.contentType, to: &out)
-                Varint.append(a.length, to: &out)
-                LittleEndian.append(a.crc, to: &out)
-            }
+            for a in attachments { a.append(to: &out) }
         }
     }
 
@@ -199,6 +202,15 @@ package enum DocumentLayout {
         Varint.appendLengthPrefixed(s, to: &out)
     }
 
+    /// `(keyspace, databaseId, strings…)` as a tuple key.
+    private static func tupleKey(_ keyspace: Keyspace, _ databaseId: UInt64, _ strings: String...) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 16 + strings.reduce(0) { $0 + $1.utf8.count + 2 })
+        e.append(keyspace.id)
+        e.append(databaseId)
+        for string in strings { e.append(string) }
+        return e.bytes
+    }
+
     /// `(4, databaseId)`: the prefix of every document key of a database.
     package static func documentPrefix(_ databaseId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)
@@ -209,6 +221,7 @@ package enum DocumentLayout {
 
     /// `(4, databaseId, documentId)`.
     static func documentKey(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
+        // Spelled out, not `tupleKey`: every document read builds one (no variadic array).
         var e = TupleKeyEncoder(reservingCapacity: 16 + documentId.utf8.count)
         e.append(Keyspace.documents.id)
         e.append(databaseId)
@@ -218,21 +231,12 @@ package enum DocumentLayout {
 
     /// `(7, databaseId, documentId)`: the prefix of a document's attachment keys.
     static func attachmentPrefix(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
-        var e = TupleKeyEncoder(reservingCapacity: 16 + documentId.utf8.count)
-        e.append(Keyspace.attachments.id)
-        e.append(databaseId)
-        e.append(documentId)
-        return e.bytes
+        tupleKey(.attachments, databaseId, documentId)
     }
 
     /// `(7, databaseId, documentId, name)` → the attachment's bytes.
     static func attachmentKey(_ databaseId: UInt64, _ documentId: String, _ name: String) -> [UInt8] {
-        var e = TupleKeyEncoder(reservingCapacity: 24 + documentId.utf8.count + name.utf8.count)
-        e.append(Keyspace.attachments.id)
-        e.append(databaseId)
-        e.append(documentId)
-        e.append(name)
-        return e.bytes
+        tupleKey(.attachments, databaseId, documentId, name)
     }
 
     /// `(7, databaseId)`: the prefix of every attachment key of a database.
@@ -245,30 +249,17 @@ package enum DocumentLayout {
 
     /// `(12, databaseId, documentId)`: the prefix of a document's conflicting revisions.
     static func conflictPrefix(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
-        var e = TupleKeyEncoder(reservingCapacity: 16 + documentId.utf8.count)
-        e.append(Keyspace.conflictingRevisions.id)
-        e.append(databaseId)
-        e.append(documentId)
-        return e.bytes
+        tupleKey(.conflictingRevisions, databaseId, documentId)
     }
 
     /// `(12, databaseId, documentId, revisionId)` → a losing leaf revision (``LeafRevision``).
     static func conflictKey(_ databaseId: UInt64, _ documentId: String, _ revision: RevisionID) -> [UInt8] {
-        var e = TupleKeyEncoder(reservingCapacity: 56 + documentId.utf8.count)
-        e.append(Keyspace.conflictingRevisions.id)
-        e.append(databaseId)
-        e.append(documentId)
-        e.append(revision.description)
-        return e.bytes
+        tupleKey(.conflictingRevisions, databaseId, documentId, revision.description)
     }
 
     /// `(13, databaseId, id)` → a local document as binary JSON.
     static func localKey(_ databaseId: UInt64, _ id: String) -> [UInt8] {
-        var e = TupleKeyEncoder(reservingCapacity: 16 + id.utf8.count)
-        e.append(Keyspace.localDocuments.id)
-        e.append(databaseId)
-        e.append(id)
-        return e.bytes
+        tupleKey(.localDocuments, databaseId, id)
     }
 
     /// `(6, databaseId)`: the prefix of a database's change feed.

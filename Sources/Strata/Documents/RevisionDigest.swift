@@ -22,12 +22,7 @@ enum RevisionDigest {
         Varint.append(channels.count, to: &input)
         for channel in channels { DocumentLayout.appendString(channel, to: &input) }
         Varint.append(attachments.count, to: &input)
-        for a in attachments {
-            DocumentLayout.appendString(a.name, to: &input)
-            DocumentLayout.appendString(a.contentType, to: &input)
-            Varint.append(a.length, to: &input)
-            LittleEndian.append(a.crc, to: &input)
-        }
+        for a in attachments { a.append(to: &input) }
         return MD5.digest(input).hexString
     }
 
