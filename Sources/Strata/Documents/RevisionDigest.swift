@@ -6,13 +6,16 @@ enum RevisionDigest {
     /// (strings length-prefixed; attachments as name, content type, length, CRC32C).
     static func make(parent: RevisionID?, isDeleted: Bool, body: [UInt8], type: String?, channels: [String],
                      attachments: [DocumentRecord.AttachmentInfo]) -> String {
+        var md5 = MD5()
         var input: [UInt8] = []
-        input.reserveCapacity(body.count + 64)
+        input.reserveCapacity(64)
         input.append(contentsOf: (parent?.description ?? "").utf8)
         input.append(0)
         input.append(isDeleted ? 1 : 0)
         Varint.append(body.count, to: &input)
-        input.append(contentsOf: body)
+        md5.update(input)
+        md5.update(body)
+        input.removeAll(keepingCapacity: true)
         if let type {
             input.append(1)
             DocumentLayout.appendString(type, to: &input)
@@ -23,7 +26,8 @@ enum RevisionDigest {
         for channel in channels { DocumentLayout.appendString(channel, to: &input) }
         Varint.append(attachments.count, to: &input)
         for a in attachments { a.append(to: &input) }
-        return MD5.digest(input).hexString
+        md5.update(input)
+        return md5.finalize().hexString
     }
 
     /// The revision id `generation-digest`; throws when the generation overflowed (a record

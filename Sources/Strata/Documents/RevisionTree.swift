@@ -93,7 +93,7 @@ struct RevisionTree: Sendable, Equatable {
 
     /// Puts the winner first and drops nodes more than `limit` generations above every leaf.
     mutating func settle(limit: Int = defaultHistoryLimit) {
-        guard !nodes.isEmpty else { return }
+        guard nodes.count > 1 else { return }   // none, or one leaf: settled
         var keep = [Bool](repeating: false, count: nodes.count)
         for leaf in leaves {
             var at: Int? = leaf
@@ -153,7 +153,7 @@ struct RevisionTree: Sendable, Equatable {
             switch try reader.byte() {
             case 0:
                 guard reader.buffer.count - reader.offset >= 16 else { throw reader.corrupted(reader.offset, "value ends inside a digest") }
-                digest = Array(reader.buffer[reader.offset..<reader.offset + 16]).hexString
+                digest = [UInt8].hexString(UnsafeRawBufferPointer(rebasing: reader.buffer[reader.offset..<reader.offset + 16]))
                 reader.offset += 16
             case 1:
                 digest = try reader.string("revision digest")
@@ -169,6 +169,15 @@ struct RevisionTree: Sendable, Equatable {
             guard parent <= UInt64(count) else { throw reader.corrupted(at, "parent \(parent) of a tree of \(count)") }
             nodes.append(Node(revision: revision, parent: parent == 0 ? nil : Int(parent - 1),
                               isDeleted: flags & 1 != 0, isLeaf: flags & 2 != 0))
+        }
+        // One node (a document never changed, or changed on one replica only since its tree was
+        // cut): nothing more to check, and no set to build on every read.
+        if count == 1 {
+            guard nodes[0].isLeaf, nodes[0].parent == nil else {
+                throw reader.corrupted(start, "the only revision of the tree is not a leaf without a parent")
+            }
+            self.nodes = nodes
+            return
         }
         for (i, node) in nodes.enumerated() {
             if let p = node.parent {

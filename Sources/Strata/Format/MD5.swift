@@ -16,10 +16,6 @@ package struct MD5: Sendable {
 
     package init() { pending.reserveCapacity(64) }
 
-    private static let shifts: [UInt32] = [7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-                                           5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
-                                           4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-                                           6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21]
     /// floor(|sin(i + 1)| · 2³²).
     private static let constants: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296)) }
 
@@ -71,42 +67,63 @@ package struct MD5: Sendable {
         return md5.finalize()
     }
 
-    /// One 64-byte block (`block.count == 64`).
+    /// One 64-byte block (`block.count == 64`): the four rounds of RFC 1321, unrolled by round
+    /// so that each step's function, message word and shift are known without a table lookup
+    /// (but the sine constants).
     private mutating func process(_ block: UnsafeRawBufferPointer) {
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
-            for i in 0..<16 { words[i] = UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)) }
-            var (a, b, c, d) = state
-            for i in 0..<64 {
-                var f: UInt32
-                let g: Int
-                switch i {
-                case 0..<16: f = (b & c) | (~b & d); g = i
-                case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) & 15
-                case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) & 15
-                default: f = c ^ (b | ~d); g = (7 * i) & 15
-                }
-                f = f &+ a &+ Self.constants[i] &+ words[g]
-                a = d
-                d = c
-                c = b
-                let shift = Self.shifts[i]
-                b = b &+ (f << shift | f >> (32 - shift))
-            }
-            state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
+        @inline(__always) func word(_ i: Int) -> UInt32 {
+            UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self))
         }
+        @inline(__always) func rotate(_ x: UInt32, _ n: UInt32) -> UInt32 { x << n | x >> (32 - n) }
+        var (a, b, c, d) = state
+        Self.constants.withUnsafeBufferPointer { k in
+            let r1: (UInt32, UInt32, UInt32, UInt32) = (7, 12, 17, 22)
+            let r2: (UInt32, UInt32, UInt32, UInt32) = (5, 9, 14, 20)
+            let r3: (UInt32, UInt32, UInt32, UInt32) = (4, 11, 16, 23)
+            let r4: (UInt32, UInt32, UInt32, UInt32) = (6, 10, 15, 21)
+            func shift(_ r: (UInt32, UInt32, UInt32, UInt32), _ i: Int) -> UInt32 {
+                switch i & 3 { case 0: return r.0; case 1: return r.1; case 2: return r.2; default: return r.3 }
+            }
+            for i in 0..<16 {
+                let f = (b & c) | (~b & d)
+                let t = rotate(f &+ a &+ k[i] &+ word(i), shift(r1, i))
+                (a, d, c, b) = (d, c, b, b &+ t)
+            }
+            for i in 16..<32 {
+                let f = (d & b) | (~d & c)
+                let t = rotate(f &+ a &+ k[i] &+ word((5 * i + 1) & 15), shift(r2, i))
+                (a, d, c, b) = (d, c, b, b &+ t)
+            }
+            for i in 32..<48 {
+                let f = b ^ c ^ d
+                let t = rotate(f &+ a &+ k[i] &+ word((3 * i + 5) & 15), shift(r3, i))
+                (a, d, c, b) = (d, c, b, b &+ t)
+            }
+            for i in 48..<64 {
+                let f = c ^ (b | ~d)
+                let t = rotate(f &+ a &+ k[i] &+ word((7 * i) & 15), shift(r4, i))
+                (a, d, c, b) = (d, c, b, b &+ t)
+            }
+        }
+        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
     }
 }
 
 extension Array where Element == UInt8 {
     /// Lowercase hexadecimal digits of the bytes.
-    package var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(count * 2)
-        for b in self {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
+    package var hexString: String { withUnsafeBytes { Self.hexString($0) } }
+
+    /// Lowercase hexadecimal digits of `bytes`, written straight into the string's storage.
+    package static func hexString(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            let digits: StaticString = "0123456789abcdef"
+            digits.withUTF8Buffer { d in
+                for (i, b) in bytes.enumerated() {
+                    out[2 * i] = d[Int(b >> 4)]
+                    out[2 * i + 1] = d[Int(b & 15)]
+                }
+            }
+            return bytes.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
