@@ -574,7 +574,7 @@ package final class DatabaseState: CollectionState {
                 if record.tree?.hasConflicts == true { return false }
                 var staged = w
                 var batch = CommitBatch()
-                stageDelete(documentID, record: record, rows: rows, indexes: current, now: now, writer: &staged, into: &batch)
+                try stageDelete(documentID, record: record, rows: rows, indexes: current, now: now, writer: &staged, into: &batch)
                 try engine.commit(batch)
                 w = staged
                 return true
@@ -587,7 +587,13 @@ package final class DatabaseState: CollectionState {
     /// `rows`) to `batch`, and advances `w` as if it committed.
     private func stageDelete(_ documentID: String, record: DocumentRecord, rows: [String: [IndexRow]],
                              indexes current: [String: ActiveIndex], now: Date, writer w: inout WriterState,
-                             into commit: inout CommitBatch) {
+                             into commit: inout CommitBatch) throws {
+        // The tombstone's revision first: the only step that can throw, before anything is staged.
+        var tree = record.treeOrLegacy(documentID: documentID)
+        let parent = tree.winner.revision
+        let digest = RevisionDigest.make(parent: parent, isDeleted: true, body: [], type: nil, channels: [], attachments: [])
+        tree.addChild(of: 0, revision: try RevisionDigest.revision(record.revision &+ 1, digest), isDeleted: true)
+        tree.settle()
         let key = DocumentLayout.documentKey(id, documentID)
         let observing = broadcaster.wantsChanges(of: engine, kind: .documentDatabase, name: name)
         let sequence = w.nextSequence
@@ -598,12 +604,6 @@ package final class DatabaseState: CollectionState {
         let converted = convertUnattachedIndexes(w, into: &batch)
         for info in record.attachments { batch.deleteRaw(DocumentLayout.attachmentKey(id, documentID, info.name)) }
         if record.changeSequence != 0 { batch.deleteRaw(DocumentLayout.changeKey(id, record.changeSequence)) }
-        var tree = record.treeOrLegacy(documentID: documentID)
-        let parent = tree.winner.revision
-        let digest = RevisionDigest.make(parent: parent, isDeleted: true, body: [], type: nil, channels: [], attachments: [])
-        tree.addChild(of: 0, revision: RevisionID(generation: record.revision &+ 1, digest: digest) ?? RevisionDigest.overflow,
-                      isDeleted: true)
-        tree.settle()
         // Every leaf is a deletion now; the winner may be another one, of a higher generation.
         let tombstone = DocumentRecord(isDeleted: true, revision: tree.winner.revision.generation, changeSequence: sequence,
                                        createDate: record.createDate, lastChange: now, type: nil, channels: [], attachments: [],
@@ -684,6 +684,6 @@ package final class DatabaseState: CollectionState {
         if let old {
             for index in active.values { rows[index.name] = try IndexMaintenance.rows(of: old, index: index) }
         }
-        stageDelete(documentID, record: record, rows: rows, indexes: active, now: clock(), writer: &w, into: &batch)
+        try stageDelete(documentID, record: record, rows: rows, indexes: active, now: clock(), writer: &w, into: &batch)
     }
 }

@@ -38,7 +38,4 @@ enum RevisionDigest {
         }
         return id
     }
-
-    /// Stands in when a tombstone's generation would overflow: a record claiming 2⁶⁴ − 1 saves.
-    static let overflow = RevisionID(generation: .max, digest: "0")!
 }

@@ -283,6 +283,34 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(try db.document(id: "h")?.metadata.revisionID == "2-bb" && (try db.document(id: "g"))?.metadata.revisionID == "1-aa")
     }
 
+    @Test("a document at generation 2⁶⁴ − 1 refuses another save or a deletion with .invalidArgument, and stays readable")
+    func generationAtTheLimit() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var (store, db) = try Self.open(dir)
+        let date = Date(timeIntervalSinceReferenceDate: 0)
+        try db.insertReplicatedRevisions([ReplicatedRevision(
+            documentID: "max", revisionID: RevisionID(generation: .max, digest: "ab")!, history: ["ab"], isDeleted: false,
+            fields: ["v": 1], type: nil, channels: [], createDate: date, lastChange: date, attachments: [:])])
+        func invalid(_ body: () throws -> Void) {
+            #expect { try body() } throws: { error in
+                guard case StrataError.invalidArgument = error else { return false }
+                return true
+            }
+        }
+        invalid { _ = try db.save(Document(id: "max", fields: ["v": 2])) }
+        invalid { try db.delete(id: "max") }
+        invalid { _ = try db.resolveConflict(id: "max", with: Document(id: "max", fields: ["v": 3])) }
+        invalid {
+            try store.transaction { tx in try tx.documents("main").delete(id: "max") }
+        }
+        try store.close()
+        (store, db) = try Self.open(dir)
+        defer { try? store.close() }
+        #expect(try db.document(id: "max")?["v"] == 1)
+        #expect(try db.document(id: "max")?.metadata.revisionID == "\(UInt64.max)-ab")
+    }
+
     @Test("crafted revision trees are refused as corrupt, naming the document", arguments: [
         // count 1: generation 1, packed digest, parent 2 (out of range), leaf.
         [1, 1, 0] + [UInt8](repeating: 0xab, count: 16) + [2, 2],
