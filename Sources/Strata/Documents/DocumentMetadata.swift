@@ -22,9 +22,10 @@ public struct DocumentMetadata: Sendable, Hashable {
     public internal(set) var createDate: Date
     /// When the document was last saved. Before the first save, the reference date.
     public internal(set) var lastChange: Date
-    /// How many times the document was changed: 1 after the first save, one more after each later
-    /// save; 0 before the first save. A document deleted and saved again continues from the
-    /// deletion's revision, so a revision of an id never repeats.
+    /// The generation of the document's (winning) revision: 1 after the first save, one more
+    /// after each later save or deletion on its branch; 0 before the first save. A document
+    /// deleted and saved again continues from the deletion's revision, so a revision of an id
+    /// never repeats. Revisions received by replication keep the generation they were made with.
     public internal(set) var revision: UInt64
     /// The CouchDB revision id of this revision, `"<revision>-<digest>"` (see ``RevisionID``): what
     /// replication compares. Empty before the first save.
