@@ -85,8 +85,12 @@ extension DatabaseState {
         }
         // The winner's contents.
         let content: LeafRevision
-        if !winnerChanged {
-            content = try oldWinnerLeaf()
+        if !winnerChanged, let oldValue, let old {
+            // The record is rewritten with its body; its attachments stay in keyspace 7 untouched.
+            var plain = old
+            plain.tree = nil
+            plain.changeSequence = 0
+            content = LeafRevision(record: plain, body: Array(oldValue[old.bodyOffset...]), attachments: [:])
         } else if let new = contents[winner.revision] {
             content = new
         } else if winner.isDeleted {
@@ -203,13 +207,8 @@ extension DatabaseState {
                          DocumentLayout.changeValue(id: documentID, isDeletion: record.isDeleted, revision: record.revision,
                                                     isExternal: isExternal))
             if i < rows.count {
-                for (indexName, change) in rows[i] {
-                    guard let index = active[indexName] else { continue }
-                    if let pending = index.pending, pending.contains(documentID, key: plan.key) { continue }
-                    var keys: [[UInt8]]? = observing ? [] : nil
-                    IndexMaintenance.replace(change.old, with: change.new, in: &batch, touched: &keys)
-                    if let keys, !keys.isEmpty { touched[indexName, default: []] += keys.map { Array($0[index.prefix.count...]) } }
-                }
+                stageRows(rows[i], of: documentID, key: plan.key, indexes: active, observing: observing, into: &batch,
+                          touched: &touched)
             }
             changes.append(DocumentChange(id: documentID, isDeletion: record.isDeleted, revision: record.revision,
                                           sequence: sequence, isExternal: isExternal))

@@ -483,14 +483,8 @@ package final class DatabaseState: CollectionState {
             batch.putRaw(DocumentLayout.changeKey(id, step.record.changeSequence),
                          DocumentLayout.changeValue(id: documentID, isDeletion: false, revision: step.record.revision))
             if i < rows.count {
-                for (indexName, change) in rows[i] {
-                    guard let index = active[indexName] else { continue }
-                    // A document the index does not hold yet is left to its build.
-                    if let pending = index.pending, pending.contains(documentID, key: step.key) { continue }
-                    var keys: [[UInt8]]? = observing ? [] : nil
-                    IndexMaintenance.replace(change.old, with: change.new, in: &batch, touched: &keys)
-                    if let keys, !keys.isEmpty { touched[indexName, default: []] += keys.map { Array($0[index.prefix.count...]) } }
-                }
+                stageRows(rows[i], of: documentID, key: step.key, indexes: active, observing: observing, into: &batch,
+                          touched: &touched)
             }
             changes.append(DocumentChange(id: documentID, isDeletion: false, revision: step.record.revision,
                                           sequence: step.record.changeSequence))
@@ -505,6 +499,20 @@ package final class DatabaseState: CollectionState {
         w.nextSequence += UInt64(steps.count)
         commit.changes.append(Changes(databaseID: id, changes: changes, touched: observing ? touched : nil))
         return results
+    }
+
+    /// Adds one document's index-row changes to `batch` (a document an index does not hold yet is
+    /// left to its build), and the changed keys after each index's prefix to `touched` when
+    /// `observing`.
+    func stageRows(_ changes: RowChanges, of documentID: String, key: [UInt8], indexes active: [String: ActiveIndex],
+                   observing: Bool, into batch: inout WriteBatch, touched: inout [String: [[UInt8]]]) {
+        for (indexName, change) in changes {
+            guard let index = active[indexName] else { continue }
+            if let pending = index.pending, pending.contains(documentID, key: key) { continue }
+            var keys: [[UInt8]]? = observing ? [] : nil
+            IndexMaintenance.replace(change.old, with: change.new, in: &batch, touched: &keys)
+            if let keys, !keys.isEmpty { touched[indexName, default: []] += keys.map { Array($0[index.prefix.count...]) } }
+        }
     }
 
     /// Adds to `batch` the rewrite, as behind at the last committed sequence, of every stored
@@ -614,13 +622,8 @@ package final class DatabaseState: CollectionState {
         batch.putRaw(DocumentLayout.changeKey(id, sequence),
                      DocumentLayout.changeValue(id: documentID, isDeletion: true, revision: tombstone.revision))
         var touched: [String: [[UInt8]]] = [:]
-        for (indexName, old) in rows {
-            guard let index = current[indexName] else { continue }
-            if let pending = index.pending, pending.contains(documentID, key: key) { continue }
-            var keys: [[UInt8]]? = observing ? [] : nil
-            IndexMaintenance.replace(old, with: [], in: &batch, touched: &keys)
-            if let keys, !keys.isEmpty { touched[indexName] = keys.map { Array($0[index.prefix.count...]) } }
-        }
+        stageRows(rows.mapValues { (old: $0, new: []) }, of: documentID, key: key, indexes: current, observing: observing,
+                  into: &batch, touched: &touched)
         if converted { w.unconverted = [:] }
         w.nextSequence = sequence + 1
         if TransactionScope.current != nil { w.uncommitted[documentID] = (tombstone, nil) }
