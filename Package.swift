@@ -30,13 +30,32 @@ let package = Package(
         ),
         // Small C helpers the byte layers need: hardware CRC32C and acquire/release atomics.
         .target(name: "CStrataSupport"),
+        // The layers, each a target so that a layer can import only the layers below it
+        // (DESIGN.md "Layers"): bytes, then files, then the engine, then the store and its
+        // collections. Declarations a higher layer uses are `package`; users see `public` ones
+        // through `Strata`, which re-exports the layers below it.
         .target(
-            name: "Strata",
-            dependencies: ["CLZ4", "CStrataSupport", .product(name: "Logging", package: "swift-log")],
+            name: "StrataFormat",
+            dependencies: ["CLZ4", "CStrataSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             // Unicode collation of index keys uses the ICU the Swift toolchain ships for
             // Foundation on Linux (module `_FoundationICU`); nothing to install.
             linkerSettings: [.linkedLibrary("_FoundationICU", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "StrataFiles",
+            dependencies: ["StrataFormat", "CStrataSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "StrataEngine",
+            dependencies: ["StrataFormat", "StrataFiles", "CStrataSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "Strata",
+            dependencies: ["StrataFormat", "StrataFiles", "StrataEngine", "CStrataSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "StrataInspection",
@@ -72,7 +91,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataInspection", "strata-crash-helper", "strata-dump"],
+            dependencies: ["Strata", "StrataFormat", "StrataFiles", "StrataEngine", "StrataInspection", "strata-crash-helper", "strata-dump"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

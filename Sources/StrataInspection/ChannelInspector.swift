@@ -1,5 +1,8 @@
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// One channel of a store, as `strata-dump channels` lists it.
 public struct ChannelSummary: Codable, Sendable, Equatable {

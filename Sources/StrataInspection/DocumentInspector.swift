@@ -1,5 +1,8 @@
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// One index of a document database, as ``DocumentInspector`` lists it.
 public struct DocumentIndexSummary: Codable, Sendable, Equatable {

@@ -1,4 +1,7 @@
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A stored key as the inspection tools show it: rendered for people and, exactly, in hex.
 ///

@@ -1,4 +1,7 @@
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Why an inspection could not start: the path names nothing Strata can read.
 ///

@@ -1,5 +1,8 @@
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A store's push subscriptions as `strata-dump push` prints them (FORMAT.md §18).
 public struct InspectedPush: Codable, Sendable, Equatable {

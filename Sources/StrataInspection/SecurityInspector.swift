@@ -1,5 +1,8 @@
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A store's security policy as `strata-dump security` prints it (FORMAT.md §17).
 public struct InspectedPolicy: Codable, Sendable, Equatable {

@@ -1,4 +1,7 @@
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A problem found in a file: where, and what.
 struct FileFault: Sendable, Equatable {

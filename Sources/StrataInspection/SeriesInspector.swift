@@ -1,5 +1,8 @@
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// One time series of a store, as ``SeriesInspector`` lists it.
 public struct SeriesSummary: Codable, Sendable, Equatable {

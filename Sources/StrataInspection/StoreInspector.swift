@@ -1,4 +1,7 @@
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The kinds of files a store directory holds (FORMAT.md, "Store directory").
 public enum StrataFileKind: String, Codable, Sendable, CaseIterable {

@@ -1,4 +1,7 @@
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Checks every byte of a store that the engine would trust: `strata-dump verify`.
 ///

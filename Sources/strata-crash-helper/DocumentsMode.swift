@@ -12,6 +12,9 @@
 
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The map of index `byV`: two rows per document with a `v`.
 let crashIndexMap: DocumentIndex.Map = { doc, emit in

@@ -12,6 +12,9 @@
 
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 func runPush(directory: URL, arguments: [String]) -> Never {
     guard arguments.count == 1, let seed = UInt64(arguments[0]) else { fail("usage: strata-crash-helper push <directory> <seed>") }

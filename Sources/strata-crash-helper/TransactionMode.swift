@@ -18,6 +18,9 @@
 
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 private struct Abandon: Error {}
 

@@ -39,6 +39,9 @@ import Strata
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 /// Writes `line` plus a newline to standard output with one unbuffered write.

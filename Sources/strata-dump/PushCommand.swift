@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import Strata
 import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 extension StrataDump {
     /// `strata-dump push <store> [--limit N]`: devices, subscriptions and the outbox of a store.

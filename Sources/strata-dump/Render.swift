@@ -1,5 +1,8 @@
 import Strata
 import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The human-readable output of each subcommand: aligned tables, sizes in KiB/MiB.
 enum Render {

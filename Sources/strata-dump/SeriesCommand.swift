@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import Strata
 import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 extension StrataDump {
     /// `strata-dump series <store> [<path>]`: the time series of a store, or one series' events.

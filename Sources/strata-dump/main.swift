@@ -9,6 +9,9 @@ import ArgumentParser
 import Foundation
 import Strata
 import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 struct StrataDump: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,6 +6,9 @@
 import CStrataSupport
 import Foundation
 import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 let args = Array(CommandLine.arguments.dropFirst())
 let n = args.count > 0 ? Int(args[0]) ?? 10_000_000 : 10_000_000

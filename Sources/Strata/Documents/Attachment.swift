@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A binary attachment of a document: bytes and their MIME content type.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What a save does when the stored document changed since the caller read it (Couchbase Lite's
 /// `ConcurrencyControl`).
 ///

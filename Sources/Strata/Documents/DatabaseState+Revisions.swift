@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Writes that change a document's revision tree beyond "a child of the winner": revisions from
 // other replicas, conflict resolution, and deleting a document in conflict (whose winner then

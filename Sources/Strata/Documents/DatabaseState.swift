@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The shared state of one open document database: its catalog id, attached indexes, the next
 /// change sequence, and its live queries and change subscribers. Every ``DocumentDatabase``
@@ -20,6 +23,8 @@ package final class DatabaseState: CollectionState {
     let name: String
     let id: UInt64
     let engine: Engine
+    /// The store's executor, for the `async` twins.
+    let executor: StoreExecutor
     let catalog: Catalog
     let idFactory: @Sendable () -> String
     let clock: @Sendable () -> Date
@@ -64,6 +69,7 @@ package final class DatabaseState: CollectionState {
         try Self.validateName(name)
         self.name = name
         self.engine = store.engine
+        self.executor = store.executor
         self.catalog = store.catalog
         self.idFactory = store.options.documentIDFactory
         self.clock = store.options.clock

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A document: a JSON object's fields, with metadata and attachments.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// One change of a database: a document saved or deleted.
 ///
 /// ``DocumentDatabase/changes()`` streams them as they commit; ``DocumentDatabase/changes(since:limit:)``

@@ -1,10 +1,14 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 // The `async` twins of the document-database methods and of the store's opener (see
 // Store+Async.swift for the rules): each runs its synchronous twin on the store's executor. A
 // task cancelled before the work starts gets `StrataError.cancelled` and nothing is written; a
 // write that started commits and returns. `observe(_:_:)` and `changes()` are streams and have
 // no twins.
 extension DocumentDatabase {
-    private var executor: StoreExecutor { state.engine.executor }
+    private var executor: StoreExecutor { state.executor }
 
     /// The `async` twin of ``dropIndex(_:)``: runs on the store's executor. A drop that started
     /// completes even if the task is cancelled meanwhile.
@@ -127,6 +131,6 @@ extension Store {
     /// - Throws: as ``documents(_:indexes:)``; ``StrataError/cancelled`` if the task was
     ///   cancelled before the open started.
     public func documents(_ name: String = "default", indexes: [DocumentIndex] = []) async throws -> DocumentDatabase {
-        try await engine.executor.run { try self.documents(name, indexes: indexes) }
+        try await executor.run { try self.documents(name, indexes: indexes) }
     }
 }

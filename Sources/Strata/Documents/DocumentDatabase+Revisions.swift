@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 extension DocumentDatabase {
     // MARK: Conflicts

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A map/reduce index of a document database (a CouchDB view).
 ///
 /// `map` is called with each document and calls `emit(key, value)` for each row the document

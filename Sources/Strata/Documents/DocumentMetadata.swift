@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// What a database keeps about a document besides its fields.
 ///

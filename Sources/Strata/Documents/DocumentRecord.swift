@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The key and value layouts of document databases (FORMAT.md §16). Every function here is the
 // single source of truth for one layout; readers check every length against the bytes they have.

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The documents whose rows an attached index does not hold yet: every document whose key is at
 /// or after ``from`` (a build walks the documents in key order), and those in ``ids`` (changed

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// An index as a database uses it: its definition and the catalog id its rows are keyed by.
 struct ActiveIndex: Sendable {

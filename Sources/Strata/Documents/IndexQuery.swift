@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What an index query selects and how: keys or a key range, order, paging, reduction, grouping.
 ///
 /// Couchbase Lite 1.x / CouchDB view semantics:

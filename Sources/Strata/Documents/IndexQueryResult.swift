@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The result of an index query: its rows in order.
 public struct IndexQueryResult: Sendable, Hashable {
     /// The rows, after `skip` and `limit`.

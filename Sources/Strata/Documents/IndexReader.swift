@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Runs index queries over a snapshot: key ranges, paging, reduction and grouping.
 ///

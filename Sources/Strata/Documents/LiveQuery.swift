@@ -1,4 +1,7 @@
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// How many commits' change batches a ``DocumentDatabase/changes()`` subscriber may have
 /// pending before its stream ends.

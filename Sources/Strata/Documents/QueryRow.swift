@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// One row of an index query: an emitted key and value with the document that emitted them, or
 /// a reduced group.
 public struct QueryRow: Sendable, Hashable {

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// How an index reduces the rows a query selects to one value per group.
 ///
 /// - ``count``: the number of rows (an `int`).

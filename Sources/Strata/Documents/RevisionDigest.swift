@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// How Strata makes the digest of a new revision (FORMAT.md §16.2): the MD5, as 32 lowercase hex
 /// digits, of the parent's revision id, the deletion flag, the body and the metadata. Like
 /// CouchDB's, the same change to the same revision gives the same revision id on every replica.

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A CouchDB revision id, `"<generation>-<digest>"`: which revision of a document this is.
 ///
 /// The generation counts the revisions on the document's branch (1 for the first save); the digest

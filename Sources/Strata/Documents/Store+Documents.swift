@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension Store {
     /// Opens (creating if needed) the document database `name`, with `indexes` as its indexes.
     ///

@@ -1,9 +1,13 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 // The `async` twins of the channel methods and of the store's history methods (see
 // Store+Async.swift for the rules): each runs its synchronous twin on the store's executor. A
 // task cancelled before the work starts gets `StrataError.cancelled` and nothing is written; a
 // write that started commits and returns. `messages(bufferSize:)` is a stream and has no twin.
 extension Channel {
-    private var executor: StoreExecutor { state.history.engine.executor }
+    private var executor: StoreExecutor { state.history.executor }
 
     /// The `async` twin of ``publish(_:meta:publisher:)``: runs on the store's executor. A publish
     /// that started commits and returns its timetoken even if the task is cancelled meanwhile.
@@ -62,7 +66,7 @@ extension Store {
     /// - Throws: as ``channel(_:of:)``; ``StrataError/cancelled`` if the task was cancelled
     ///   before the open started.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) async throws -> Channel<Message> {
-        try await engine.executor.run { try self.channel(name, of: type) }
+        try await executor.run { try self.channel(name, of: type) }
     }
 
     /// The `async` twin of ``channel(_:of:options:)``: opens (or creates) the channel and stores
@@ -73,7 +77,7 @@ extension Store {
     ///   cancelled before the open started.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
                                                      options: ChannelOptions) async throws -> Channel<Message> {
-        try await engine.executor.run { try self.channel(name, of: type, options: options) }
+        try await executor.run { try self.channel(name, of: type, options: options) }
     }
 
     /// The `async` twin of ``fetchHistory(channels:limit:)``: runs on the store's executor.
@@ -81,7 +85,7 @@ extension Store {
     /// - Throws: as ``fetchHistory(channels:limit:)``; ``StrataError/cancelled`` if the task was
     ///   cancelled before the read started.
     public func fetchHistory(channels: [String], limit: Int = 25) async throws -> [String: HistoryPage<JSON>] {
-        try await engine.executor.run { try self.fetchHistory(channels: channels, limit: limit) }
+        try await executor.run { try self.fetchHistory(channels: channels, limit: limit) }
     }
 
     /// The `async` twin of ``messageCounts(channels:since:)``: runs on the store's executor.
@@ -89,6 +93,6 @@ extension Store {
     /// - Throws: as ``messageCounts(channels:since:)``; ``StrataError/cancelled`` if the task was
     ///   cancelled before the count started.
     public func messageCounts(channels: [String], since: [Timetoken]) async throws -> [String: Int] {
-        try await engine.executor.run { try self.messageCounts(channels: channels, since: since) }
+        try await executor.run { try self.messageCounts(channels: channels, since: since) }
     }
 }

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A channel of a store: a named, persistent, append-only stream of messages ordered by
 /// ``Timetoken``, with PubNub Storage & Playback semantics — paged history, range deletion,
 /// counts, retention — and the live messages as they are published.

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A channel's catalog payload (FORMAT.md §15.1): what the channel is, fixed at creation except for
 /// its options.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What a channel persists besides its messages, in keyspace 10 (FORMAT.md §15.3):
 ///
 ///     key    (10, channelId)

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What a channel keeps: every message (the default), the messages younger than a duration,
 /// the newest `limit` messages, or both restrictions at once.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// One stored message of a channel, as ``Channel/history(start:end:limit:reverse:)`` and
 /// ``Channel/messages(bufferSize:)`` return it.
 public struct HistoryMessage<Message: Sendable>: Sendable {

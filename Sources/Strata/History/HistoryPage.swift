@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// One page of a channel's history: at most `limit` messages, oldest first.
 ///
 /// Page back through a whole channel (newest pages first) with `start: page.start`, or forward

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The reads of message history, over a ``Snapshot`` so that the store and the inspector of
 /// `strata-dump` share them: the bound rules of API.md turned into key ranges, pages and counts.
 package enum HistoryQuery {

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The store-wide part of message history, one per open store: the timetoken clock and the
 /// compaction filter's rules. Registered in the collection registry under the channel kind and the
 /// empty name, which no channel can have.
@@ -6,6 +10,8 @@ final class HistoryStoreState: CollectionState {
     static let registryName = ""
 
     let engine: Engine
+    /// The store's executor, for the `async` twins.
+    let executor: StoreExecutor
     let catalog: Catalog
     let clock: TimetokenClock
     let rules = FloorRules()
@@ -14,8 +20,9 @@ final class HistoryStoreState: CollectionState {
 
     /// Reads every channel head (to restart the clock above every timetoken handed out) and every
     /// channel's options (for the compaction filter), then registers the filter.
-    init(engine: Engine, catalog: Catalog, options: StoreOptions) throws {
+    init(engine: Engine, executor: StoreExecutor, catalog: Catalog, options: StoreOptions) throws {
         self.engine = engine
+        self.executor = executor
         self.catalog = catalog
         principal = options.principal.isEmpty ? nil : options.principal
         let snapshot = try engine.snapshot()
@@ -50,7 +57,7 @@ extension Store {
     /// The store-wide history state, created on first use.
     func historyState() throws -> HistoryStoreState {
         try collections.state(kind: .channel, name: HistoryStoreState.registryName, as: HistoryStoreState.self) {
-            try HistoryStoreState(engine: engine, catalog: catalog, options: options)
+            try HistoryStoreState(engine: engine, executor: executor, catalog: catalog, options: options)
         }
     }
 

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The engine record of one history message (FORMAT.md §15.2):
 ///
 ///     key    (3, channelId, timetoken)            tuple encoding, 3 unsigned integers

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension Store {
     /// The channel `name` with messages of type `Message`, created (keeping every message) if it
     /// does not exist. An existing channel keeps its stored options.

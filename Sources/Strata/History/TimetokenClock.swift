@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The store-wide source of timetokens (one per open store): strictly increasing whatever the
 /// clock does.

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A compiled notification format: the holes of the format's text found once, at subscribe, so
 /// that each notification is rendered by copying the literal text between them and escaping the

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Checks a notification format and finds its holes (``NotificationTemplate``).
 ///
@@ -309,7 +312,7 @@ struct NotificationTemplateCompiler {
         var string = string
         return string.withUTF8 { utf8 in
             guard let a = utf8.baseAddress, let b = bytes.baseAddress else { return true }
-            return SystemCalls.compareMemory(a, b, count: bytes.count) == 0
+            return ByteComparison.compareMemory(a, b, count: bytes.count) == 0
         }
     }
 

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A device that receives push notifications: the platform's push service, the application and
 /// the token that service gave the application on that device (Lightstreamer's `MPNDevice`).
 public struct PushDevice: Sendable, Hashable {

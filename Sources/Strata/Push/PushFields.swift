@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The fields of an update as Lightstreamer sees them: names and texts.
 ///

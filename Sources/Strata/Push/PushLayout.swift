@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The keys and records of push subscriptions, all in keyspace 17:
 ///

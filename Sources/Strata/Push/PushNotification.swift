@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A notification in the store's outbox, due to be sent by the program's delivery loop.
 public struct PushNotification: Sendable, Hashable {

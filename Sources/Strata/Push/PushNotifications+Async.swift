@@ -1,8 +1,12 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 // The `async` twins of the push methods (see Store+Async.swift for the rules): each runs its
 // synchronous twin on the store's executor. `notifications()` and `statusChanges()` are streams
 // and have no twin (API.md: `for try await n in push.notifications()` in any context).
 extension PushNotifications {
-    private var executor: StoreExecutor { state.engine.executor }
+    private var executor: StoreExecutor { state.executor }
 
     /// The `async` twin of ``register(_:)``.
     public func register(_ device: PushDevice) async throws -> RegisteredDevice {
@@ -64,6 +68,6 @@ extension PushNotifications {
 extension Store {
     /// The `async` twin of ``pushNotifications(options:)``.
     public func pushNotifications(options: PushOptions = PushOptions()) async throws -> PushNotifications {
-        try await engine.executor.run { try self.pushNotifications(options: options) }
+        try await executor.run { try self.pushNotifications(options: options) }
     }
 }

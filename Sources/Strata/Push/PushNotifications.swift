@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Options of ``Store/pushNotifications(options:)``.
 public struct PushOptions: Sendable {

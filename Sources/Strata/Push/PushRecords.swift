@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The record encodings of push state (keys in ``PushLayout``), and the fields of an update.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension PushState {
     /// Only writes of subscribed items need describing: a series or channel nobody subscribes to
     /// commits without building its changes for push (API.md: no cost where nothing listens).

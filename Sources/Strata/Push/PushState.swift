@@ -1,6 +1,9 @@
 import Dispatch
 import Foundation
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The push subscriptions of a store: devices, subscriptions with their compiled formats and
 /// triggers, MERGE item states, counters — the in-memory image of keyspace 17 — and the commit
@@ -57,6 +60,10 @@ final class PushState: CollectionState, CommitParticipant {
     static let registryName = ""
 
     let engine: Engine
+
+    /// The store's executor, for the `async` twins.
+
+    let executor: StoreExecutor
     let broadcaster: CommitBroadcaster
     let clock: @Sendable () -> Date
     let model: Mutex<Model>
@@ -69,6 +76,7 @@ final class PushState: CollectionState, CommitParticipant {
 
     init(store: Store) throws {
         engine = store.engine
+        executor = store.executor
         broadcaster = store.broadcaster
         clock = store.options.clock
         model = Mutex(try Self.load(from: store.engine.snapshot()))

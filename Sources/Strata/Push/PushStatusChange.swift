@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A change of a push subscription's or device's status, as Lightstreamer's MPN delegates report
 /// it (see ``PushNotifications/statusChanges(bufferSize:)``).
 public enum PushStatusChange: Sendable, Hashable {

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A durable push-notification subscription to items of the store (Lightstreamer's
 /// `MPNSubscription`): which updates, which fields, how they are formatted, filtered and limited.

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A compiled trigger expression of a push subscription: a boolean expression in the Java syntax
 /// Lightstreamer's MPN module documents, evaluated against the field values of each update.
 ///

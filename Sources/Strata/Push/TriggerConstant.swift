@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A literal value of the trigger language, with its Java type.
 enum TriggerConstant: Sendable, Equatable {
     case boolean(Bool)

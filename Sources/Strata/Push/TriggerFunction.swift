@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The functions and methods of the language; a method's receiver is its first argument.
 enum TriggerFunction: Sendable, Equatable {
     case parseDouble, parseFloat, parseInt, parseLong, parseBoolean

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// One instruction of a compiled trigger: a stack machine with two stacks, one of numbers (64-bit
 /// slots: `boolean` as 0 or 1, `int` sign-extended and kept within 32 bits, `long`, and `float`
 /// and `double` as the bits of a `Double` — a float's value is exact in a double) and one of

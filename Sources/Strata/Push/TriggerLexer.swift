@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Splits a trigger expression into tokens, with Java's lexical rules for the parts the language
 /// has: whitespace (space, tab, form feed, CR, LF), identifiers, decimal, octal, hexadecimal and
 /// binary integer literals with `_` separators and an `L` suffix, decimal and hexadecimal

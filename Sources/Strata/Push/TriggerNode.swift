@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A node of the syntax tree. Nodes live in one array in the order the parser completes them,
 /// so a node's children always come before it: the type checker is one forward loop, and no
 /// pass over the tree recurses.

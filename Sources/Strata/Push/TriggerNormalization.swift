@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension PushTrigger {
     /// `expression` with every named argument `${name}` of a field in `fields` rewritten to its
     /// indexed form `$[n]` (1-based, the first field of that name), as Lightstreamer reports a

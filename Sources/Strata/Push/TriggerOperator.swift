@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The unary and binary operators.
 enum TriggerOperator: Sendable, Equatable {
     case not, negate, plus

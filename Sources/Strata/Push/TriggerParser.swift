@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Parses the tokens of a trigger expression into ``TriggerNode``s, with Java's precedence and
 /// associativity, by operator precedence over two explicit stacks (operands and pending operators)
 /// — no recursion, so no input can exhaust the call stack.

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A compiled trigger and the machine that runs it.
 ///
 /// The stacks live in temporary (stack) allocations sized by the compiler, so an evaluation

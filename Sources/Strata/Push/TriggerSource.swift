@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The text of a trigger expression being compiled, and the errors that point into it.
 ///
 /// Positions are kept as UTF-8 byte offsets while compiling and reported as 1-based character

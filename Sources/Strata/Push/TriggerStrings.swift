@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Java's `String` methods of the trigger language, on the strings' UTF-8 bytes.
 ///
 /// Java compares strings by their UTF-16 units, with no Unicode normalization; Swift's `==` and
@@ -115,7 +119,7 @@ enum TriggerStrings {
     private static func memoryEqual(_ x: UnsafeBufferPointer<UInt8>, _ i: Int,
                                     _ y: UnsafeBufferPointer<UInt8>, _ j: Int, count: Int) -> Bool {
         guard let xb = x.baseAddress, let yb = y.baseAddress else { return count == 0 }
-        return SystemCalls.compareMemory(xb + i, yb + j, count: count) == 0
+        return ByteComparison.compareMemory(xb + i, yb + j, count: count) == 0
     }
 
     private static func knuthMorrisPratt(_ x: UnsafeBufferPointer<UInt8>, _ p: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The operators and separators of the language (Java's, the supported ones).
 enum TriggerPunctuation: Sendable, Equatable {
     case leftParen, rightParen, dot, comma, question, colon

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The Java types of the trigger language.
 enum TriggerType: Sendable, Equatable, CustomStringConvertible {
     case boolean, int, long, float, double, string, null

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension DocumentDatabase {
     /// Starts replicating this database with a gateway database (`Gateway/PROTOCOL.md`): see
     /// ``ReplicationConfiguration`` for the choices and ``Replication`` for what it reports.

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 /// The HTTP side of a replication: requests to one gateway database (`Gateway/PROTOCOL.md`,

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Where one direction of a replication got to: a sequence saved both in the gateway's
 /// `_local/<id>` document and in a local document of the database, after each batch committed.
@@ -60,7 +63,7 @@ actor ReplicationCheckpoint {
 
     /// The database's replication uuid, created (and kept) on first use.
     static func uuid(of database: DocumentDatabase) async throws -> String {
-        try await database.state.engine.executor.run {
+        try await database.state.executor.run {
             if let existing = try database.localDocument(id: uuidDocumentID)?["uuid"]?.stringValue { return existing }
             let uuid = UUID().uuidString.lowercased()
             try database.putLocalDocument(id: uuidDocumentID, .object(["uuid": .string(uuid)]))
@@ -81,7 +84,7 @@ actor ReplicationCheckpoint {
         }
         let localID = self.localID
         let database = self.database
-        let local = try await database.state.engine.executor.run {
+        let local = try await database.state.executor.run {
             try database.localDocument(id: localID)?["lastSequence"]?.stringValue
         }
         value = Self.agreed(local: local, remote: remote)
@@ -129,7 +132,7 @@ actor ReplicationCheckpoint {
         guard sequence != value else { return }
         let localID = self.localID
         let database = self.database
-        try await database.state.engine.executor.run {
+        try await database.state.executor.run {
             try database.putLocalDocument(id: localID, .object(["lastSequence": .string(sequence)]))
         }
         try await saveRemote(sequence)

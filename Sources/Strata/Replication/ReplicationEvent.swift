@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What a replication reports through ``Replication/events``.
 ///
 /// ```swift

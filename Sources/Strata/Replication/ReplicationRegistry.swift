@@ -1,4 +1,7 @@
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The running replications of each open document database, so that
 /// ``DocumentDatabase/stopReplication()`` and the store's close can stop them.

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Where a replication is (``Replication/status``), as Couchbase Lite's replicator states.
 ///
 /// ```swift

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The state machine of one replication (the CouchDB replication protocol, `Gateway/PROTOCOL.md`):
 /// a pull direction and, when bidirectional, a push direction, run side by side, each retried
@@ -103,7 +106,7 @@ struct Replicator: Sendable {
 
     private func local<T: Sendable>(_ work: @escaping @Sendable (DocumentDatabase) throws -> T) async throws -> T {
         let database = self.database
-        return try await database.state.engine.executor.run { try work(database) }
+        return try await database.state.executor.run { try work(database) }
     }
 
     // MARK: Pull

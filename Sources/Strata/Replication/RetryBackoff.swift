@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The waits between attempts of a replication after network errors and server faults:
 /// exponential, from ``initial`` doubling up to ``maximum``, each scaled by a random factor in
 /// `[0.5, 1]` (jitter, so that many clients of a restarted gateway do not all come back at once).

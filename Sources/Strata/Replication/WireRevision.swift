@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The wire form of a revision (`Gateway/PROTOCOL.md`, "Documents on the wire"): a JSON object
 /// with `_id`, `_rev`, `_revisions`, `_deleted`, `_attachments` (inline base64 with `md5-`

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A ``SecurityPolicy`` prepared for checks: roles as permission bits, included roles expanded.
 /// Immutable; a session resolves each path once per policy and caches the result.
 final class ResolvedPolicy: Sendable {

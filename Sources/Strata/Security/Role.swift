@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// A named set of permissions in a ``SecurityPolicy`` (Diffusion's role): global permissions,
 /// path permissions by path prefix, and other roles it includes.
 ///

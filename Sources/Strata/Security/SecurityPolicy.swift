@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Who may do what through a ``StoreSession``: Diffusion's security model, stored in the store.
 ///
 /// A principal has the roles ``principals`` gives it, or ``defaultRoles`` if it is not named

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The stored form of a ``SecurityPolicy``: one record at key `(16, 0)` (FORMAT.md §17).
 ///
 /// ```

@@ -1,4 +1,7 @@
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A store's security policy: read from the store at first use, replaced by
 /// ``Store/setSecurityPolicy(_:)``. Sessions compare ``generation`` with the one their cache was

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension Store {
     /// Stores `policy` as the store's security policy, one version above the current one, and
     /// returns it as stored (with its ``SecurityPolicy/version``). Every open session applies it

@@ -1,8 +1,12 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 // The `async` twins of the session's methods (see Store+Async.swift for the rules): each runs
 // its synchronous twin on the store's executor. `securityPolicy` has no twin (a throwing
 // property cannot be overloaded by an `async` one); it reads memory after the first read.
 extension StoreSession {
-    private var executor: StoreExecutor { store.engine.executor }
+    private var executor: StoreExecutor { store.executor }
 
     /// The `async` twin of ``timeSeries(_:of:options:)``.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
@@ -57,12 +61,12 @@ extension StoreSession {
 extension Store {
     /// The `async` twin of ``session(principal:)``.
     public func session(principal: String) async throws -> StoreSession {
-        try await engine.executor.run { try self.session(principal: principal) }
+        try await executor.run { try self.session(principal: principal) }
     }
 
     /// The `async` twin of ``setSecurityPolicy(_:)``.
     @discardableResult
     public func setSecurityPolicy(_ policy: SecurityPolicy) async throws -> SecurityPolicy {
-        try await engine.executor.run { try self.setSecurityPolicy(policy) }
+        try await executor.run { try self.setSecurityPolicy(policy) }
     }
 }

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The writer lock of one open collection, with the writer state it guards (a series' next
 /// sequence, a channel's head, a database's next change sequence).
 ///

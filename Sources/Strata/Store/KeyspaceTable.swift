@@ -1,13 +1,13 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 // The one table of the ids a store writes into its keys: every keyspace (the first element of
 // every key) and every collection kind (the second element of a catalog key). A new collection
 // adds its lines here and nowhere in the engine. Ids are on disk: never change or reuse one;
 // FORMAT.md §12 lists them too.
 
 extension Keyspace {
-    /// Collection catalog: names to ids, options, head state: `(0, kind, name)`.
-    package static let catalog = Keyspace(id: 0, name: "catalog")
-    /// The raw key-value API of ``Store`` (``Store/put(_:_:)`` and friends).
-    package static let keyValue = Keyspace(id: 1, name: "key-value")
     /// Time-series events: `(2, seriesId, sequence)`.
     package static let timeSeriesEvents = Keyspace(id: 2, name: "time-series events")
     /// History messages: `(3, channelId, timetoken)`.
@@ -35,6 +35,13 @@ extension Keyspace {
     package static let security = Keyspace(id: 16, name: "security")
     /// Push subscriptions: devices, subscriptions, item states, the outbox: `(17, kind, …)`.
     package static let push = Keyspace(id: 17, name: "push")
+
+    /// The name of keyspace `id` for tools: from the table, or "keyspace N" for an id no
+    /// collection of this version uses.
+    package static func name(of id: UInt64) -> String {
+        if id == .max { return "(no keyspace)" }
+        return all.first { $0.id == id }?.name ?? "keyspace \(id)"
+    }
 
     /// Every keyspace of this version, in id order.
     package static let all: [Keyspace] = [

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The `async` twins of the store's methods (API.md, top paragraph): each runs its synchronous
 // twin on the store's executor (StoreExecutor.swift), so that a task never blocks a cooperative
@@ -53,7 +56,7 @@ extension Store {
     ///   close started (the store then stays open).
     public func close() async throws {
         do {
-            try await engine.executor.run { try self.close() }
+            try await executor.run { try self.close() }
         } catch StrataError.closed {
             // The executor is stopped only by a close of this store, under way or done; a close
             // itself never throws `.closed`.
@@ -65,7 +68,7 @@ extension Store {
     /// - Throws: as ``sync()``; ``StrataError/cancelled`` if the task was cancelled before the
     ///   work started.
     public func sync() async throws {
-        try await engine.executor.run { try self.sync() }
+        try await executor.run { try self.sync() }
     }
 
     /// The `async` twin of ``compact()``: runs on the store's executor.
@@ -73,7 +76,7 @@ extension Store {
     /// - Throws: as ``compact()``; ``StrataError/cancelled`` if the task was cancelled before the
     ///   work started.
     public func compact() async throws {
-        try await engine.executor.run { try self.compact() }
+        try await executor.run { try self.compact() }
     }
 
     /// The `async` twin of ``write(_:durability:)``: runs on the store's executor. A write that
@@ -82,7 +85,7 @@ extension Store {
     /// - Throws: as ``write(_:durability:)``; ``StrataError/cancelled`` if the task was cancelled
     ///   before the write started (nothing was written).
     public func write(_ batch: WriteBatch, durability: Durability? = nil) async throws {
-        try await engine.executor.run { try self.write(batch, durability: durability) }
+        try await executor.run { try self.write(batch, durability: durability) }
     }
 
     /// The `async` twin of ``put(_:_:)``: runs on the store's executor. A write that started
@@ -91,7 +94,7 @@ extension Store {
     /// - Throws: as ``put(_:_:)``; ``StrataError/cancelled`` if the task was cancelled before the
     ///   write started (nothing was written).
     public func put(_ key: [UInt8], _ value: [UInt8]) async throws {
-        try await engine.executor.run { try self.put(key, value) }
+        try await executor.run { try self.put(key, value) }
     }
 
     /// The `async` twin of ``delete(_:)``: runs on the store's executor. A write that started
@@ -100,7 +103,7 @@ extension Store {
     /// - Throws: as ``delete(_:)``; ``StrataError/cancelled`` if the task was cancelled before
     ///   the write started (nothing was written).
     public func delete(_ key: [UInt8]) async throws {
-        try await engine.executor.run { try self.delete(key) }
+        try await executor.run { try self.delete(key) }
     }
 
     /// The `async` twin of ``get(_:)``: runs on the store's executor.
@@ -108,7 +111,7 @@ extension Store {
     /// - Throws: as ``get(_:)``; ``StrataError/cancelled`` if the task was cancelled before the
     ///   read started.
     public func get(_ key: [UInt8]) async throws -> [UInt8]? {
-        try await engine.executor.run { try self.get(key) }
+        try await executor.run { try self.get(key) }
     }
 
     /// The `async` twin of ``snapshot()``: runs on the store's executor.
@@ -116,7 +119,7 @@ extension Store {
     /// - Throws: as ``snapshot()``; ``StrataError/cancelled`` if the task was cancelled before
     ///   the work started.
     public func snapshot() async throws -> StoreSnapshot {
-        try await engine.executor.run { try self.snapshot() }
+        try await executor.run { try self.snapshot() }
     }
 
     /// The `async` twin of ``scan(from:to:reverse:limit:)``: runs on the store's executor.
@@ -125,6 +128,6 @@ extension Store {
     ///   cancelled before the read started.
     public func scan(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false,
                      limit: Int = .max) async throws -> [(key: [UInt8], value: [UInt8])] {
-        try await engine.executor.run { try self.scan(from: start, to: end, reverse: reverse, limit: limit) }
+        try await executor.run { try self.scan(from: start, to: end, reverse: reverse, limit: limit) }
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A Strata store: one directory of files holding time series, message history, documents and
 /// raw key-value data, owned by one process at a time.
@@ -38,6 +41,8 @@ public final class Store: Sendable {
     let transactionLock = ConditionLock()
     /// The security policy that sessions check (keyspace 16).
     let security: SecurityState
+    /// The threads that run the store's `async` twins (StoreExecutor.swift); stopped at close.
+    let executor = StoreExecutor()
 
     /// The stores this process has open, by canonical path. An entry that is opening or closing
     /// holds the gate that waiters block on, so that the engine is opened and closed outside the
@@ -225,7 +230,7 @@ public final class Store: Sendable {
             }
         }
         // The `async` twins queued and not started throw `.closed` now, as every later one does.
-        engine.executor.stop()
+        executor.stop()
         defer {
             collections.closeAll()
             broadcaster.finishAll(throwing: .closed)

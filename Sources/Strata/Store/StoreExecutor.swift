@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The threads that run a store's `async` twins (`try await series.append(1.5)`), so that a Swift
 /// concurrency task never blocks a thread of the cooperative pool in `fdatasync`, on a commit

@@ -1,5 +1,8 @@
 import Foundation
 import Logging
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// How a store is opened: durability, the author of its writes, tuning, and where it logs.
 ///

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Writes to several collections that commit as one atomic batch, or not at all.
 ///
@@ -195,7 +198,7 @@ extension Store {
     /// even if its task is cancelled meanwhile.
     public func transaction<T: Sendable>(durability: Durability? = nil,
                                          _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
-        try await engine.executor.run { try self.transaction(durability: durability, body) }
+        try await executor.run { try self.transaction(durability: durability, body) }
     }
 }
 

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// One event of a time series: an original value, or an edit of an earlier original.
 ///

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// What identifies a time-series event: its sequence number, timestamp and author.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The key and value layout of one time-series event (FORMAT.md §14.2), and of its edit-index
 /// entry (§14.3).
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The events a ``RangeQuery`` selected, in sequence order, at most its limit.
 public struct QueryResult<Value: Sendable>: Sendable {
     /// The events returned: the last `limit` of the selection when it held more.

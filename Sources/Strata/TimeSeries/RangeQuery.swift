@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A query of a time series' retained events: a view, an anchor, a span and an optional limit.
 ///

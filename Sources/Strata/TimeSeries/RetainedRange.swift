@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Which events a time series keeps: everything, the last `n`, those of the last `duration`, or
 /// both limits at once.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The meeting point of the two stored forms of time-series events (FORMAT.md §14.2, §14.6): a
 /// chunk's events as event records, and event records gathered into a chunk.
 extension SeriesChunk {

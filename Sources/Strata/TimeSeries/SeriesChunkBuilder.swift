@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Gathers the events of one flush or compaction into chunks (FORMAT.md §14.6): the
 /// ``RecordRewriter`` of ``SeriesChunkTransform``.
 ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The decoded columns of one chunk record (FORMAT.md §14.6), kept in arrays that are reused
 /// from chunk to chunk: what a walk over chunks reads its events from.
 struct SeriesChunkColumns {

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What decoding an event record needs besides its bytes: the series' timestamp base and authors.
 struct SeriesDecoding: Sendable {
     let base: Int64

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Walks the stored events of one series in a snapshot in either direction, whatever their form
 /// (FORMAT.md §14.2, §14.6): an event record, or one event of a chunk keyed by its last sequence.
 /// Each event comes as its event record, so readers handle one form.

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The state of a series that reads need besides its records: which sequences exist and are
 /// retained, the latest timestamp, whether edits may be retained.
 package struct SeriesHead: Sendable, Equatable {

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// What a time series keeps in its catalog entry (FORMAT.md §14.1): value type, options, the
 /// base of its timestamps, the durable part of its head state and its author table.
 package struct SeriesPayload: Sendable, Equatable {

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// Reads one series in a snapshot: its records, timestamps, the views of ``RangeQuery`` and their
 /// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by StrataInspection's `SeriesInspector`.
 ///

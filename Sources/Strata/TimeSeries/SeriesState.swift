@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The shared state of one open time series: its id, head, options and author table. Every
 /// ``TimeSeries`` handle of the series in a store uses the one instance.
@@ -15,6 +18,8 @@ import Synchronization
 /// Subscribers are streams of the store's ``CommitBroadcaster``.
 package final class SeriesState: CollectionState {
     let engine: Engine
+    /// The store's executor, for the `async` twins.
+    let executor: StoreExecutor
     let broadcaster: CommitBroadcaster
     let id: UInt64
     let path: String
@@ -87,6 +92,7 @@ package final class SeriesState: CollectionState {
 
     init(store: Store, path: String, entry: CatalogEntry, payload: SeriesPayload, retention: SeriesRetention) throws {
         self.engine = store.engine
+        self.executor = store.executor
         self.broadcaster = store.broadcaster
         self.id = entry.id
         self.path = path

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// How the retained events of a series are stored (FORMAT.md §14.2, §14.6), for tools:
 /// `strata-dump series` prints it.
 package struct SeriesStoredForm: Sendable, Equatable {

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Milliseconds, the unit time series store time in (FORMAT.md §14).
 enum SeriesTime {

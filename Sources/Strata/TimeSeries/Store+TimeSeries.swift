@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 extension Store {
     /// Opens the time series at `path`, creating it if missing.
     ///

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// The events a new subscriber receives before live events (see ``TimeSeries/subscribe()``).
 ///
 /// The range is evaluated as a ``RangeQuery/edits(_:)`` query with ``RangeQuery/EditSelection/latest``

@@ -1,4 +1,7 @@
 import Foundation
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The `async` twins of the time-series methods (see Store+Async.swift for the rules): each runs
 // its synchronous twin on the store's executor. A task cancelled before the work starts gets
@@ -7,7 +10,7 @@ import Foundation
 // `latest` has no twin: a throwing property cannot be overloaded by an `async` one, and it reads
 // memory under a short lock (never a file, never the commit lock). `subscribe()` is a stream.
 extension TimeSeries {
-    private var executor: StoreExecutor { state.engine.executor }
+    private var executor: StoreExecutor { state.executor }
 
     /// The `async` twin of ``append(_:)``: runs on the store's executor. An append that started
     /// commits and returns its metadata even if the task is cancelled meanwhile.
@@ -102,6 +105,6 @@ extension Store {
     ///   cancelled before the open started.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
                                                       options: TimeSeriesOptions = TimeSeriesOptions()) async throws -> TimeSeries<Value> {
-        try await engine.executor.run { try self.timeSeries(path, of: type, options: options) }
+        try await executor.run { try self.timeSeries(path, of: type, options: options) }
     }
 }

@@ -1,3 +1,7 @@
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
 /// How a time series keeps and delivers its events.
 ///
 /// ```swift

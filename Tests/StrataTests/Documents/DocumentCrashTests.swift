@@ -5,6 +5,9 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 // kill -9 while `strata-crash-helper documents` writes batches of documents with an index: after

@@ -3,6 +3,9 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The document store: save/add/update/delete/fetch, metadata, attachments, the Codable helpers,
 // atomic batches, the persistent change feed and errors.

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Index maintenance across versions, drops and reopen; live queries and the change stream.
 

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Index queries against a brute-force reference: seeded random documents and maps with mixed
 // int/double, string, array and object keys; every query option, reduce with and without

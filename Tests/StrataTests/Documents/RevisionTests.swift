@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Revisions of documents (FORMAT.md §16.2, §16.6): CouchDB revision ids, the revision tree,
 // conflicting branches, the winner every replica picks, conflict resolution, and the package API

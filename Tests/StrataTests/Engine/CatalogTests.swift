@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The collection catalog, the per-collection state registry and read-only store images.
 

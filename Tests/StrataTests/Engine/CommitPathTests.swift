@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The one commit path (Commit.swift, Engine+Commit.swift): participants derive records that
 // commit if and only if the change does, `Engine.write` numbers commits in order, and observers

@@ -7,6 +7,9 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 // Crash tests: a child process (`strata-crash-helper write`) writes acknowledged batches with

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The running engine under faults (issue 10): descriptors have one owner, a failed publish never
 // leaves a store that cannot open, a failed log sync or rotation stops the writes that follow,

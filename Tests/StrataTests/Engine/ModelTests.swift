@@ -3,6 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Randomized model-based tests of the whole engine through the public `Store` API: every read is
 // checked against an in-memory reference, while flushes, compactions and close/reopen happen

@@ -6,6 +6,9 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 // Recovery that writes no segment (FORMAT.md 4.5, 9.4): open replays the logs into memtables and

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The rules of FORMAT.md that a reader written from the specification alone found unstated or
 // contradicted (issue 10). Each is checked on a crafted file whose checksums are all valid, so

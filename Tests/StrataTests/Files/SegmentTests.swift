@@ -5,6 +5,9 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 // MARK: - Deterministic randomness

@@ -1,5 +1,8 @@
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // MARK: - Deterministic randomness
 

@@ -1,5 +1,8 @@
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 private func roundTrip(_ values: [Double]) throws -> [Double] {
     let bytes = try DoubleColumn.encode(values)

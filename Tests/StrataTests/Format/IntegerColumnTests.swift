@@ -1,5 +1,8 @@
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 private func roundTrip(_ values: [Int64]) throws -> [Int64] {
     let bytes = try IntegerColumn.encode(values)

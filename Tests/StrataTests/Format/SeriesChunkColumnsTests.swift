@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The fast decoder (`SeriesChunk.decodeColumns`) against the reference one (`SeriesChunk.decode`):
 /// the same events from every chunk, and the same verdict on every damaged one.

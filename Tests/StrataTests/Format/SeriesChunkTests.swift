@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 @Suite struct SeriesChunkTests {
     /// A random chunk: n events from `first`, some edits of earlier sequences, a few authors.

@@ -5,6 +5,9 @@ import Darwin
 #endif
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // MARK: - Deterministic randomness
 

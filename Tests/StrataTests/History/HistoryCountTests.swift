@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Counts (`messageCount(since:)`, `Store.messageCounts(channels:since:)`) and the multi-channel
 // fetch (`Store.fetchHistory(channels:limit:)`).

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Bad input gets a typed error naming it: empty channel names, limits out of range, messages that
 // fail to encode, another message type, bad options, a closed store.

@@ -1,5 +1,8 @@
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The worked example of FORMAT.md §15.2, byte for byte.
 @Suite struct HistoryFormatTests {

@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A clock the tests set by hand (in 100-ns units), to make timetokens predictable and to move
 /// time back and forth.

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // `ChannelInspector` (behind `strata-dump channels`): channels and messages read from a store's
 // files, with the same visibility rules as the store.

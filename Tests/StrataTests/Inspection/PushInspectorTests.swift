@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // `PushInspector` (behind `strata-dump push`): devices, subscriptions and the outbox, read from the files.
 @Suite struct PushInspectorTests {

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // `SecurityInspector` (behind `strata-dump security`): the stored policy, read from the files.
 @Suite struct SecurityInspectorTests {

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 @Suite("TimeSeries inspector")
 struct SeriesInspectorTests {

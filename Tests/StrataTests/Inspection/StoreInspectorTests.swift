@@ -3,6 +3,9 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // MARK: - Deterministic randomness
 

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 @Suite("Push field texts")
 struct PushFieldsTests {

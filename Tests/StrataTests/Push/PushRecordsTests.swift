@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The records of keyspace 17 as FORMAT.md §18 specifies them.
 @Suite struct PushRecordsTests {

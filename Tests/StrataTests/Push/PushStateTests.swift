@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The push core: devices, subscriptions, matching in the commit path, the outbox, reopen.
 @Suite struct PushStateTests {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Randomized sequences of updates, clock steps, polls, acknowledgements and reopens, checked
 /// against a brute-force reference of API.md's timing rules.

@@ -1,6 +1,9 @@
 import Testing
 
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 @Suite("Push trigger fuzzing")
 struct TriggerFuzzTests {

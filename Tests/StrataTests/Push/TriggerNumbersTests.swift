@@ -1,6 +1,9 @@
 import Testing
 
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 @Suite("Java number conversions of the trigger language")
 struct TriggerNumbersTests {

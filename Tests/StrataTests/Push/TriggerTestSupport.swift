@@ -1,4 +1,7 @@
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Helpers of the trigger tests.
 enum TriggerCheck {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A revision in the wire form of Gateway/PROTOCOL.md, for tests that write to a gateway directly.
 func wireRevision(id: String, generation: Int, digests: [String], fields: [String: JSON] = [:],

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Faults under repeating replication: a gateway killed mid-push and restarted, PostgreSQL
 /// restarted, the gateway stopped for a while, a store reopened mid-replication. Each time the

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The replicator against a running strata-gateway, by hand: enabled only when
 /// `STRATA_TEST_GATEWAY_URL` names a gateway database, with `STRATA_TEST_GATEWAY_USER` /

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Starting, stopping and failing replications with no gateway to talk to: a port where nothing
 /// listens, the store's close, a session's rights.

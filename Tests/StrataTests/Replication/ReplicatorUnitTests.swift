@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The replicator's parts that need no gateway: digests, the wire form of revisions, checkpoint
 /// ids, the backoff schedule, configurations, `_changes` answers and requests.

@@ -1,5 +1,8 @@
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 @Suite struct PermissionResolutionTests {
     @Test("the most specific assigned prefix, by whole segments; the root covers the rest")

@@ -3,6 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // The store's executor behind the `async` twins (Store/StoreExecutor.swift): many tasks at once,
 // cancellation before and after the work starts, calls after close, and close while jobs wait.
@@ -129,7 +132,7 @@ struct AsyncExecutorTests {
         let store = try await Store.open(at: tmp.url, options: StoreOptions(durability: .buffered))
         defer { try? store.close() }
         let series = try await store.timeSeries("s", of: Int64.self)
-        let executor = store.engine.executor
+        let executor = store.executor
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
         let blockers = try #require(await occupyEveryThread(of: executor, until: gate))
@@ -230,7 +233,7 @@ struct AsyncExecutorTests {
         let store = try await Store.open(at: tmp.url, options: StoreOptions(durability: .buffered))
         defer { try? store.close() }
         let series = try await store.timeSeries("s", of: Int64.self)
-        let executor = store.engine.executor
+        let executor = store.executor
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
         let blockers = try #require(await occupyEveryThread(of: executor, until: gate))
@@ -259,7 +262,7 @@ struct AsyncExecutorTests {
         let store = try await Store.open(at: tmp.url)
         defer { try? store.close() }
         let series = try await store.timeSeries("s", of: Int64.self)
-        let executor = store.engine.executor
+        let executor = store.executor
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
         let blockers = try #require(await occupyEveryThread(of: executor, until: gate))

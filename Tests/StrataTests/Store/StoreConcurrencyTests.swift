@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // No engine or collection lock is held across recovery or collection creation: opening one
 // store or collection never waits for another one being opened. Each test holds one open at a

@@ -6,6 +6,9 @@ import StrataInspection
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 // kill -9 while `strata-crash-helper transactions` runs transactions over a series, a channel and

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 // Store.transaction (Transaction.swift): writes to a series, a channel and a document database
 // that commit as one batch or not at all, under each collection's own rules. The kill -9 test is

@@ -4,6 +4,9 @@ import Foundation
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 /// A running `strata-crash-helper` child process with its standard output and error on pipes.

@@ -7,6 +7,9 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #endif
 
 /// Simulates power loss on one store directory, from the system calls the engine reports to

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A brute-force model of a time series and of RangeQuery, written from API.md and the
 /// RangeQuery documentation (positions as doubled indexes into the view), independently of

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// The goal figures, measured (no assertions on time). Run in release:
 /// `STRATA_PERF=1 swift test -c release -Xswiftc -enable-testing --filter SeriesPerformanceTests`.

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A clock tests move by hand: starts at 1,000,000,000,000 ms and moves only when told.
 final class ManualClock: Sendable {

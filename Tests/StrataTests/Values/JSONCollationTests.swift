@@ -2,6 +2,9 @@ import Foundation
 import Testing
 
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// A straightforward reference collation, written independently of `JSON.collate`.
 private enum Reference {

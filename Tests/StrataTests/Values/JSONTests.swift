@@ -2,6 +2,9 @@ import Foundation
 import Testing
 
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 /// Random JSON values for the randomized tests of the value layer.
 struct RandomJSON {

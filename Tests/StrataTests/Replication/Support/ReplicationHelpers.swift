@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 
 extension GatewayCluster {
     /// A replication configuration of `kind` for gateway database `database` through gateway

@@ -1,0 +1,175 @@
+import StrataFormat
+import StrataFiles
+
+/// One ordered view of a snapshot: the layers (memtables newest first, then sorted runs newest
+/// first) merged so that for each key the newest layer wins, tombstones hide the key, and range
+/// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
+package final class MergedCursor {
+    @exclusivity(unchecked) private var sources: [RecordCursor]
+    /// Keeps the cursors that `sources` refers to unretained alive.
+    private let owners: [AnyObject]
+    /// Lookups in the range tombstones of each memtable that has some, with its rank (source index).
+    @exclusivity(unchecked) private var memtableTombstones: [(rank: Int, probe: RangeTombstoneIndex.Probe)]
+    /// Runs with range tombstones, with their rank.
+    private let runsWithTombstones: [(rank: Int, run: SortedRun)]
+    package let reverse: Bool
+    /// Whether point tombstones are shown (flush and compaction keep them for older layers).
+    private let keepTombstones: Bool
+    private let lower: [UInt8]?
+    private let upper: [UInt8]?
+    @exclusivity(unchecked) private var current = -1
+    /// `sources[current]` while ``isValid``: reading the record through it costs no array access
+    /// (no bounds check, no retain of the array) on the per-record path.
+    @exclusivity(unchecked) private var currentSource: RecordCursor?
+    @exclusivity(unchecked) private var started = false
+
+    /// The current source; only while ``isValid`` (a programmer error otherwise).
+    private var here: RecordCursor {
+        @inline(__always) get {
+            guard let s = currentSource else { preconditionFailure("MergedCursor read while not on a record") }
+            return s
+        }
+    }
+
+    /// A copy of the current key; only while ``isValid``.
+    package var key: [UInt8] { here.withKey { Array($0) } }
+
+    /// Calls `body` with a view of the current key, valid only inside `body`.
+    @inline(__always)
+    package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try here.withKey { try body($0) }
+    }
+
+    /// Calls `body` with views of the current key and value, valid only inside `body`.
+    @inline(__always)
+    package func withCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let s = here
+        return try s.withKey { try body($0, s.value) }
+    }
+
+    package init(memtables: [Memtable], runs: [SortedRun], sequence: UInt64,
+         lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false) {
+        self.keepTombstones = keepTombstones
+        var owned: [AnyObject] = []
+        var s: [RecordCursor] = memtables.map {
+            let c = MemtableCursor($0, sequence: sequence)
+            owned.append(c)
+            return .memtable(Unmanaged.passUnretained(c))
+        }
+        var mt: [(Int, RangeTombstoneIndex.Probe)] = []
+        for (i, m) in memtables.enumerated() {
+            let index = m.rangeTombstoneIndex
+            if !index.isEmpty { mt.append((i, RangeTombstoneIndex.Probe(index: index, sequence: sequence))) }
+        }
+        var rt: [(Int, SortedRun)] = []
+        for (i, r) in runs.enumerated() {
+            let c = RunCursor(r)
+            owned.append(c)
+            s.append(.run(Unmanaged.passUnretained(c)))
+            if !r.rangeTombstones.isEmpty { rt.append((memtables.count + i, r)) }
+        }
+        sources = s
+        owners = owned
+        memtableTombstones = mt
+        runsWithTombstones = rt
+        self.lower = lower
+        self.upper = upper
+        self.reverse = reverse
+    }
+
+    package var isValid: Bool { current >= 0 }
+
+    /// The current value; valid until the cursor moves.
+    package var value: UnsafeRawBufferPointer { here.value }
+
+    /// The kind of the current record (always `.value` unless `keepTombstones`).
+    package var kind: RecordKind { here.kind }
+
+    /// Moves to the next record (the first one on the first call). Returns false at the end.
+    package func next() throws -> Bool {
+        if !started {
+            started = true
+            for i in sources.indices {
+                if reverse {
+                    if let upper {
+                        try upper.withUnsafeBytes { try sources[i].seekForPrevious($0) }
+                        // seekForPrevious is inclusive; the upper bound is not.
+                        if sources[i].isValid, sources[i].withKey({ ByteComparison.compare(upper, $0) }) == 0 {
+                            try sources[i].previous()
+                        }
+                    } else {
+                        try sources[i].seekToLast()
+                    }
+                } else if let lower {
+                    try lower.withUnsafeBytes { try sources[i].seek($0) }
+                } else {
+                    try sources[i].seekToFirst()
+                }
+            }
+        } else if let s = currentSource {
+            if reverse { try s.previous() } else { try s.next() }
+        } else {
+            return false
+        }
+        try settle()
+        return current >= 0
+    }
+
+    private func hidden(_ k: UnsafeRawBufferPointer, rank: Int, sequence: UInt64) -> Bool {
+        // A memtable's tombstone hides the records of older layers, and of its own memtable the
+        // versions older than itself.
+        for i in memtableTombstones.indices where memtableTombstones[i].rank <= rank {
+            if let t = memtableTombstones[i].probe.newest(covering: k), memtableTombstones[i].rank < rank || t > sequence {
+                return true
+            }
+        }
+        for (r, run) in runsWithTombstones {
+            if r >= rank { break }
+            if run.deletes(k) { return true }
+        }
+        return false
+    }
+
+    /// From the sources' positions, finds the next visible record in the cursor's direction.
+    private func settle() throws {
+        let hasRangeTombstones = !memtableTombstones.isEmpty || !runsWithTombstones.isEmpty
+        while true {
+            var best = -1
+            var others = false
+            for i in sources.indices where sources[i].isValid {
+                if best < 0 {
+                    best = i
+                    continue
+                }
+                others = true
+                let c = sources[i].withKey { k in sources[best].withKey { ByteComparison.compare(k, $0) } }
+                if reverse ? c > 0 : c < 0 { best = i }
+            }
+            guard best >= 0 else { current = -1; currentSource = nil; return }
+            let outOfBounds = sources[best].withKey { k -> Bool in
+                if !reverse, let upper { return ByteComparison.compare(upper, k) <= 0 }
+                if reverse, let lower { return ByteComparison.compare(lower, k) > 0 }
+                return false
+            }
+            if outOfBounds { current = -1; currentSource = nil; return }
+            // Older versions of the same key in other layers are shadowed: step past them.
+            if others {
+                for i in sources.indices where i != best && sources[i].isValid {
+                    let same = sources[i].withKey { k in sources[best].withKey { ByteComparison.compare(k, $0) } } == 0
+                    if same {
+                        if reverse { try sources[i].previous() } else { try sources[i].next() }
+                    }
+                }
+            }
+            let isHidden = (sources[best].kind == .tombstone && !keepTombstones)
+                || (hasRangeTombstones
+                    && sources[best].withKey { hidden($0, rank: best, sequence: sources[best].sequence) })
+            if !isHidden {
+                current = best
+                currentSource = sources[best]
+                return
+            }
+            if reverse { try sources[best].previous() } else { try sources[best].next() }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+import StrataFormat
+import StrataFiles
+
+/// Opening a store: reading what is on disk, replaying the logs, and making the result durable
+/// (FORMAT.md 4.5). Called by ``Engine`` once it holds the lock.
+///
+/// Recovery runs in two phases. The first only reads: the manifest, the directory, every listed
+/// segment, every log to replay (each record checked by ``LogReplayCheck``), and replays the logs
+/// into memtables. Any fault found there refuses the open and leaves the directory exactly as it
+/// was. The second writes: it syncs the replayed logs that stay live, creates the new log, and
+/// replaces the manifest; only once that manifest is durable does it delete what the store no
+/// longer needs (temporary files, unlisted segments, flushed and empty logs). Deleting is then best
+/// effort: a file left over is deleted at the next open, and never makes this one fail.
+///
+/// No segment is written: the replayed logs stay live, named by the manifest as logs still to
+/// replay, and their records wait in memtables for a flush in the background, as if they had been
+/// written in this run. The newest of them becomes the active memtable (its writes then go to the
+/// new log); the others are sealed, flushed right after open. Only an open that finds
+/// ``maxReplayedLogs`` logs or more (left by opens that each crashed before a flush) writes their
+/// records to segments first, as recovery always did, so that such crashes cannot pile logs up.
+package struct EngineRecovery {
+    /// The manifest written at the end of recovery.
+    package let manifest: Manifest
+    /// The runs it lists, open, newest first.
+    package let runs: [SortedRun]
+    /// The new, empty log writes go to.
+    package let log: LogWriter
+    /// The memtable writes go to: the newest replayed records, tied to their logs and to `log`.
+    package let active: Memtable
+    /// Memtables of older replayed logs, sealed and waiting for their flush, newest first.
+    package let immutables: [Memtable]
+    /// The last sequence number used; writes continue after it.
+    package let lastSequence: UInt64
+    package let report: RecoveryReport
+
+    /// How many logs with records an open keeps live at most. Each open that crashes before a
+    /// flush may leave one more log behind; an open that finds this many writes their records to
+    /// segments before it returns (FORMAT.md 4.5, step 7), which bounds the logs however often
+    /// the store crashes.
+    package static let maxReplayedLogs = 8
+
+    /// What the read-only phase found.
+    private struct Plan {
+        var manifest: Manifest
+        var isNewStore: Bool
+        var nextFileNumber: UInt64
+        var runs: [SortedRun]
+        var live: Set<UInt64>
+        var segmentsOnDisk: Set<UInt64>
+        var temporaries: [String]
+        /// Logs below the manifest's log number, and replayed logs without a record.
+        var logsToDelete: [UInt64]
+        /// Replayed logs with records: they stay until a flush writes their records.
+        var liveLogs: [UInt64]
+        var active: Memtable
+        var immutables: [Memtable]
+        /// Whether the replayed records are written to segments during the open (there are
+        /// ``maxReplayedLogs`` logs or more).
+        var writeSegments: Bool
+        var lastSequence: UInt64
+        var report: RecoveryReport
+    }
+
+    /// One replayed log's records, for grouping into memtables.
+    private struct ReplayedLog {
+        let number: UInt64
+        /// Holds the log's bytes (mapped), which `batches` are views into.
+        let reader: LogReader
+        var batches: [Memtable.ReplayedView] = []
+        var bytes = 0
+        var torn = false
+    }
+
+    package static func recover(directory: String, options: EngineOptions, cache: BlockCache?) throws -> EngineRecovery {
+        let plan = try read(directory: directory, options: options, cache: cache)
+        return try write(plan, directory: directory, options: options, cache: cache)
+    }
+
+    // MARK: Phase 1: read and check everything; change nothing
+
+    private static func read(directory: String, options: EngineOptions, cache: BlockCache?) throws -> Plan {
+        let manifestPath = directory + "/" + FileNames.manifest
+        let existing = try Manifest.read(directory: directory)
+        let names = try FileSystem.listDirectory(directory)
+        var logsOnDisk: [UInt64] = []
+        var segmentsOnDisk = Set<UInt64>()
+        var temporaries: [String] = []
+        var maxNumber: UInt64 = 0
+        var firstDataFile: String?
+        for name in names.sorted() {
+            let kind = FileNames.parse(name)
+            switch kind {
+            case .log(let n), .segment(let n):
+                // The store never gets near this number; a file bearing it was not made by the store,
+                // and every number derived from it (the next file number) would overflow.
+                guard n <= LogFormat.maxCounter else {
+                    throw StrataError.corrupted(file: directory + "/" + name, offset: 0,
+                                                reason: "file number \(n) exceeds the limit \(LogFormat.maxCounter)")
+                }
+                maxNumber = max(maxNumber, n)
+                if firstDataFile == nil { firstDataFile = name }
+                if case .log = kind { logsOnDisk.append(n) } else { segmentsOnDisk.insert(n) }
+            case .temporary:
+                temporaries.append(name)
+            default:
+                break
+            }
+        }
+        if existing == nil, let data = firstDataFile {
+            // A new store writes its manifest before any log or segment exists, so data files
+            // without it mean it was lost: refuse rather than start over and delete them.
+            throw StrataError.corrupted(file: manifestPath, offset: 0, reason: "MANIFEST is missing but \(data) exists")
+        }
+        let m = existing ?? Manifest()
+        logsOnDisk.sort()
+        let replay = logsOnDisk.filter { $0 >= m.logNumber }
+        // Logs below the manifest's log number were flushed before a crash cut their deletion short.
+        let stale = logsOnDisk.filter { $0 < m.logNumber }
+
+        if m.logNumber > 0, !logsOnDisk.contains(m.logNumber) {
+            // From version 2 on, a log exists (and its name is durable) before a manifest names
+            // it: missing, it was lost. A version 1 manifest was written before its log was
+            // created, so a crash in between left it naming a log that never existed; that log
+            // was the newest, so any log above it means this one was lost too.
+            if m.formatVersion >= 2 || replay.contains(where: { $0 > m.logNumber }) {
+                throw StrataError.corrupted(file: directory + "/" + FileNames.log(m.logNumber), offset: 0,
+                                            reason: "log \(m.logNumber), which the manifest names, is missing")
+            }
+        }
+
+        var runs: [SortedRun] = []
+        var live = Set<UInt64>()
+        for run in m.runs {
+            var readers: [SegmentReader] = []
+            for s in run {
+                let path = directory + "/" + FileNames.segment(s.number)
+                guard live.insert(s.number).inserted else {
+                    throw StrataError.corrupted(file: manifestPath, offset: 0, reason: "segment \(FileNames.segment(s.number)) is listed twice")
+                }
+                guard segmentsOnDisk.contains(s.number) else {
+                    throw StrataError.corrupted(file: path, offset: 0, reason: "segment listed in the manifest is missing")
+                }
+                // Manifest.decode refused sizes that do not fit an Int.
+                readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize)))
+            }
+            runs.append(SortedRun(segments: readers))
+        }
+
+        // Read and check every log to replay before applying any of it.
+        var report = RecoveryReport()
+        var check = LogReplayCheck()
+        var logs: [ReplayedLog] = []
+        for n in replay {
+            let path = directory + "/" + FileNames.log(n)
+            let reader = try LogReader(path: path)
+            if reader.formatVersion != nil && reader.logNumber != n {
+                throw StrataError.corrupted(file: path, offset: 12,
+                                            reason: "header says log \(reader.logNumber), the file name says \(n)")
+            }
+            var log = ReplayedLog(number: n, reader: reader)
+            let records = reader.views
+            log.batches.reserveCapacity(records.count)
+            for record in records {
+                // Memtable.apply decodes the operations, with the same errors, before phase 2.
+                try check.check(record, path: path, decodingOperations: false)
+                log.batches.append(Memtable.ReplayedView(payload: record.payload, file: path, offset: record.offset))
+                log.bytes += record.payload.count
+            }
+            if case .tornTail(let offset, let reason) = reader.end {
+                report.cutTails.append(RecoveryReport.CutTail(file: path, offset: offset,
+                                                              bytesCut: reader.fileLength - offset, reason: reason))
+                log.torn = true
+            }
+            report.logsReplayed += 1
+            logs.append(log)
+        }
+        report.batchesReplayed = check.batches
+
+        // The new log's number, unless phase 2 writes segments first (then no memtable keeps it).
+        let nextFileNumber = max(m.nextFileNumber, maxNumber + 1)
+        let (active, immutables) = try memtables(replaying: logs, newLog: nextFileNumber, options: options)
+        let empty = logs.filter { $0.batches.isEmpty }.map(\.number)
+
+        return Plan(manifest: m, isNewStore: existing == nil, nextFileNumber: nextFileNumber,
+                    runs: runs, live: live, segmentsOnDisk: segmentsOnDisk, temporaries: temporaries,
+                    logsToDelete: stale + empty, liveLogs: logs.filter { !$0.batches.isEmpty }.map(\.number),
+                    active: active, immutables: immutables,
+                    writeSegments: logs.count(where: { !$0.batches.isEmpty }) >= maxReplayedLogs,
+                    lastSequence: max(m.lastSequence, check.lastSequence), report: report)
+    }
+
+    /// Applies the replayed logs' records to memtables, each tied to the logs it holds (FORMAT.md
+    /// 4.5, step 6). Consecutive logs share a memtable while their records fit in
+    /// `memtableSize`; every log with records belongs to exactly one memtable. The newest memtable
+    /// becomes the active one, tied also to `newLog`, unless one of its logs has a torn tail: then
+    /// it is sealed too (flushed right after open, so that the cut tail is reported once) and the
+    /// active memtable starts empty. Returns the active memtable and the sealed ones, newest first.
+    private static func memtables(replaying logs: [ReplayedLog], newLog: UInt64,
+                               options: EngineOptions) throws -> (active: Memtable, immutables: [Memtable]) {
+        var groups: [[ReplayedLog]] = []
+        var bytes = 0
+        for log in logs where !log.batches.isEmpty {
+            if let current = groups.last,
+               bytes + log.bytes <= options.memtableSize, current.count < maxReplayedLogs {
+                groups[groups.count - 1].append(log)
+                bytes += log.bytes
+            } else {
+                groups.append([log])
+                bytes = log.bytes
+            }
+        }
+        var immutables: [Memtable] = []
+        var active: Memtable?
+        for (i, group) in groups.enumerated() {
+            let numbers = group.map(\.number)
+            let memtable: Memtable
+            if i == groups.count - 1, !group.contains(where: \.torn) {
+                memtable = Memtable(logNumber: newLog, replayedLogs: numbers)
+                active = memtable
+            } else {
+                memtable = Memtable(logNumber: numbers[numbers.count - 1], replayedLogs: Array(numbers.dropLast()))
+                immutables.insert(memtable, at: 0)
+            }
+            // The views stay valid: `logs` holds their readers until this function returns.
+            _ = try withExtendedLifetime(group) { try memtable.apply(replayingViews: group.flatMap(\.batches)) }
+        }
+        return (active ?? Memtable(logNumber: newLog), immutables)
+    }
+
+    // MARK: Phase 2: make the recovered state durable, then clean up
+
+    private static func write(_ plan: Plan, directory: String, options: EngineOptions,
+                              cache: BlockCache?) throws -> EngineRecovery {
+        var m = plan.manifest
+        m.formatVersion = Manifest.version
+        if plan.isNewStore {
+            // The manifest comes before any log: no crash leaves a log without one.
+            try m.write(directory: directory)
+        }
+        var runs = plan.runs
+        var active = plan.active
+        var immutables = plan.immutables
+        var liveLogs = plan.liveLogs
+        var logsToDelete = plan.logsToDelete
+        var nextNumber = plan.nextFileNumber
+        var written: [[SegmentMetadata]] = []
+        let log: LogWriter
+        do {
+            if plan.writeSegments {
+                // Too many logs: their records go to segments now (one run per memtable, the
+                // newest first), and the logs are deleted once the manifest lists the runs.
+                for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
+                    let run = try Engine.writeRun(from: memtable, directory: directory, options: options,
+                                                 transforms: [:]) {
+                        defer { nextNumber += 1 }
+                        return nextNumber
+                    }
+                    if !run.isEmpty { written.insert(run, at: 0) }
+                }
+                if !written.isEmpty {
+                    try FileSystem.syncDirectory(directory)
+                    for run in written.reversed() {
+                        runs.insert(SortedRun(segments: try Engine.openSegments(run, directory: directory, cache: cache)), at: 0)
+                    }
+                }
+                logsToDelete += liveLogs
+                liveLogs = []
+                immutables = []
+            } else {
+                // The replayed records the store now serves must survive a power cut from here on,
+                // as they did when recovery wrote them to a segment: the previous run may not have
+                // synced them. Their names are durable already (a log's name is synced when it is
+                // created, 4.4).
+                for n in liveLogs {
+                    try SystemFile.withFile(directory + "/" + FileNames.log(n), flags: .readOnly) { try $0.sync() }
+                }
+            }
+            // The new log exists, and its name is durable, before the manifest names it: a log the
+            // manifest names is never missing after a crash.
+            let path = directory + "/" + FileNames.log(nextNumber)
+            do {
+                log = try LogWriter(path: path, number: nextNumber)
+            } catch {
+                if FileSystem.exists(path) { try? FileSystem.remove(path) }
+                throw error
+            }
+            do {
+                try log.sync()
+                try FileSystem.syncDirectory(directory)
+            } catch {
+                log.close()
+                try? FileSystem.remove(path)
+                throw error
+            }
+        } catch {
+            // Nothing names these segments yet: take them back.
+            for s in written.joined() { try? FileSystem.remove(directory + "/" + FileNames.segment(s.number)) }
+            throw error
+        }
+        if plan.writeSegments { active = Memtable(logNumber: nextNumber) }
+        // The oldest log with records stays the first to replay; the logs below it are flushed
+        // or empty.
+        m.nextFileNumber = nextNumber + 1
+        m.logNumber = liveLogs.first ?? nextNumber
+        m.lastSequence = plan.lastSequence
+        m.runs.insert(contentsOf: written, at: 0)
+        do {
+            try m.write(directory: directory)
+        } catch {
+            // The rename may have happened: the new log and segments stay (unlisted, they are
+            // deleted at the next open; listed, they are needed).
+            log.close()
+            throw error
+        }
+
+        // The store is open. What it no longer needs goes; a failure here leaves a file the next
+        // open deletes.
+        for name in plan.temporaries { try? FileSystem.remove(directory + "/" + name) }
+        for n in plan.segmentsOnDisk where !plan.live.contains(n) {
+            try? FileSystem.remove(directory + "/" + FileNames.segment(n))
+        }
+        for n in logsToDelete { try? FileSystem.remove(directory + "/" + FileNames.log(n)) }
+
+        return EngineRecovery(manifest: m, runs: runs, log: log, active: active, immutables: immutables,
+                              lastSequence: plan.lastSequence, report: plan.report)
+    }
+
+    package init(manifest: Manifest, runs: [SortedRun], log: LogWriter, active: Memtable, immutables: [Memtable], lastSequence: UInt64, report: RecoveryReport) {
+        self.manifest = manifest
+        self.runs = runs
+        self.log = log
+        self.active = active
+        self.immutables = immutables
+        self.lastSequence = lastSequence
+        self.report = report
+    }
+}

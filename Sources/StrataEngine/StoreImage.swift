@@ -1,0 +1,39 @@
+import StrataFormat
+import StrataFiles
+
+/// The state of a store read from its files without opening it: no lock is taken and nothing is
+/// written, so tools may read a store that another process has open (what they see is then the
+/// state at some moment of that process's writes, with a torn log tail left out).
+package enum StoreImage {
+    /// A snapshot of everything the files in `directory` hold: the manifest's segments plus the
+    /// records of the logs it does not cover. Segments are read without a block cache.
+    package static func snapshot(directory: String) throws -> Snapshot {
+        guard let manifest = try Manifest.read(directory: directory) else {
+            throw StrataError.notFound("no Strata store at \(directory) (no \(FileNames.manifest))")
+        }
+        var runs: [SortedRun] = []
+        for run in manifest.runs {
+            var readers: [SegmentReader] = []
+            for s in run {
+                let path = directory + "/" + FileNames.segment(s.number)
+                readers.append(try SegmentReader(path: path, number: s.number, cache: nil, expectedSize: Int(s.fileSize)))
+            }
+            runs.append(SortedRun(segments: readers))
+        }
+        var logs: [UInt64] = []
+        for name in try FileSystem.listDirectory(directory) {
+            if case .log(let n) = FileNames.parse(name), n >= manifest.logNumber { logs.append(n) }
+        }
+        let memtable = Memtable(logNumber: 0)
+        var batches: [Memtable.ReplayedBatch] = []
+        for n in logs.sorted() {
+            let path = directory + "/" + FileNames.log(n)
+            for record in try LogReader(path: path).records {
+                batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
+            }
+        }
+        var lastSequence = manifest.lastSequence
+        if let highest = try memtable.apply(replaying: batches) { lastSequence = max(lastSequence, highest) }
+        return Snapshot(sequence: lastSequence, memtables: [memtable], version: Version(runs: runs))
+    }
+}

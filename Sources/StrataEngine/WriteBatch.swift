@@ -1,0 +1,128 @@
+import StrataFormat
+import StrataFiles
+
+/// A set of writes applied atomically: after a crash, either all of them are there or none.
+///
+/// ```swift
+/// var batch = WriteBatch()
+/// batch.put(Array("apple".utf8), Array("red".utf8))
+/// batch.delete(Array("banana".utf8))
+/// batch.deleteRange(from: Array("c".utf8), to: Array("d".utf8))
+/// try store.write(batch)
+/// ```
+/// Operations apply in the order they were added: a later put of the same key wins.
+/// The keys of the public methods live in the store's key-value keyspace, apart from the data of
+/// time series, channels and documents.
+public struct WriteBatch: Sendable {
+    /// Operation codes as stored in the write-ahead log. Never change them.
+    package enum Op: UInt8 {
+        case put = 1
+        case delete = 2
+        case deleteRange = 3
+    }
+
+    /// The operations, encoded as in the log (FORMAT.md "Write-ahead log", batch payload).
+    package private(set) var operations: [UInt8] = []
+    /// The number of operations.
+    public private(set) var count = 0
+
+    /// An empty batch.
+    public init() {}
+
+    /// Whether the batch holds no operation.
+    public var isEmpty: Bool { count == 0 }
+
+    /// The bytes the batch will take in the log.
+    public var byteSize: Int { operations.count + 12 }
+
+    /// Sets `key` to `value`.
+    public mutating func put(_ key: [UInt8], _ value: [UInt8]) {
+        putRaw(Keyspace.keyValue.prefix, key, value)
+    }
+
+    /// Removes `key`.
+    public mutating func delete(_ key: [UInt8]) {
+        deleteRaw(Keyspace.keyValue.prefix, key)
+    }
+
+    /// Removes every key `k` with `start <= k < end`.
+    public mutating func deleteRange(from start: [UInt8], to end: [UInt8]) {
+        deleteRangeRaw(Keyspace.keyValue.prefix + start, Keyspace.keyValue.prefix + end)
+    }
+
+    // MARK: Engine keys (collections)
+
+    /// Puts an engine key made of `prefix + key`.
+    package mutating func putRaw(_ prefix: [UInt8], _ key: [UInt8], _ value: [UInt8]) {
+        operations.append(Op.put.rawValue)
+        Varint.append(UInt64(prefix.count + key.count), to: &operations)
+        operations.append(contentsOf: prefix)
+        operations.append(contentsOf: key)
+        Varint.append(UInt64(value.count), to: &operations)
+        operations.append(contentsOf: value)
+        count += 1
+    }
+
+    package mutating func putRaw(_ key: [UInt8], _ value: [UInt8]) { putRaw([], key, value) }
+
+    package mutating func deleteRaw(_ prefix: [UInt8], _ key: [UInt8]) {
+        operations.append(Op.delete.rawValue)
+        Varint.append(UInt64(prefix.count + key.count), to: &operations)
+        operations.append(contentsOf: prefix)
+        operations.append(contentsOf: key)
+        count += 1
+    }
+
+    package mutating func deleteRaw(_ key: [UInt8]) { deleteRaw([], key) }
+
+    package mutating func deleteRangeRaw(_ start: [UInt8], _ end: [UInt8]) {
+        operations.append(Op.deleteRange.rawValue)
+        Varint.append(UInt64(start.count), to: &operations)
+        operations.append(contentsOf: start)
+        Varint.append(UInt64(end.count), to: &operations)
+        operations.append(contentsOf: end)
+        count += 1
+    }
+
+    /// Removes the operations added after the batch held `count` operations in `byteCount`
+    /// encoded bytes (a ``CommitBatch/Mark``).
+    package mutating func truncate(count: Int, byteCount: Int) {
+        operations.removeSubrange(byteCount...)
+        self.count = count
+    }
+
+    /// Appends the operations of `other`.
+    package mutating func append(_ other: WriteBatch) {
+        operations.append(contentsOf: other.operations)
+        count += other.count
+    }
+
+    /// Calls `body` for each operation of an encoded operation list; throws
+    /// ``StrataError/corrupted(file:offset:reason:)`` naming `file` if it is malformed.
+    package static func forEachOperation(
+        in ops: UnsafeRawBufferPointer, count: Int, file: String, offset: Int,
+        _ body: (Op, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        var p = 0
+        for i in 0..<count {
+            func bad(_ why: String) -> StrataError {
+                .corrupted(file: file, offset: offset, reason: "batch operation \(i): \(why)")
+            }
+            guard p < ops.count, let op = Op(rawValue: ops[p]) else { throw bad("unknown operation") }
+            p += 1
+            guard let kl = Varint.readLength(ops, at: &p, limit: ops.count), kl <= ops.count - p else { throw bad("bad key length") }
+            let key = UnsafeRawBufferPointer(rebasing: ops[p..<(p + kl)])
+            p += kl
+            var second = UnsafeRawBufferPointer(start: nil, count: 0)
+            if op != .delete {
+                guard let vl = Varint.readLength(ops, at: &p, limit: ops.count), vl <= ops.count - p else { throw bad("bad value length") }
+                second = UnsafeRawBufferPointer(rebasing: ops[p..<(p + vl)])
+                p += vl
+            }
+            try body(op, key, second)
+        }
+        guard p == ops.count else {
+            throw StrataError.corrupted(file: file, offset: offset, reason: "batch has \(ops.count - p) bytes after its \(count) operations")
+        }
+    }
+}

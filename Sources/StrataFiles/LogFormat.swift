@@ -1,0 +1,98 @@
+import StrataFormat
+
+/// Constants shared by ``LogWriter`` and ``LogReader``; FORMAT.md "Write-ahead log" is the spec.
+///
+/// ```
+/// log       := header record*
+/// header    := magic:8 "STRATLOG" | version:u32 | logNumber:u64 | maskedCRC:u32          (24 bytes)
+/// record v2 := headerCRC:u32 | length:u32 | type:u8 | sequence:u64 | payloadCRC:u32 | payload[length]
+///              (headerCRC covers bytes 4..<21 of the record, payloadCRC the payload)
+/// record v1 := maskedCRC:u32 | length:u32 | type:u8 | payload[length]   (read only; the CRC
+///              covers the length, type and payload bytes)
+/// ```
+package enum LogFormat {
+    package static let magic: [UInt8] = Array("STRATLOG".utf8)  // never change
+    /// The version new logs are written in.
+    package static let version: UInt32 = 2
+    /// Versions this build reads.
+    package static let readableVersions: ClosedRange<UInt32> = 1...2
+    package static let headerSize = 24
+    /// The record header of the version written now.
+    package static let recordHeaderSize = recordHeaderSizeV2
+    package static let recordHeaderSizeV1 = 9
+    package static let recordHeaderSizeV2 = 21
+    /// The largest payload a record may claim; anything larger is corruption.
+    package static let maxRecordLength = 1 << 30
+    /// Sequence numbers and file numbers above this are damage, not history (2⁶³ − 1; FORMAT.md
+    /// section 1, "Limits"): refusing them keeps every counter that continues from them far from
+    /// overflowing.
+    package static let maxCounter: UInt64 = UInt64(Int64.max)
+
+    /// Record types. Never change a value; a retired one stays reserved.
+    package enum RecordType: UInt8 {
+        /// A ``WriteBatch``: its operations, applied atomically.
+        case batch = 1
+    }
+
+    package static func header(logNumber: UInt64, version: UInt32 = version) -> [UInt8] {
+        var h = magic
+        LittleEndian.append(version, to: &h)
+        LittleEndian.append(logNumber, to: &h)
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(h)), to: &h)
+        return h
+    }
+
+    /// The first sequence number of a batch payload (its first 8 bytes), 0 if it is shorter.
+    package static func batchSequence(_ payload: UnsafeRawBufferPointer) -> UInt64 {
+        payload.count >= 8 ? LittleEndian.uint64(payload, at: 0) : 0
+    }
+
+    /// Appends a version-2 record (header, then payload) to `out`.
+    package static func appendRecord(type: RecordType, sequence: UInt64, payload: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: [0, 0, 0, 0])
+        LittleEndian.append(UInt32(truncatingIfNeeded: payload.count), to: &out)
+        out.append(type.rawValue)
+        LittleEndian.append(sequence, to: &out)
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(payload)), to: &out)
+        let crc = out.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 4)..<(start + 21)]))) }
+        withUnsafeBytes(of: crc.littleEndian) { m in
+            for i in 0..<4 { out[start + i] = m[i] }
+        }
+        out.append(contentsOf: payload)
+    }
+}
+
+/// Appends records to a log file. Not thread-safe: the engine's commit leader is its only user.
+package final class LogWriter: @unchecked Sendable {
+    package let path: String
+    package let number: UInt64
+    private let file: SystemFile
+    package private(set) var size: Int
+    private var scratch: [UInt8] = []
+
+    /// Creates a new log file and writes its header (not yet synced).
+    package init(path: String, number: UInt64) throws {
+        self.path = path
+        self.number = number
+        self.file = try SystemFile.open(path, flags: [.writeOnly, .create, .exclusive, .append])
+        let header = LogFormat.header(logNumber: number)
+        do { try file.write(header) } catch { file.close(); throw error }
+        self.size = header.count
+    }
+
+    /// Appends one record and hands it to the OS (one `write`). Call ``sync()`` for durability.
+    /// A batch payload begins with its first sequence number, which the record header repeats.
+    package func append(type: LogFormat.RecordType, payload: UnsafeRawBufferPointer) throws {
+        precondition(payload.count <= LogFormat.maxRecordLength, "record too large")
+        scratch.removeAll(keepingCapacity: true)
+        LogFormat.appendRecord(type: type, sequence: LogFormat.batchSequence(payload), payload: payload, to: &scratch)
+        try file.write(scratch)
+        size += scratch.count
+        if scratch.capacity > 4 << 20 { scratch = [] }
+    }
+
+    package func sync() throws { try file.sync() }
+
+    package func close() { file.close() }
+}

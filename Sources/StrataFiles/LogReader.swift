@@ -1,0 +1,314 @@
+import StrataFormat
+
+/// Reads the records of a log file, front to back (FORMAT.md 4.3).
+///
+/// A log ends in one of three ways: cleanly; with a *torn tail* — what a crash in the middle of
+/// the final append leaves, which recovery discards and reports; or with *corruption* — damage a
+/// crash cannot produce, reported as ``StrataError/corrupted(file:offset:reason:)`` rather than
+/// silently dropping the records after it.
+///
+/// Version 2 records carry a checksum of their own header, so the reader knows where a damaged
+/// record ends: a tail is torn only when the damage is the final record (its header intact and its
+/// payload cut short or failing its checksum, with nothing but zeros after it) or a record header
+/// with nothing but zeros after its 21 bytes. Version 1 logs are still read with the version 1
+/// rule (a bad record with no valid record after it). Either way the scan of a damaged region runs
+/// at memory speed: no message is formatted until the verdict.
+package struct LogReader {
+    package struct Record {
+        package let offset: Int
+        package let type: UInt8
+        /// The header's sequence number (version 2); nil in a version 1 log.
+        package let sequence: UInt64?
+        package let payload: ArraySlice<UInt8>
+
+    package init(offset: Int, type: UInt8, sequence: UInt64?, payload: ArraySlice<UInt8>) {
+        self.offset = offset
+        self.type = type
+        self.sequence = sequence
+        self.payload = payload
+    }
+}
+
+    /// A record whose payload is a view into the reader's bytes (``views``).
+    package struct RecordView {
+        package let offset: Int
+        package let type: UInt8
+        /// The header's sequence number (version 2); nil in a version 1 log.
+        package let sequence: UInt64?
+        /// Valid while the reader that gave it (or a copy of that reader) lives.
+        package let payload: UnsafeRawBufferPointer
+
+    package init(offset: Int, type: UInt8, sequence: UInt64?, payload: UnsafeRawBufferPointer) {
+        self.offset = offset
+        self.type = type
+        self.sequence = sequence
+        self.payload = payload
+    }
+}
+
+    package enum End: Equatable {
+        /// Every byte belonged to a valid record.
+        case clean
+        /// A torn tail starts at `offset`; `reason` says what was wrong with it.
+        case tornTail(offset: Int, reason: String)
+    }
+
+    /// A log's bytes, read in one pass into memory that is not zero-filled first (a log is read
+    /// once, so a copy costs about what mapping it would, and a file that shrinks while it is
+    /// read gives fewer bytes, never a fault on a page past its end), or a copy of bytes handed
+    /// in. Released with the last reader that holds them.
+    package final class Bytes: @unchecked Sendable {
+        package let buffer: UnsafeRawBufferPointer
+
+        package init(reading path: String) throws {
+            let file = try SystemFile.open(path, flags: .readOnly)
+            defer { file.close() }
+            let size = try file.size()
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
+            do {
+                let n = size == 0 ? 0 : try file.read(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<size]), at: 0)
+                buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[0..<n])
+            } catch {
+                b.deallocate()
+                throw error
+            }
+        }
+
+        package init(copying bytes: [UInt8]) {
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
+            bytes.withUnsafeBytes { b.copyMemory(from: $0) }
+            buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[0..<bytes.count])
+        }
+
+        deinit {
+            buffer.baseAddress?.deallocate()
+        }
+    }
+
+    package let path: String
+    package let logNumber: UInt64
+    /// The header's format version; nil when the header was cut short.
+    package let formatVersion: UInt32?
+    private let bytes: Bytes
+    private let raw: [RawRecord]
+    package let end: End
+    /// The length of the valid prefix of the file (where a torn tail starts).
+    package let validLength: Int
+    /// The file's length.
+    package let fileLength: Int
+
+    /// Every valid record, in file order, each with a copy of its payload.
+    package var records: [Record] {
+        raw.map {
+            Record(offset: $0.offset, type: $0.type, sequence: $0.sequence,
+                   payload: Array(UnsafeRawBufferPointer(rebasing: bytes.buffer[$0.payload]))[...])
+        }
+    }
+
+    /// Every valid record, in file order, its payload a view into the file's bytes: no copy, and
+    /// valid while this reader lives (recovery's path).
+    package var views: [RecordView] {
+        raw.map {
+            RecordView(offset: $0.offset, type: $0.type, sequence: $0.sequence,
+                       payload: UnsafeRawBufferPointer(rebasing: bytes.buffer[$0.payload]))
+        }
+    }
+
+    /// Reads and checks the whole log.
+    package init(path: String) throws {
+        try self.init(path: path, bytes: try Bytes(reading: path))
+    }
+
+    package init(path: String, bytes: [UInt8]) throws {
+        try self.init(path: path, bytes: Bytes(copying: bytes))
+    }
+
+    private init(path: String, bytes storage: Bytes) throws {
+        self.path = path
+        self.bytes = storage
+        let bytes = storage.buffer
+        fileLength = bytes.count
+        // A header cut short is what a crash right after creating the file leaves: an empty log.
+        guard bytes.count >= LogFormat.headerSize else {
+            logNumber = 0
+            formatVersion = nil
+            raw = []
+            end = bytes.isEmpty ? .clean : .tornTail(offset: 0, reason: "header cut short at \(bytes.count) bytes")
+            validLength = 0
+            return
+        }
+        guard Array(bytes[0..<8]) == LogFormat.magic else {
+            throw StrataError.corrupted(file: path, offset: 0, reason: "not a Strata log (bad magic)")
+        }
+        let (version, number, storedCRC) = (LittleEndian.uint32(bytes, at: 8), LittleEndian.uint64(bytes, at: 12),
+                                            LittleEndian.uint32(bytes, at: 20))
+        guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<20]))) == storedCRC else {
+            throw StrataError.corrupted(file: path, offset: 0, reason: "log header checksum mismatch")
+        }
+        guard LogFormat.readableVersions.contains(version) else {
+            throw StrataError.unsupportedFormatVersion(file: path, found: version)
+        }
+        logNumber = number
+        formatVersion = version
+        let scan = version == 1 ? try Self.scanV1(bytes, path: path) : try Self.scanV2(bytes, path: path)
+        raw = scan.records
+        end = scan.end
+        if case .tornTail(let at, _) = scan.end { validLength = at } else { validLength = bytes.count }
+    }
+
+    private struct RawRecord {
+        let offset: Int
+        let type: UInt8
+        let sequence: UInt64?
+        let payload: Range<Int>
+    }
+
+    private struct Scan {
+        var records: [RawRecord] = []
+        var end = End.clean
+    }
+
+    /// Whether every byte of `b[from...]` is zero (a never-written or zero-filled tail).
+    package static func allZero(_ b: UnsafeRawBufferPointer, from: Int) -> Bool {
+        var i = from
+        // Eight bytes at a time: a damaged region is scanned at memory speed.
+        while i + 8 <= b.count {
+            if b.loadUnaligned(fromByteOffset: i, as: UInt64.self) != 0 { return false }
+            i += 8
+        }
+        while i < b.count {
+            if b[i] != 0 { return false }
+            i += 1
+        }
+        return true
+    }
+
+    // MARK: Version 2
+
+    /// FORMAT.md 4.3, version 2: the header checksum tells where a damaged record ends, so only
+    /// damage with nothing but zeros after it can be a torn final write.
+    private static func scanV2(_ b: UnsafeRawBufferPointer, path: String) throws -> Scan {
+        var scan = Scan()
+        var offset = LogFormat.headerSize
+        let h = LogFormat.recordHeaderSizeV2
+        while offset < b.count {
+            let remaining = b.count - offset
+            guard remaining >= h else {
+                scan.end = .tornTail(offset: offset, reason: "record header cut short (\(remaining) of \(h) bytes)")
+                break
+            }
+            let storedHeaderCRC = LittleEndian.uint32(b, at: offset)
+            let headerCRC = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[(offset + 4)..<(offset + h)])))
+            guard headerCRC == storedHeaderCRC else {
+                if allZero(b, from: offset + h) {
+                    scan.end = .tornTail(offset: offset, reason: "record header checksum mismatch with only zeros after it")
+                    break
+                }
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "record header checksum mismatch, and more data follows it")
+            }
+            let length = Int(LittleEndian.uint32(b, at: offset + 4))
+            let type = b[offset + 8]
+            let sequence = LittleEndian.uint64(b, at: offset + 9)
+            let storedPayloadCRC = LittleEndian.uint32(b, at: offset + 17)
+            // An intact header with impossible values was written so: no crash makes it.
+            guard length <= LogFormat.maxRecordLength else {
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "record length \(length) exceeds the limit of \(LogFormat.maxRecordLength)")
+            }
+            guard LogFormat.RecordType(rawValue: type) != nil else {
+                throw StrataError.corrupted(file: path, offset: offset, reason: "unknown record type \(type)")
+            }
+            let start = offset + h
+            guard length <= b.count - start else {
+                scan.end = .tornTail(offset: offset, reason:
+                    "payload cut short (\(b.count - start) of \(length) bytes)")
+                break
+            }
+            let payloadCRC = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[start..<(start + length)])))
+            guard payloadCRC == storedPayloadCRC else {
+                if allZero(b, from: start + length) {
+                    scan.end = .tornTail(offset: offset, reason: "payload checksum mismatch in the final record")
+                    break
+                }
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "payload checksum mismatch, and more data follows the record")
+            }
+            scan.records.append(RawRecord(offset: offset, type: type, sequence: sequence, payload: start..<(start + length)))
+            offset = start + length
+        }
+        return scan
+    }
+
+    // MARK: Version 1
+
+    private enum CheckV1 { case valid(type: UInt8, length: Int), shortHeader, badLength, badType, badChecksum }
+
+    /// FORMAT.md 4.3, version 1: a bad record is a torn tail unless a valid record whose sequence
+    /// goes on starts somewhere after it.
+    private static func scanV1(_ b: UnsafeRawBufferPointer, path: String) throws -> Scan {
+        var scan = Scan()
+        var offset = LogFormat.headerSize
+        var lastSequence: UInt64 = 0
+        while offset < b.count {
+            let check = checkV1(b, at: offset)
+            guard case .valid(let type, let length) = check else {
+                let reason: String
+                switch check {
+                case .shortHeader: reason = "record header cut short"
+                case .badLength: reason = "record length \(LittleEndian.uint32(b, at: offset + 4)) runs past the end of the file"
+                case .badType: reason = "unknown record type \(b[offset + 8])"
+                default: reason = "record checksum mismatch"
+                }
+                if let later = firstValidRecordV1(b, after: offset, sequenceAbove: lastSequence) {
+                    throw StrataError.corrupted(file: path, offset: offset,
+                                                reason: "\(reason), followed by a valid record at \(later)")
+                }
+                scan.end = .tornTail(offset: offset, reason: reason)
+                break
+            }
+            let start = offset + LogFormat.recordHeaderSizeV1
+            scan.records.append(RawRecord(offset: offset, type: type, sequence: nil, payload: start..<(start + length)))
+            if length >= 12 {
+                let first = LittleEndian.uint64(b, at: start), count = UInt64(LittleEndian.uint32(b, at: start + 8))
+                if count > 0 { lastSequence = max(lastSequence, first &+ count &- 1) }
+            }
+            offset = start + length
+        }
+        return scan
+    }
+
+    private static func checkV1(_ b: UnsafeRawBufferPointer, at offset: Int) -> CheckV1 {
+        guard b.count - offset >= LogFormat.recordHeaderSizeV1 else { return .shortHeader }
+        let length = Int(LittleEndian.uint32(b, at: offset + 4))
+        let start = offset + LogFormat.recordHeaderSizeV1
+        guard length <= LogFormat.maxRecordLength, length <= b.count - start else { return .badLength }
+        // The type is checked before the CRC so that scanning garbage stays cheap.
+        guard LogFormat.RecordType(rawValue: b[offset + 8]) != nil else { return .badType }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[(offset + 4)..<(start + length)]))
+        guard CRC32C.mask(crc) == LittleEndian.uint32(b, at: offset) else { return .badChecksum }
+        return .valid(type: b[offset + 8], length: length)
+    }
+
+    /// The offset of the first position after `offset` where a valid batch record starts whose
+    /// sequence numbers follow those already read — one a crash could not have left behind the
+    /// bad record. The cheap tests (a non-zero CRC field, a length that fits, the type, a
+    /// sequence that goes on) come before the checksum, so garbage is passed over at memory speed.
+    private static func firstValidRecordV1(_ b: UnsafeRawBufferPointer, after offset: Int, sequenceAbove last: UInt64) -> Int? {
+        var p = offset + 1
+        let h = LogFormat.recordHeaderSizeV1
+        while p + h + 12 <= b.count {
+            // A zeroed tail (never written) cannot hold a record: a masked CRC of zero is not evidence.
+            if b.loadUnaligned(fromByteOffset: p, as: UInt32.self) == 0 { p += 1; continue }
+            let length = Int(LittleEndian.uint32(b, at: p + 4))
+            let start = p + h
+            if length >= 12, length <= LogFormat.maxRecordLength, length <= b.count - start,
+               b[p + 8] == LogFormat.RecordType.batch.rawValue, LittleEndian.uint64(b, at: start) > last,
+               case .valid = checkV1(b, at: p) {
+                return p
+            }
+            p += 1
+        }
+        return nil
+    }
+}

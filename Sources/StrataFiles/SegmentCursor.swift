@@ -1,0 +1,162 @@
+import StrataFormat
+
+/// Walks the records of one segment in key order, forward or backward, through its B-tree index.
+///
+/// `levels[0]` is a cursor in the root index block and `levels[height - 1]` in a leaf index block;
+/// `data` is in the data block the leaf cursor points at. Each index entry's key is the last key of
+/// the block (subtree) it points to, so the first entry `>= target` leads to the subtree holding
+/// the first record `>= target`.
+///
+/// A class, so that the merge reads the current record in place: reading through an optional
+/// struct copied the cursor (and retained its blocks) on every access.
+package final class SegmentCursor {
+    package private(set) var reader: SegmentReader
+    @exclusivity(unchecked) private var levels: [BlockCursor] = []
+    /// The data block cursor; meaningful only while `positioned`.
+    @exclusivity(unchecked) private var data: BlockCursor
+    @exclusivity(unchecked) private var positioned = false
+
+    package init(_ reader: SegmentReader) {
+        self.reader = reader
+        self.data = BlockCursor(reader.rootBlock)
+    }
+
+    /// Points the cursor at another segment; it must be positioned again before use.
+    package func retarget(_ reader: SegmentReader) {
+        self.reader = reader
+        positioned = false
+    }
+
+    package var isValid: Bool { positioned && data.current != nil }
+    /// The current key; only while ``isValid``.
+    package var key: [UInt8] { data.key }
+
+    @inline(__always)
+    package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try data.key.withUnsafeBytes(body)  // the stored key alone, not a copy of `data`
+    }
+    package var kind: RecordKind {
+        @inline(__always) get { data.kind }
+    }
+    package var value: UnsafeRawBufferPointer {
+        @inline(__always) get { data.value }
+    }
+
+    private enum Position { case first, last, atOrAfter, atOrBefore }
+
+    private func child(of cursor: BlockCursor) throws -> Block {
+        try reader.block(try reader.childHandle(kind: cursor.kind, value: cursor.value, in: cursor.block))
+    }
+
+    /// Positions every level below `level` (whose cursor is valid) per `position`.
+    private func descend(from level: Int, _ position: Position, _ target: UnsafeRawBufferPointer) throws {
+        var i = level
+        while true {
+            let block = try child(of: levels[i])
+            var c = BlockCursor(block)
+            switch position {
+            case .first: try c.seekToFirst()
+            case .last: try c.seekToLast()
+            case .atOrAfter: try c.seek(target)
+            case .atOrBefore:
+                if i + 1 < levels.count {
+                    try c.seek(target)
+                    if !c.isValid { try c.seekToLast() }
+                } else {
+                    try c.seekForPrevious(target)
+                }
+            }
+            if i + 1 < levels.count {
+                levels[i + 1] = c
+                if !c.isValid { positioned = false; return }
+                i += 1
+            } else {
+                data = c
+                positioned = true
+                return
+            }
+        }
+    }
+
+    private func reset() {
+        let height = Int(reader.footer.indexHeight)
+        let root = BlockCursor(reader.rootBlock)
+        levels = [BlockCursor](repeating: root, count: height)
+        positioned = false
+    }
+
+    package func seekToFirst() throws {
+        reset()
+        try levels[0].seekToFirst()
+        guard levels[0].isValid else { return }
+        try descend(from: 0, .first, UnsafeRawBufferPointer(start: nil, count: 0))
+        try skipForward()
+    }
+
+    package func seekToLast() throws {
+        reset()
+        try levels[0].seekToLast()
+        guard levels[0].isValid else { return }
+        try descend(from: 0, .last, UnsafeRawBufferPointer(start: nil, count: 0))
+        try skipBackward()
+    }
+
+    /// The first record `>= target`.
+    package func seek(_ target: UnsafeRawBufferPointer) throws {
+        reset()
+        try levels[0].seek(target)
+        guard levels[0].isValid else { return }
+        try descend(from: 0, .atOrAfter, target)
+        try skipForward()
+    }
+
+    /// The last record `<= target`.
+    package func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
+        reset()
+        try levels[0].seek(target)
+        if !levels[0].isValid { try levels[0].seekToLast() }
+        guard levels[0].isValid else { return }
+        try descend(from: 0, .atOrBefore, target)
+        try skipBackward()
+    }
+
+    package func next() throws {
+        guard positioned else { return }
+        try data.next()
+        try skipForward()
+    }
+
+    package func previous() throws {
+        guard positioned else { return }
+        try data.previous()
+        try skipBackward()
+    }
+
+    /// While the data cursor is exhausted, moves to the first record of the next data block.
+    private func skipForward() throws {
+        while positioned && !data.isValid {
+            var i = levels.count - 1
+            while i >= 0 {
+                try levels[i].next()
+                if levels[i].isValid { break }
+                i -= 1
+            }
+            if i < 0 { positioned = false; return }
+            try descend(from: i, .first, UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+
+    /// While the data cursor is exhausted, moves to the last record of the previous data block.
+    private func skipBackward() throws {
+        while positioned && !data.isValid {
+            var i = levels.count - 1
+            while i >= 0 {
+                try levels[i].previous()
+                if levels[i].isValid { break }
+                i -= 1
+            }
+            if i < 0 { positioned = false; return }
+            try descend(from: i, .last, UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+}

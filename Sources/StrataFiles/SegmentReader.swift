@@ -1,0 +1,303 @@
+import Synchronization
+import StrataFormat
+
+/// Reads a segment file through a read-only memory map of the whole file.
+///
+/// Invariants: the mapping covers exactly `fileSize` bytes and lives as long as the reader; every
+/// handle is checked against `fileSize` before its bytes are touched; before a block is copied out
+/// of the map the file's current size is checked again, so a file that shrank under us is reported
+/// as ``StrataError/corrupted(file:offset:reason:)`` instead of faulting (SIGBUS) on a page past
+/// its end. Block bytes are verified against their CRC before they are decompressed.
+///
+/// A reader is shared by every version and snapshot that lists its segment; when the engine marks
+/// it obsolete, the file is deleted once the last of them lets go (in `deinit`).
+package final class SegmentReader: @unchecked Sendable {
+    package let number: UInt64
+    package let path: String
+    package let fileSize: Int
+    package let footer: SegmentFooter
+    package let properties: SegmentProperties
+    /// Sorted, disjoint `[start, end)` ranges this segment deletes in older segments.
+    package let rangeTombstones: [RangeTombstone]
+    private let file: SystemFile
+    private let map: UnsafeRawBufferPointer
+    private let filter: [UInt8]
+    private let root: Block
+    private let cache: BlockCache?
+    private let obsolete = Atomic<Bool>(false)
+
+    package init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil) throws {
+        self.path = path
+        self.number = number
+        self.cache = cache
+        let file = try SystemFile.open(path, flags: .readOnly)
+        var mapped: UnsafeRawBufferPointer?
+        do {
+            let size = try file.size()
+            if let expectedSize, expectedSize != size {
+                throw StrataError.corrupted(file: path, offset: min(size, expectedSize),
+                                            reason: "file is \(size) bytes, the manifest says \(expectedSize)")
+            }
+            guard size >= SegmentFormat.footerSize else {
+                throw StrataError.corrupted(file: path, offset: 0, reason: "file of \(size) bytes is too short for a segment")
+            }
+            try IOFaultInjection.check(.mmap, path)
+            let m: UnsafeRawBufferPointer
+            do {
+                m = try SystemCalls.mapReadOnly(file.descriptor, count: size)
+            } catch {
+                throw StrataError.io(path: path, errno: error.code, operation: "mmap")
+            }
+            mapped = m
+            self.fileSize = size
+            self.file = file
+            self.map = m
+            let footerOffset = size - SegmentFormat.footerSize
+            self.footer = try SegmentFooter.decode(UnsafeRawBufferPointer(rebasing: m[footerOffset...]),
+                                                   file: path, fileOffset: footerOffset)
+            for (name, h) in [("root index", footer.rootIndex), ("filter", footer.filter),
+                              ("range tombstones", footer.rangeTombstones), ("properties", footer.properties)] {
+                // An optional block is absent when its size is 0, and its offset is then 0 too.
+                if h.length == 0 && (name == "filter" || name == "range tombstones") {
+                    guard h.offset == 0 else {
+                        throw StrataError.corrupted(file: path, offset: footerOffset,
+                                                    reason: "absent \(name) block (size 0) has offset \(h.offset), not 0")
+                    }
+                    continue
+                }
+                guard SegmentFormat.liesBeforeFooter(h, footerOffset: footerOffset) else {
+                    throw StrataError.corrupted(file: path, offset: footerOffset,
+                                                reason: "\(name) block handle \(h.offset)+\(h.length) outside the file")
+                }
+            }
+            guard SegmentFormat.indexHeights.contains(footer.indexHeight) else {
+                throw StrataError.corrupted(file: path, offset: footerOffset, reason: "index height \(footer.indexHeight) outside \(SegmentFormat.indexHeights)")
+            }
+            let propsBytes = try Self.decodeBytes(m, footer.properties, path: path)
+            guard let props = propsBytes.withUnsafeBytes({ SegmentProperties.decode($0) }) else {
+                throw StrataError.corrupted(file: path, offset: Int(footer.properties.offset), reason: "malformed properties block")
+            }
+            self.properties = props
+            self.filter = footer.filter.length > 0 ? try Self.decodeBytes(m, footer.filter, path: path) : []
+            var tombstones: [RangeTombstone] = []
+            if footer.rangeTombstones.length > 0 {
+                var c = BlockCursor(try Self.decodeBlock(m, footer.rangeTombstones, path: path, checkSize: nil))
+                try c.seekToFirst()
+                while c.isValid {
+                    guard c.kind == .value else {
+                        throw StrataError.corrupted(file: path, offset: Int(footer.rangeTombstones.offset),
+                                                    reason: "range tombstone entry at \(c.current ?? 0) has kind \(c.kind.rawValue), not 0")
+                    }
+                    tombstones.append(RangeTombstone(start: c.key, end: c.valueBytes))
+                    try c.next()
+                }
+            }
+            self.rangeTombstones = tombstones
+            let root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil)
+            if footer.formatVersion >= 2 {
+                try Self.checkRootCounts(root, path: path, footer: footer, fileSize: size, properties: props)
+            }
+            self.root = root
+        } catch {
+            if let mapped { SystemCalls.unmap(mapped) }
+            file.close()
+            throw error
+        }
+    }
+
+    /// Version 2: the root entries' counts add up to the properties' (FORMAT.md 5.5), so that no
+    /// count summed from the index can exceed what the properties promise.
+    private static func checkRootCounts(_ root: Block, path: String, footer: SegmentFooter, fileSize: Int,
+                                        properties: SegmentProperties) throws {
+        var sum = RecordCounts.zero
+        var c = BlockCursor(root)
+        try c.seekToFirst()
+        while c.isValid {
+            guard let counts = try indexEntry(kind: c.kind, value: c.value, in: root, path: path, version: footer.formatVersion,
+                                              fileSize: fileSize, segmentRecords: properties.records).counts else { break }
+            // Each term is at most properties.records (checked by indexEntry), so comparing before
+            // adding cannot overflow.
+            guard counts.records <= properties.records - sum.records, counts.tombstones <= counts.records else {
+                throw StrataError.corrupted(file: path, offset: root.fileOffset, reason: "root index entries count more than the properties' \(properties.records) records")
+            }
+            sum.records += counts.records
+            sum.tombstones += counts.tombstones
+            try c.next()
+        }
+        guard sum.records == properties.records, sum.tombstones == properties.tombstones else {
+            throw StrataError.corrupted(file: path, offset: root.fileOffset, reason:
+                "root index entries count \(sum.records) records, \(sum.tombstones) tombstones; the properties \(properties.records), \(properties.tombstones)")
+        }
+    }
+
+    deinit {
+        SystemCalls.unmap(map)
+        file.close()
+        if obsolete.load(ordering: .acquiring) {
+            cache?.evict(file: number)
+            try? FileSystem.remove(path)
+        }
+    }
+
+    /// Marks the file for deletion once no version, snapshot or iterator uses it.
+    package func markObsolete() { obsolete.store(true, ordering: .releasing) }
+
+    /// Verifies and decodes the stored block at `handle` and parses it as a ``Block``.
+    private static func decodeBlock(
+        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?
+    ) throws -> Block {
+        try Block(adopting: try decodePayload(map, h, path: path, checkSize: checkSize), file: path, fileOffset: Int(h.offset))
+    }
+
+    /// Verifies and decodes a stored block whose content is not a ``Block`` (filter, properties).
+    private static func decodeBytes(_ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String) throws -> [UInt8] {
+        let storage = try decodePayload(map, h, path: path, checkSize: nil)
+        defer { storage.deallocate() }
+        return Array(storage)
+    }
+
+    /// Verifies the stored block at `handle` (bounds, CRC) and decompresses it into memory the
+    /// caller owns.
+    private static func decodePayload(
+        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?
+    ) throws -> UnsafeMutableRawBufferPointer {
+        let trailer = SegmentFormat.blockTrailerSize
+        guard h.offset <= UInt64(map.count), h.length <= UInt64(map.count) - h.offset,
+              UInt64(trailer) <= UInt64(map.count) - h.offset - h.length
+        else {
+            throw StrataError.corrupted(file: path, offset: Int(clamping: h.offset), reason: "block handle \(h.offset)+\(h.length) outside the file")
+        }
+        let start = Int(h.offset), length = Int(h.length)
+        if let file = checkSize {
+            let now = try file.size()
+            guard now >= map.count else {
+                throw StrataError.corrupted(file: path, offset: now, reason: "file shrank from \(map.count) to \(now) bytes while open")
+            }
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: map[start..<(start + length)])
+        let t = UnsafeRawBufferPointer(rebasing: map[(start + length)..<(start + length + trailer)])
+        let stored = LittleEndian.uint32(t, at: 5)
+        var crc = CRC32C.checksum(payload)
+        crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: t[0..<5]), extending: crc)
+        guard CRC32C.mask(crc) == stored else {
+            throw StrataError.corrupted(file: path, offset: start, reason: "block checksum mismatch")
+        }
+        // Every fault of a stored block names its first payload byte (FORMAT.md 5.11), also when
+        // the trailer is what is wrong.
+        let rawLength = Int(LittleEndian.uint32(t, at: 1))
+        guard let compression = BlockCompression(rawValue: t[0]) else {
+            throw StrataError.corrupted(file: path, offset: start, reason: "unknown block compression \(t[0])")
+        }
+        let storage: UnsafeMutableRawBufferPointer
+        switch compression {
+        case .none:
+            guard rawLength == length else {
+                throw StrataError.corrupted(file: path, offset: start, reason: "raw block length \(length) != \(rawLength)")
+            }
+            storage = .allocate(byteCount: max(length, 1), alignment: 8)
+            if length > 0 { storage.copyMemory(from: payload) }
+        case .lz4:
+            // The CRC already matched; this bound only keeps a forged length from a huge allocation.
+            guard rawLength <= Int(Int32.max) else {
+                throw StrataError.corrupted(file: path, offset: start, reason: "uncompressed length \(rawLength) impossible")
+            }
+            storage = .allocate(byteCount: max(rawLength, 1), alignment: 8)
+            guard BlockCompression.decompressLZ4(payload, into: UnsafeMutableRawBufferPointer(rebasing: storage[0..<rawLength])) else {
+                storage.deallocate()
+                throw StrataError.corrupted(file: path, offset: start, reason: "LZ4 payload does not decode to \(rawLength) bytes")
+            }
+        }
+        return UnsafeMutableRawBufferPointer(rebasing: storage[0..<rawLength])
+    }
+
+    /// The block at `handle`, from the cache or decoded from the file.
+    package func block(_ handle: BlockHandle) throws -> Block {
+        let key = BlockCache.Key(file: number, offset: handle.offset)
+        if let hit = cache?.lookup(key) { return hit }
+        let b = try Self.decodeBlock(map, handle, path: path, checkSize: file)
+        cache?.insert(key, b)
+        return b
+    }
+
+    package var rootBlock: Block { root }
+
+    /// The handle an index entry of `block` holds (FORMAT.md 5.5): the entry's kind MUST be 0,
+    /// its value exactly two varints (four from version 2), and the block it names MUST lie,
+    /// trailer included, before the footer. A fault names the index block holding the entry, not
+    /// the place it points to.
+    package func childHandle(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> BlockHandle {
+        try indexEntry(kind: kind, value: value, in: block).handle
+    }
+
+    /// The whole value of an index entry of `block`, checked as ``childHandle(kind:value:in:)``
+    /// says; from version 2 also its counts: no more tombstones than records, and no more records
+    /// than the segment's properties count.
+    package func indexEntry(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> IndexEntryValue {
+        try Self.indexEntry(kind: kind, value: value, in: block, path: path, version: footer.formatVersion,
+                            fileSize: fileSize, segmentRecords: properties.records)
+    }
+
+    private static func indexEntry(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block, path: String,
+                                   version: UInt32, fileSize: Int, segmentRecords: UInt64) throws -> IndexEntryValue {
+        guard kind == .value else {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry has kind \(kind.rawValue), not 0")
+        }
+        guard let entry = IndexEntryValue.decode(value, version: version) else {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
+        }
+        let h = entry.handle
+        guard SegmentFormat.liesBeforeFooter(h, footerOffset: fileSize - SegmentFormat.footerSize) else {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry's block handle \(h.offset)+\(h.length) outside the file")
+        }
+        if let c = entry.counts, c.tombstones > c.records || c.records > segmentRecords {
+            throw StrataError.corrupted(file: path, offset: block.fileOffset,
+                                        reason: "index entry counts \(c.records) records, \(c.tombstones) tombstones (the segment has \(segmentRecords) records)")
+        }
+        return entry
+    }
+
+    /// Whether the bloom filter allows `key` to be here (always true without a filter).
+    package func mayContain(hash: UInt64) -> Bool {
+        if filter.isEmpty { return true }
+        return filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
+    }
+
+    /// The record stored for exactly `key`, if this segment has one.
+    package func get(_ key: UnsafeRawBufferPointer, hash: UInt64) throws -> (RecordKind, [UInt8])? {
+        guard mayContain(hash: hash) else { return nil }
+        var block = root
+        for _ in 0..<footer.indexHeight {
+            let h: BlockHandle
+            switch try block.lookupWholeKeys(key) {
+            case .found(let kind, let value)?:
+                h = try childHandle(kind: kind, value: value, in: block)
+            case .notFound?:
+                return nil
+            case nil:
+                var c = BlockCursor(block)
+                try c.seek(key)
+                guard c.isValid else { return nil }
+                h = try childHandle(kind: c.kind, value: c.value, in: block)
+            }
+            block = try self.block(h)
+        }
+        guard let (kind, value) = try block.find(key) else { return nil }
+        return (kind, Array(value))
+    }
+}
+
+/// A deleted key range `[start, end)`.
+package struct RangeTombstone: Equatable, Sendable {
+    package var start: [UInt8]
+    package var end: [UInt8]
+
+    package init(start: [UInt8], end: [UInt8]) {
+        self.start = start
+        self.end = end
+    }
+
+    @inline(__always)
+    package func covers(_ key: UnsafeRawBufferPointer) -> Bool {
+        ByteComparison.compare(start, key) <= 0 && ByteComparison.compare(end, key) > 0
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import Synchronization
+import StrataFormat
+
+/// The system calls Strata makes, named for error messages and fault injection.
+package enum IOOperation: String, Sendable {
+    case open, read, write, fsync, ftruncate, fstat, close, rename, unlink, mkdir, mmap, flock, readdir
+}
+
+/// A test seam: when set, called before each system call; a non-nil result is returned as that
+/// call's errno instead of making the call. Production code never sets it.
+package enum IOFaultInjection {
+    nonisolated(unsafe) private static var hook: (@Sendable (IOOperation, String) -> Int32?)?
+    private static let lock = NSLock()
+
+    package static func set(_ newHook: (@Sendable (IOOperation, String) -> Int32?)?) {
+        lock.lock(); defer { lock.unlock() }
+        hook = newHook
+    }
+
+    @inline(__always)
+    package static func check(_ op: IOOperation, _ path: String) throws {
+        lock.lock()
+        let h = hook
+        lock.unlock()
+        if let h, let code = h(op, path) { throw StrataError.io(path: path, errno: code, operation: op.rawValue) }
+    }
+}
+
+/// The one owner of an open file descriptor, with the path it was opened from. Every call goes
+/// through ``SystemCalls`` (which retries `EINTR`), and every failure is a
+/// ``StrataError/io(path:errno:operation:)`` naming the path and the call.
+///
+/// The descriptor is closed exactly once: by ``close()`` or, failing that, when the last reference
+/// goes away. A call that is under way when another thread closes the file keeps the descriptor
+/// open until it returns, so a number is never used after it may belong to another file; calls
+/// that start after ``close()`` fail with `EBADF`.
+package final class SystemFile: Sendable {
+    package let path: String
+    private let state: Mutex<State>
+
+    private struct State {
+        var descriptor: Int32
+        /// Calls under way on `descriptor`.
+        var users = 0
+        var closeRequested = false
+    }
+
+    private init(descriptor: Int32, path: String) {
+        self.path = path
+        self.state = Mutex(State(descriptor: descriptor))
+    }
+
+    deinit { close() }
+
+    /// The raw descriptor, or -1 once closed: only for the calls of ``SystemCalls`` this type does
+    /// not wrap (`mmap`, `flock`), made while the caller keeps the file open.
+    package var descriptor: Int32 { state.withLock { $0.closeRequested ? -1 : $0.descriptor } }
+
+    package static func open(_ path: String, flags: OpenFlags, permissions: UInt32 = 0o644) throws -> SystemFile {
+        try IOFaultInjection.check(.open, path)
+        let fd = try failing(path, "open") { () throws(Errno) in
+            try SystemCalls.open(path, flags, permissions: permissions)
+        }
+        if !flags.isDisjoint(with: [.create, .truncate]) { IOObserver.report(.opened(path: path, descriptor: fd)) }
+        return SystemFile(descriptor: fd, path: path)
+    }
+
+    /// Runs a system call, turning its `Errno` into a ``StrataError/io(path:errno:operation:)``.
+    private static func failing<R>(_ path: String, _ op: String, _ call: () throws(Errno) -> R) throws -> R {
+        do {
+            return try call()
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: op)
+        }
+    }
+
+    /// Runs `body` with the descriptor, which stays open until `body` returns.
+    private func using<R>(_ op: String, _ body: (Int32) throws(Errno) -> R) throws -> R {
+        let fd: Int32? = state.withLock { s in
+            guard !s.closeRequested else { return nil }
+            s.users += 1
+            return s.descriptor
+        }
+        guard let fd else { throw StrataError.io(path: path, errno: Errno.badFileDescriptor.code, operation: op) }
+        defer { release() }
+        return try Self.failing(path, op) { () throws(Errno) in try body(fd) }
+    }
+
+    /// Ends a call or a close; whichever comes last closes the descriptor.
+    private func release(closing: Bool = false) {
+        let fd: Int32? = state.withLock { s in
+            if closing {
+                guard !s.closeRequested else { return nil }
+                s.closeRequested = true
+            } else {
+                s.users -= 1
+            }
+            guard s.closeRequested, s.users == 0, s.descriptor >= 0 else { return nil }
+            defer { s.descriptor = -1 }
+            return s.descriptor
+        }
+        if let fd { SystemCalls.close(fd) }
+    }
+
+    /// Writes all of `bytes` at the current offset.
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
+        try IOFaultInjection.check(.write, path)
+        try using("write") { (descriptor) throws(Errno) in
+            try SystemCalls.writeAll(descriptor, bytes)
+            IOObserver.report(.wrote(path: path, descriptor: descriptor, count: bytes.count))
+        }
+    }
+
+    package func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { (b) in try write(b) }
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
+    package func read(at offset: Int, count: Int) throws -> [UInt8] {
+        try IOFaultInjection.check(.read, path)
+        return try using("read") { (descriptor) throws(Errno) in
+            var out = [UInt8](repeating: 0, count: count)
+            var failure: Errno?
+            let done = out.withUnsafeMutableBytes { buffer in
+                do throws(Errno) {
+                    return try SystemCalls.read(descriptor, into: buffer, at: offset)
+                } catch {
+                    failure = error
+                    return 0
+                }
+            }
+            if let failure { throw failure }
+            out.removeLast(count - done)
+            return out
+        }
+    }
+
+    /// Reads into `buffer` from `offset` until it is full or the file ends; returns the count
+    /// read (fewer only at the end of the file).
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
+        try IOFaultInjection.check(.read, path)
+        return try using("read") { (descriptor) throws(Errno) in
+            try SystemCalls.read(descriptor, into: buffer, at: offset)
+        }
+    }
+
+    /// The file's data (and the size) on stable storage: ``SystemCalls/syncData(_:)``, which is
+    /// `fdatasync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
+    package func sync() throws {
+        try IOFaultInjection.check(.fsync, path)
+        try using("fsync") { (descriptor) throws(Errno) in
+            try SystemCalls.syncData(descriptor)
+            IOObserver.report(.synced(path: path, descriptor: descriptor))
+        }
+    }
+
+    /// The file and its metadata; for a directory, the entries created, renamed or removed in
+    /// it: ``SystemCalls/syncAll(_:)``, which is `fsync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
+    package func syncAll() throws {
+        try IOFaultInjection.check(.fsync, path)
+        try using("fsync") { (descriptor) throws(Errno) in try SystemCalls.syncAll(descriptor) }
+    }
+
+    package func truncate(to size: Int) throws {
+        try IOFaultInjection.check(.ftruncate, path)
+        try using("ftruncate") { (descriptor) throws(Errno) in
+            try SystemCalls.truncate(descriptor, to: size)
+            IOObserver.report(.truncated(path: path, descriptor: descriptor, size: size))
+        }
+    }
+
+    package func size() throws -> Int {
+        try IOFaultInjection.check(.fstat, path)
+        return try using("fstat") { (descriptor) throws(Errno) in try SystemCalls.size(descriptor) }
+    }
+
+    package func seekToEnd() throws {
+        try using("lseek") { (descriptor) throws(Errno) in try SystemCalls.seekToEnd(descriptor) }
+    }
+
+    /// Closes the descriptor, at once or when the calls under way return. Later calls, a second
+    /// `close()` included, do nothing to it.
+    package func close() {
+        release(closing: true)
+    }
+
+    /// Runs `body` with the file, closing it afterwards whatever happens.
+    package static func withFile<R>(
+        _ path: String, flags: OpenFlags, permissions: UInt32 = 0o644,
+        _ body: (SystemFile) throws -> R
+    ) throws -> R {
+        let file = try open(path, flags: flags, permissions: permissions)
+        defer { file.close() }
+        return try body(file)
+    }
+}
+
+/// Directory-level operations: the directory sync after creates, renames and deletes.
+package enum FileSystem {
+    package static func syncDirectory(_ path: String) throws {
+        let dir = try SystemFile.open(path, flags: [.readOnly, .directory])
+        defer { dir.close() }
+        try dir.syncAll()
+        IOObserver.report(.syncedDirectory(path: path))
+    }
+
+    package static func rename(_ from: String, _ to: String) throws {
+        try IOFaultInjection.check(.rename, to)
+        do {
+            try SystemCalls.rename(from, to)
+        } catch {
+            throw StrataError.io(path: to, errno: error.code, operation: "rename")
+        }
+        IOObserver.report(.renamed(from: from, to: to))
+    }
+
+    package static func remove(_ path: String) throws {
+        try IOFaultInjection.check(.unlink, path)
+        do {
+            try SystemCalls.unlink(path)
+            IOObserver.report(.removed(path: path))
+        } catch where error != .noSuchFileOrDirectory {
+            throw StrataError.io(path: path, errno: error.code, operation: "unlink")
+        } catch {}
+    }
+
+    /// Removes an empty directory.
+    package static func removeDirectory(_ path: String) throws {
+        do {
+            try SystemCalls.removeDirectory(path)
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "rmdir")
+        }
+    }
+
+    package static func createDirectory(_ path: String) throws {
+        if let status = try? SystemCalls.status(path) {
+            if status.isDirectory { return }
+            throw StrataError.io(path: path, errno: Errno.notDirectory.code, operation: "mkdir")
+        }
+        // Create parents first, like `mkdir -p`.
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path && parent != "/" { try createDirectory(parent) }
+        try IOFaultInjection.check(.mkdir, path)
+        do {
+            try SystemCalls.makeDirectory(path, permissions: 0o755)
+        } catch where error == .fileExists {
+            return
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "mkdir")
+        }
+        IOObserver.report(.createdDirectory(path: path))
+        // A new directory's entry is durable only once its parent is synced (FORMAT.md §9.1).
+        try syncDirectory(parent.isEmpty ? "." : parent)
+    }
+
+    package static func exists(_ path: String) -> Bool {
+        (try? SystemCalls.status(path)) != nil
+    }
+
+    package static func fileSize(_ path: String) throws -> Int {
+        do {
+            return try SystemCalls.status(path).size
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "stat")
+        }
+    }
+
+    package static func listDirectory(_ path: String) throws -> [String] {
+        try IOFaultInjection.check(.readdir, path)
+        do {
+            return try SystemCalls.directoryEntries(path)
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "opendir")
+        }
+    }
+
+    /// Writes `bytes` to `path` atomically: a temporary file, synced, renamed over `path`,
+    /// then the directory synced.
+    package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+        var mayHaveReplaced = false
+        try writeAtomically(bytes, to: path, directory: directory, mayHaveReplaced: &mayHaveReplaced)
+    }
+
+    /// ``writeAtomically(_:to:directory:)``, telling a failure before the rename (`path` is
+    /// surely unchanged) from one at or after it (`mayHaveReplaced` is true: `path` may hold the
+    /// old bytes or the new ones, durably or not).
+    package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String,
+                                mayHaveReplaced: inout Bool) throws {
+        let temp = path + ".tmp"
+        try SystemFile.withFile(temp, flags: [.writeOnly, .create, .truncate]) { (f) in
+            try f.write(bytes)
+            try f.sync()
+        }
+        // A failed rename may still have happened (EIO): from here on the outcome is unknown.
+        mayHaveReplaced = true
+        try rename(temp, path)
+        try syncDirectory(directory)
+    }
+}

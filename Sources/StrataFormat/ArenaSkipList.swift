@@ -1,0 +1,271 @@
+import CStrataSupport
+
+/// A skiplist of `(key, sequence) → (kind, value)` entries stored in an arena, for the memtable.
+///
+/// Order: key ascending (bytewise), then sequence descending, so the newest version of a key
+/// comes first. One writer at a time inserts (the engine's commit leader); any number of readers
+/// walk the list concurrently without locks.
+///
+/// Invariants:
+/// - Nodes live in arena chunks that are never moved or freed before the list is deinitialized;
+///   a reader holding the list (a strong reference) may follow any pointer it loaded.
+/// - A node is fully written (key, value, its own next pointers) before it is published by a
+///   release store into its predecessor's next pointer; readers load next pointers with acquire.
+/// - Node layout (8-byte aligned): `sequence:u64 | keyLength:u32 | valueLength:u32 | kind:u8 |
+///   height:u8 | pad:6 | next:uintptr × height | key | value`.
+package final class ArenaSkipList: @unchecked Sendable {
+    package static let maxHeight = 12
+    private static let headerSize = 24
+
+    @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var remaining = 0
+    private let chunkSize = 1 << 20
+    private let head: UnsafeMutableRawPointer
+    // Written by the writer with release, read by readers with acquire.
+    private let heightCell: UnsafeMutablePointer<UInt64>
+    private let usageCell: UnsafeMutablePointer<UInt64>
+    @exclusivity(unchecked) private var random: UInt64 = 0x2545_F491_4F6C_DD1D
+    @exclusivity(unchecked) private var entryCount = 0
+    /// Scratch for `insert` (writer-only): the predecessor at each level.
+    private let preds: UnsafeMutablePointer<UnsafeMutableRawPointer>
+
+    package init() {
+        heightCell = .allocate(capacity: 1)
+        heightCell.initialize(to: 1)
+        usageCell = .allocate(capacity: 1)
+        usageCell.initialize(to: 0)
+        head = UnsafeMutableRawPointer.allocate(byteCount: Self.headerSize + 8 * Self.maxHeight, alignment: 8)
+        head.initializeMemory(as: UInt8.self, repeating: 0, count: Self.headerSize + 8 * Self.maxHeight)
+        head.storeBytes(of: UInt8(Self.maxHeight), toByteOffset: 17, as: UInt8.self)
+        preds = .allocate(capacity: Self.maxHeight)
+        preds.initialize(repeating: head, count: Self.maxHeight)
+    }
+
+    deinit {
+        for c in chunks { c.deallocate() }
+        head.deallocate()
+        preds.deallocate()
+        heightCell.deallocate()
+        usageCell.deallocate()
+    }
+
+    /// Bytes of arena in use (keys, values and node overhead); readable from any thread.
+    package var memoryUsage: Int { Int(strata_atomic_load_u64(usageCell)) }
+
+    /// Number of entries; writer-side only.
+    package var count: Int { entryCount }
+
+    // MARK: Node access
+
+    package typealias Node = UnsafeMutableRawPointer
+
+    @inline(__always) package static func sequence(_ n: Node) -> UInt64 { n.load(as: UInt64.self) }
+    @inline(__always) package static func kind(_ n: Node) -> UInt8 { n.load(fromByteOffset: 16, as: UInt8.self) }
+    @inline(__always) private static func height(_ n: Node) -> Int { Int(n.load(fromByteOffset: 17, as: UInt8.self)) }
+
+    @inline(__always) package static func key(_ n: Node) -> UnsafeRawBufferPointer {
+        let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
+        return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n), count: kl)
+    }
+
+    @inline(__always) package static func value(_ n: Node) -> UnsafeRawBufferPointer {
+        let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
+        let vl = Int(n.load(fromByteOffset: 12, as: UInt32.self))
+        return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n) + kl, count: vl)
+    }
+
+    @inline(__always) private static func nextCell(_ n: Node, _ level: Int) -> UnsafeMutablePointer<UInt> {
+        (n + headerSize + 8 * level).assumingMemoryBound(to: UInt.self)
+    }
+
+    @inline(__always) package static func next(_ n: Node, _ level: Int) -> Node? {
+        UnsafeMutableRawPointer(bitPattern: strata_atomic_load_acquire(nextCell(n, level)))
+    }
+
+    // MARK: Ordering
+
+    /// Compares node `n` with `(key, sequence)` in list order: negative when `n` comes first.
+    @inline(__always)
+    private static func compare(_ n: Node, _ key: UnsafeRawBufferPointer, _ sequence: UInt64) -> Int {
+        let c = ByteComparison.compare(Self.key(n), key)
+        if c != 0 { return c }
+        let s = Self.sequence(n)
+        return s > sequence ? -1 : (s < sequence ? 1 : 0)
+    }
+
+    private var currentHeight: Int { Int(strata_atomic_load_u64(heightCell)) }
+
+    // MARK: Writer
+
+    private func allocate(_ size: Int) -> UnsafeMutableRawPointer {
+        let rounded = (size + 7) & ~7
+        if rounded > remaining {
+            let n = max(chunkSize, rounded)
+            let c = UnsafeMutableRawPointer.allocate(byteCount: n, alignment: 8)
+            chunks.append(c)
+            cursor = c
+            remaining = n
+        }
+        let p = cursor!
+        cursor = p + rounded
+        remaining -= rounded
+        return p
+    }
+
+    private func randomHeight() -> Int {
+        var h = 1
+        while h < Self.maxHeight {
+            random ^= random << 13; random ^= random >> 7; random ^= random << 17
+            if random & 3 != 0 { break }
+            h += 1
+        }
+        return h
+    }
+
+    /// Inserts an entry. Only one thread may call this at a time; `(key, sequence)` must be new.
+    ///
+    /// With `afterPrevious`, the caller promises that `(key, sequence)` comes after the entry it
+    /// inserted last (a batch inserted in order): each level's search then starts from the previous
+    /// insert's predecessor at that level when it lies further along than the level above got,
+    /// which saves most of the walk for nearby keys.
+    package func insert(key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8, value: UnsafeRawBufferPointer,
+                afterPrevious: Bool = false) {
+        var x = head
+        var level = currentHeight - 1
+        while level >= 0 {
+            // preds[level] still precedes the new entry (it preceded the previous one, which
+            // precedes this one); start from it when it is past x.
+            if afterPrevious, preds[level] != head, x == head || Self.compare(x, Self.key(preds[level]), Self.sequence(preds[level])) < 0 {
+                x = preds[level]
+            }
+            while let n = Self.next(x, level), Self.compare(n, key, sequence) < 0 { x = n }
+            preds[level] = x
+            level -= 1
+        }
+        for i in max(currentHeight, 0)..<Self.maxHeight { preds[i] = head }
+        link(key: key, sequence: sequence, kind: kind, value: value)
+    }
+
+    /// Appends entries that come, in the order given, after every entry already in the list: a
+    /// bulk load in list order (recovery's), with no search at all — each node is linked after
+    /// the last node of each of its levels. Only one thread may call this at a time; `entry(i)`
+    /// gives the i-th entry, and each must come after the one before it.
+    package func append(count: Int, _ entry: (Int) -> (key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8,
+                                               value: UnsafeRawBufferPointer)) {
+        guard count > 0 else { return }
+        // The last node of each level, found top down (each level's walk starts where the level
+        // above ended).
+        var x = head
+        for level in stride(from: Self.maxHeight - 1, through: 0, by: -1) {
+            while let n = Self.next(x, level) { x = n }
+            preds[level] = x
+        }
+        for i in 0..<count {
+            let e = entry(i)
+            link(key: e.key, sequence: e.sequence, kind: e.kind, value: e.value)
+        }
+    }
+
+    /// Copies `bytes` to `target`: a short key or value (8 to 32 bytes, the common case) word by
+    /// word inline, where a call to `memmove` per key and per value cost more than the copy.
+    @inline(__always)
+    private static func copy(_ bytes: UnsafeRawBufferPointer, to target: UnsafeMutableRawPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        let n = bytes.count
+        guard n >= 8 && n <= 32 else {
+            target.copyMemory(from: source, byteCount: n)
+            return
+        }
+        var i = 0
+        while i + 8 <= n {
+            target.storeBytes(of: source.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        if i < n {
+            // The last word overlaps the one before it.
+            target.storeBytes(of: source.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8, as: UInt64.self)
+        }
+    }
+
+    /// Writes a node and publishes it after `preds[level]` at each of its levels; `preds` then
+    /// holds the node at those levels.
+    @inline(__always)
+    private func link(key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8, value: UnsafeRawBufferPointer) {
+        let h = randomHeight()
+        let size = Self.headerSize + 8 * h + key.count + value.count
+        let node = allocate(size)
+        node.storeBytes(of: sequence, as: UInt64.self)
+        node.storeBytes(of: UInt32(key.count), toByteOffset: 8, as: UInt32.self)
+        node.storeBytes(of: UInt32(value.count), toByteOffset: 12, as: UInt32.self)
+        node.storeBytes(of: kind, toByteOffset: 16, as: UInt8.self)
+        node.storeBytes(of: UInt8(h), toByteOffset: 17, as: UInt8.self)
+        let body = node + Self.headerSize + 8 * h
+        Self.copy(key, to: body)
+        Self.copy(value, to: body + key.count)
+        if h > currentHeight {
+            // Levels above the old height have `head` as predecessor (preds was reset to head).
+            strata_atomic_store_u64(heightCell, UInt64(h))
+        }
+        for i in 0..<h {
+            Self.nextCell(node, i).pointee = strata_atomic_load_acquire(Self.nextCell(preds[i], i))
+            strata_atomic_store_release(Self.nextCell(preds[i], i), UInt(bitPattern: node))
+            preds[i] = node  // the new node precedes whatever comes after it
+        }
+        entryCount += 1
+        strata_atomic_store_u64(usageCell, strata_atomic_load_u64(usageCell) + UInt64(size))
+    }
+
+    // MARK: Readers
+
+    /// The first node at or after `(key, sequence)` in list order; with `sequence` = the snapshot,
+    /// the newest version of `key` visible to it, if there is one.
+    package func seek(_ key: UnsafeRawBufferPointer, sequence: UInt64) -> Node? {
+        var x = head
+        var level = currentHeight - 1
+        while true {
+            let n = Self.next(x, level)
+            if let n, Self.compare(n, key, sequence) < 0 {
+                x = n
+            } else if level == 0 {
+                return n
+            } else {
+                level -= 1
+            }
+        }
+    }
+
+    /// The first node.
+    package var first: Node? { Self.next(head, 0) }
+
+    /// The last node whose key is strictly less than `key` (any version); nil if none.
+    package func lastBefore(_ key: UnsafeRawBufferPointer) -> Node? {
+        var x = head
+        var level = currentHeight - 1
+        while true {
+            let n = Self.next(x, level)
+            if let n, ByteComparison.compare(Self.key(n), key) < 0 {
+                x = n
+            } else if level == 0 {
+                return x == head ? nil : x
+            } else {
+                level -= 1
+            }
+        }
+    }
+
+    /// The last node in the list.
+    package var last: Node? {
+        var x = head
+        var level = currentHeight - 1
+        while true {
+            if let n = Self.next(x, level) {
+                x = n
+            } else if level == 0 {
+                return x == head ? nil : x
+            } else {
+                level -= 1
+            }
+        }
+    }
+}
