@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#else
-import Darwin
-#endif
+import CStrataSupport
 
 /// The one key order of every file: unsigned byte-wise lexicographic, a prefix first.
 package enum ByteComparison {
@@ -11,7 +7,7 @@ package enum ByteComparison {
     /// REQUIRES: `a` and `b` each point to at least `count` readable bytes.
     @inline(__always)
     package static func compareMemory(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Int32 {
-        memcmp(a, b, count)
+        strata_compare_memory(a, b, count)
     }
 
     @inline(__always)

@@ -1,4 +1,5 @@
 import Foundation
+import CStrataSupport
 
 /// Every error Strata throws.
 ///
@@ -87,7 +88,11 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The system's message for an error number (`strerror`).
     package static func systemMessage(_ code: Int32) -> String {
-        guard let text = strerror(code) else { return "unknown error \(code)" }
-        return String(cString: text)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let status = buffer.withUnsafeMutableBytes {
+            strata_error_message(code, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count)
+        }
+        guard status == 0 else { return "unknown error \(code)" }
+        return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
     }
 }

@@ -38,6 +38,18 @@ static inline void strata_atomic_store_u64(uint64_t *p, uint64_t v) {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/// `memcmp` without the C library's header, for the byte layer (which imports no OS module):
+/// negative, zero or positive as `a` sorts before, equal to or after `b`.
+/// REQUIRES: `a` and `b` each point to at least `count` readable bytes.
+static inline int strata_compare_memory(const void *a, const void *b, size_t count) {
+    return __builtin_memcmp(a, b, count);
+}
+
+/// The system's message for error number `code` (`strerror_r`, which is thread-safe), written
+/// NUL-terminated into `buffer` of `size` bytes; returns 0, or an error number if `code` is
+/// unknown or the buffer too small.
+int strata_error_message(int code, char *buffer, size_t size);
+
 /// A hint to bring the cache line at `p` in ahead of a read (recovery's bulk load gathers keys
 /// and values scattered over the logs); never faults, whatever `p` is.
 static inline void strata_prefetch(const void *p) {

@@ -25,6 +25,8 @@ package final class DatabaseState: CollectionState {
     let engine: Engine
     /// The store's executor, for the `async` twins.
     let executor: StoreExecutor
+    /// The store's running replications (Replication/), which the store's close stops.
+    let replications: ReplicationRegistry
     let catalog: Catalog
     let idFactory: @Sendable () -> String
     let clock: @Sendable () -> Date
@@ -70,6 +72,7 @@ package final class DatabaseState: CollectionState {
         self.name = name
         self.engine = store.engine
         self.executor = store.executor
+        self.replications = store.replications
         self.catalog = store.catalog
         self.idFactory = store.options.documentIDFactory
         self.clock = store.options.clock
@@ -135,7 +138,6 @@ package final class DatabaseState: CollectionState {
         // Inside a transaction's body on this task the lock is the transaction's: the engine,
         // closed already, refuses its commit anyway.
         try? writer.withLock { $0.closed = true }
-        ReplicationRegistry.shared.stopAll(of: self)
     }
 
     func storeDidFail(_ error: StrataError) {}

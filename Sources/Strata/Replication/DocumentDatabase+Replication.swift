@@ -28,16 +28,17 @@ extension DocumentDatabase {
         try configuration.validate()
         let replication = Replication(configuration: configuration)
         let state = self.state
-        ReplicationRegistry.shared.add(replication, to: state)
+        let registry = state.replications
+        registry.add(replication, to: state)
         // Registered first, then checked: a close after the check stops it through the registry.
         if (try? state.writer.withLock { $0.closed }) ?? false {
-            ReplicationRegistry.shared.remove(replication, from: state)
+            registry.remove(replication, from: state)
             throw StrataError.closed
         }
         let replicator = Replicator(database: DocumentDatabase(state: state), configuration: configuration, replication: replication)
         replication.start { replication in
             await replicator.run()
-            ReplicationRegistry.shared.remove(replication, from: state)
+            registry.remove(replication, from: state)
         }
         return replication
     }
@@ -49,7 +50,7 @@ extension DocumentDatabase {
     /// db.stopReplication()
     /// ```
     public func stopReplication() {
-        ReplicationRegistry.shared.stopAll(of: state)
+        state.replications.stopAll(of: state)
     }
 
     /// The replications of this database running now.
@@ -58,6 +59,6 @@ extension DocumentDatabase {
     /// for replication in db.replications { print(replication.status) }
     /// ```
     public var replications: [Replication] {
-        ReplicationRegistry.shared.replications(of: state)
+        state.replications.replications(of: state)
     }
 }

@@ -3,16 +3,15 @@ import StrataFormat
 import StrataFiles
 import StrataEngine
 
-/// The running replications of each open document database, so that
-/// ``DocumentDatabase/stopReplication()`` and the store's close can stop them.
+/// The running replications of a store's document databases, so that
+/// ``DocumentDatabase/stopReplication()`` and the store's close can stop them. Each store owns
+/// one (``Store/replications``): nothing about replication is shared between stores.
 ///
 /// ```swift
-/// ReplicationRegistry.shared.add(replication, to: state)
-/// ReplicationRegistry.shared.stopAll(of: state)     // DatabaseState.storeDidClose
+/// store.replications.add(replication, to: state)
+/// store.replications.stopEverything()     // Store.close
 /// ```
 final class ReplicationRegistry: Sendable {
-    /// The one registry of the process.
-    static let shared = ReplicationRegistry()
 
     /// Replications by database state (the state is kept alive by its replications' handles, so
     /// its identifier is not reused while it has an entry).
@@ -38,5 +37,10 @@ final class ReplicationRegistry: Sendable {
     /// Stops every replication of `state`.
     func stopAll(of state: DatabaseState) {
         for replication in replications(of: state) { replication.stop() }
+    }
+
+    /// Stops every replication of the store.
+    func stopEverything() {
+        for replication in running.withLock({ $0.values.flatMap(\.values) }) { replication.stop() }
     }
 }

@@ -43,6 +43,8 @@ public final class Store: Sendable {
     let security: SecurityState
     /// The threads that run the store's `async` twins (StoreExecutor.swift); stopped at close.
     let executor = StoreExecutor()
+    /// The replications of the store's document databases, stopped at close.
+    let replications = ReplicationRegistry()
 
     /// The stores this process has open, by canonical path. An entry that is opening or closing
     /// holds the gate that waiters block on, so that the engine is opened and closed outside the
@@ -233,6 +235,7 @@ public final class Store: Sendable {
         executor.stop()
         defer {
             collections.closeAll()
+            replications.stopEverything()
             broadcaster.finishAll(throwing: .closed)
         }
         try engine.close()

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-// A port to another system is one file for the OS (Files/SystemCalls.swift), one for LZ4
-// (Format/LZ4.swift) and one for CRC32C (Format/CRC32C.swift and its C helper): these checks keep
+// A port to another system is one file for the OS (StrataFiles/SystemCalls.swift), one for LZ4
+// (StrataFormat/LZ4.swift) and one for CRC32C (StrataFormat/CRC32C.swift and its C helper): these checks keep
 // every other file of the library's targets from reaching past those seams.
 
 /// The library's Swift files (every target under Sources/ but the executables), relative to
@@ -38,7 +38,7 @@ private func filesMatching(_ pattern: String, in files: [(path: String, text: St
         let files = try librarySources()
         #expect(files.count > 50)
         let importers = try filesMatching(#"^\s*(@\w+\s+)*import\s+(Glibc|Darwin|Musl|Android|WinSDK|ucrt)\b"#, in: files)
-        #expect(importers == ["Strata/Files/SystemCalls.swift"])
+        #expect(importers == ["StrataFiles/SystemCalls.swift"])
     }
 
     /// Foundation re-exports the C library on Linux, so a file that imports Foundation compiles
@@ -52,17 +52,17 @@ private func filesMatching(_ pattern: String, in files: [(path: String, text: St
         // label, and not in a comment.
         let call = #"^(?!\s*//)[^"\n]*(?<![.\w])(?<!func )(?<!case )("# + names + #")\("#
         let offenders = try filesMatching(call, in: try librarySources())
-            .filter { $0 != "Strata/Files/SystemCalls.swift" }
+            .filter { $0 != "StrataFiles/SystemCalls.swift" }
         #expect(offenders == [])
     }
 
     @Test func onlyTheLZ4SeamImportsLiblz4() throws {
         let importers = try filesMatching(#"^\s*(@\w+\s+)*import\s+CLZ4\b"#, in: try librarySources())
-        #expect(importers == ["Strata/Format/LZ4.swift"])
+        #expect(importers == ["StrataFormat/LZ4.swift"])
     }
 
     @Test func onlyTheCRC32CSeamCallsTheCRCHelper() throws {
         let callers = try filesMatching(#"strata_crc32c_"#, in: try librarySources())
-        #expect(callers == ["Strata/Format/CRC32C.swift"])
+        #expect(callers == ["StrataFormat/CRC32C.swift"])
     }
 }
