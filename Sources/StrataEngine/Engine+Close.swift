@@ -110,21 +110,21 @@ extension Engine {
             let path = directory + "/" + FileNames.log(number)
             let newLog: LogWriter
             do {
-                newLog = try LogWriter(path: path, number: number)
+                newLog = try LogWriter(path: path, number: number, fileSystem: options.fileSystem)
             } catch {
                 // Nothing names the new log: an empty log above `logNumber`, which the next open
                 // replays (no record) and deletes if it is still there.
-                try? FileSystem.remove(path)
+                try? options.fileSystem.remove(path)
                 let e = Self.strataError(error, path: path, operation: "create")
                 lock.withLock { noteBackgroundFailure(e, during: "flush at close") }
                 return
             }
             do {
                 try newLog.sync()
-                try FileSystem.syncDirectory(directory)
+                try options.fileSystem.syncDirectory(directory)
             } catch {
                 newLog.close()
-                try? FileSystem.remove(path)
+                try? options.fileSystem.remove(path)
                 // A failed sync is never retried (FORMAT.md 9.1): the failed state, as for any
                 // rotation; the old log, synced, stays and is replayed.
                 let e = Self.strataError(error, path: path, operation: "fsync")

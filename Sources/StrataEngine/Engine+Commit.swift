@@ -211,10 +211,10 @@ extension Engine {
             do {
                 // The old log is complete: make it durable before writes move on to the new one.
                 try log.sync()
-                newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number)
+                newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number, fileSystem: options.fileSystem)
                 // A synchronous write acknowledged from the new log must not lose the log's name.
                 try newLog.sync()
-                try FileSystem.syncDirectory(directory)
+                try options.fileSystem.syncDirectory(directory)
             } catch {
                 // The old log's tail or the new log's name may not be durable, and a sync is never
                 // retried (FORMAT.md 9.1): no later write may be acknowledged.

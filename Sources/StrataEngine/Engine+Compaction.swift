@@ -88,7 +88,7 @@ extension Engine {
             "input.runs": "\(inputs.count)", "input.files": EngineLog.segmentNames(inputs.flatMap(\.numbers)),
             "bottommost": "\(bottommost)",
         ])
-        let writer = RunWriter(directory: directory, options: options.segment,
+        let writer = RunWriter(directory: directory, fileSystem: options.fileSystem, options: options.segment,
                                targetFileSize: options.targetSegmentSize) { [self] in allocateFileNumber() }
         var written: [SegmentMetadata] = []
         do {

@@ -34,7 +34,7 @@ extension Engine {
                          transforms: [UInt64: any RecordTransform],
                          allocate: @escaping () -> UInt64,
                          cleanupFailed: (StrataError) -> Void = { _ in }) throws -> [SegmentMetadata] {
-        let writer = RunWriter(directory: directory, options: options.segment,
+        let writer = RunWriter(directory: directory, fileSystem: options.fileSystem, options: options.segment,
                                targetFileSize: options.targetSegmentSize, allocateNumber: allocate)
         do {
             writer.addRangeTombstones(memtable.allRangeTombstones.map { RangeTombstone(start: $0.start, end: $0.end) })
@@ -100,7 +100,7 @@ extension Engine {
         // open deletes unread (it is below the manifest's log number).
         for n in memtable.logNumbers {
             let path = directory + "/" + FileNames.log(n)
-            do { try FileSystem.remove(path) } catch {
+            do { try options.fileSystem.remove(path) } catch {
                 let e = Self.strataError(error, path: path, operation: "unlink")
                 lock.withLock { noteBackgroundFailure(e, during: "deleting a flushed log") }
             }
@@ -113,11 +113,11 @@ extension Engine {
     package func installable(_ written: [SegmentMetadata]) throws -> [SegmentReader] {
         let readers: [SegmentReader]
         do {
-            readers = try Self.openSegments(written, directory: directory, cache: cache)
+            readers = try Self.openSegments(written, directory: directory, cache: cache, fileSystem: options.fileSystem)
         } catch {
             for s in written {
                 let path = directory + "/" + FileNames.segment(s.number)
-                do { try FileSystem.remove(path) } catch {
+                do { try options.fileSystem.remove(path) } catch {
                     let e = Self.strataError(error, path: path, operation: "unlink")
                     lock.withLock { noteBackgroundFailure(e, during: "deleting an unpublished segment") }
                 }
@@ -126,7 +126,7 @@ extension Engine {
         }
         if readers.isEmpty { return readers }
         do {
-            try FileSystem.syncDirectory(directory)
+            try options.fileSystem.syncDirectory(directory)
         } catch {
             for r in readers { r.markObsolete() }
             let e = Self.strataError(error, path: directory, operation: "fsync")
@@ -137,9 +137,10 @@ extension Engine {
     }
 
     /// Readers for segments just written.
-    package static func openSegments(_ written: [SegmentMetadata], directory: String, cache: BlockCache?) throws -> [SegmentReader] {
+    package static func openSegments(_ written: [SegmentMetadata], directory: String, cache: BlockCache?,
+                                      fileSystem: FileSystem) throws -> [SegmentReader] {
         try written.map {
-            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache)
+            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache, fileSystem: fileSystem)
         }
     }
 
@@ -156,7 +157,7 @@ extension Engine {
         }
         var mayHaveReplaced = false
         do {
-            try m.write(directory: directory, mayHaveReplaced: &mayHaveReplaced)
+            try m.write(directory: directory, fileSystem: options.fileSystem, mayHaveReplaced: &mayHaveReplaced)
         } catch {
             let e = Self.strataError(error, path: directory + "/" + FileNames.manifest, operation: "rename")
             if mayHaveReplaced {

@@ -106,10 +106,10 @@ package final class Engine: @unchecked Sendable {
         self.options = options
         self.diagnostics = EngineLog(logger: options.logger, directory: directory)
         self.cache = options.cacheSize > 0 ? BlockCache(capacity: options.cacheSize) : nil
-        try FileSystem.createDirectory(directory)
-        fileLock = try FileLock(path: directory + "/" + FileNames.lock)
+        try options.fileSystem.createDirectory(directory)
+        fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
         do {
-            try Self.syncDirectoryEntry(directory)
+            try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
             let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache)
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
@@ -152,7 +152,7 @@ package final class Engine: @unchecked Sendable {
     /// directory itself are synced at every open. A crash between the `mkdir` of a new store and
     /// the sync of its parent would otherwise leave a directory that a later open finds and never
     /// syncs into its parent, so that a power cut could lose the whole store (FORMAT.md §9.1).
-    package static func syncDirectoryEntry(_ directory: String) throws {
+    package static func syncDirectoryEntry(_ directory: String, fileSystem: FileSystem) throws {
         var path = Substring(directory)
         while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
         let parent: Substring
@@ -161,8 +161,8 @@ package final class Engine: @unchecked Sendable {
         } else {
             parent = "."
         }
-        if parent != path { try FileSystem.syncDirectory(String(parent)) }
-        try FileSystem.syncDirectory(directory)
+        if parent != path { try fileSystem.syncDirectory(String(parent)) }
+        try fileSystem.syncDirectory(directory)
     }
 
     /// `error` as a ``StrataError``: any other error becomes an I/O error of `operation` on `path`.

@@ -34,6 +34,10 @@ package struct EngineOptions: Sendable {
     /// Where the engine reports what it decides on its own (``EngineLog``); nil is silent.
     package var logger: Logger?
 
+    /// The file system the engine's every file goes through, with the store's I/O environment
+    /// (faults and observers of tests; the OS alone by default).
+    package var fileSystem = FileSystem.real
+
     /// The defaults; callers set what they change.
     package init() {}
 }

@@ -80,8 +80,8 @@ package struct EngineRecovery {
 
     private static func read(directory: String, options: EngineOptions, cache: BlockCache?) throws -> Plan {
         let manifestPath = directory + "/" + FileNames.manifest
-        let existing = try Manifest.read(directory: directory)
-        let names = try FileSystem.listDirectory(directory)
+        let existing = try Manifest.read(directory: directory, fileSystem: options.fileSystem)
+        let names = try options.fileSystem.listDirectory(directory)
         var logsOnDisk: [UInt64] = []
         var segmentsOnDisk = Set<UInt64>()
         var temporaries: [String] = []
@@ -141,7 +141,7 @@ package struct EngineRecovery {
                     throw StrataError.corrupted(file: path, offset: 0, reason: "segment listed in the manifest is missing")
                 }
                 // Manifest.decode refused sizes that do not fit an Int.
-                readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize)))
+                readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize), fileSystem: options.fileSystem))
             }
             runs.append(SortedRun(segments: readers))
         }
@@ -152,7 +152,7 @@ package struct EngineRecovery {
         var logs: [ReplayedLog] = []
         for n in replay {
             let path = directory + "/" + FileNames.log(n)
-            let reader = try LogReader(path: path)
+            let reader = try LogReader(path: path, fileSystem: options.fileSystem)
             if reader.formatVersion != nil && reader.logNumber != n {
                 throw StrataError.corrupted(file: path, offset: 12,
                                             reason: "header says log \(reader.logNumber), the file name says \(n)")
@@ -235,7 +235,7 @@ package struct EngineRecovery {
         m.formatVersion = Manifest.version
         if plan.isNewStore {
             // The manifest comes before any log: no crash leaves a log without one.
-            try m.write(directory: directory)
+            try m.write(directory: directory, fileSystem: options.fileSystem)
         }
         var runs = plan.runs
         var active = plan.active
@@ -258,9 +258,9 @@ package struct EngineRecovery {
                     if !run.isEmpty { written.insert(run, at: 0) }
                 }
                 if !written.isEmpty {
-                    try FileSystem.syncDirectory(directory)
+                    try options.fileSystem.syncDirectory(directory)
                     for run in written.reversed() {
-                        runs.insert(SortedRun(segments: try Engine.openSegments(run, directory: directory, cache: cache)), at: 0)
+                        runs.insert(SortedRun(segments: try Engine.openSegments(run, directory: directory, cache: cache, fileSystem: options.fileSystem)), at: 0)
                     }
                 }
                 logsToDelete += liveLogs
@@ -272,29 +272,29 @@ package struct EngineRecovery {
                 // synced them. Their names are durable already (a log's name is synced when it is
                 // created, 4.4).
                 for n in liveLogs {
-                    try SystemFile.withFile(directory + "/" + FileNames.log(n), flags: .readOnly) { try $0.sync() }
+                    try options.fileSystem.withFile(directory + "/" + FileNames.log(n), flags: .readOnly) { try $0.sync() }
                 }
             }
             // The new log exists, and its name is durable, before the manifest names it: a log the
             // manifest names is never missing after a crash.
             let path = directory + "/" + FileNames.log(nextNumber)
             do {
-                log = try LogWriter(path: path, number: nextNumber)
+                log = try LogWriter(path: path, number: nextNumber, fileSystem: options.fileSystem)
             } catch {
-                if FileSystem.exists(path) { try? FileSystem.remove(path) }
+                if options.fileSystem.exists(path) { try? options.fileSystem.remove(path) }
                 throw error
             }
             do {
                 try log.sync()
-                try FileSystem.syncDirectory(directory)
+                try options.fileSystem.syncDirectory(directory)
             } catch {
                 log.close()
-                try? FileSystem.remove(path)
+                try? options.fileSystem.remove(path)
                 throw error
             }
         } catch {
             // Nothing names these segments yet: take them back.
-            for s in written.joined() { try? FileSystem.remove(directory + "/" + FileNames.segment(s.number)) }
+            for s in written.joined() { try? options.fileSystem.remove(directory + "/" + FileNames.segment(s.number)) }
             throw error
         }
         if plan.writeSegments { active = Memtable(logNumber: nextNumber) }
@@ -305,7 +305,7 @@ package struct EngineRecovery {
         m.lastSequence = plan.lastSequence
         m.runs.insert(contentsOf: written, at: 0)
         do {
-            try m.write(directory: directory)
+            try m.write(directory: directory, fileSystem: options.fileSystem)
         } catch {
             // The rename may have happened: the new log and segments stay (unlisted, they are
             // deleted at the next open; listed, they are needed).
@@ -315,11 +315,11 @@ package struct EngineRecovery {
 
         // The store is open. What it no longer needs goes; a failure here leaves a file the next
         // open deletes.
-        for name in plan.temporaries { try? FileSystem.remove(directory + "/" + name) }
+        for name in plan.temporaries { try? options.fileSystem.remove(directory + "/" + name) }
         for n in plan.segmentsOnDisk where !plan.live.contains(n) {
-            try? FileSystem.remove(directory + "/" + FileNames.segment(n))
+            try? options.fileSystem.remove(directory + "/" + FileNames.segment(n))
         }
-        for n in logsToDelete { try? FileSystem.remove(directory + "/" + FileNames.log(n)) }
+        for n in logsToDelete { try? options.fileSystem.remove(directory + "/" + FileNames.log(n)) }
 
         return EngineRecovery(manifest: m, runs: runs, log: log, active: active, immutables: immutables,
                               lastSequence: plan.lastSequence, report: plan.report)

@@ -5,6 +5,7 @@ import StrataFiles
 /// asks for, plus the run's range tombstones. Used by flushes and compactions alike.
 package final class RunWriter {
     private let directory: String
+    private let fileSystem: FileSystem
     private let options: SegmentWriterOptions
     private let targetFileSize: Int
     private let allocateNumber: () -> UInt64
@@ -12,8 +13,10 @@ package final class RunWriter {
     private var finished: [SegmentMetadata] = []
     private var pendingTombstones: [RangeTombstone] = []
 
-    package init(directory: String, options: SegmentWriterOptions, targetFileSize: Int, allocateNumber: @escaping () -> UInt64) {
+    package init(directory: String, fileSystem: FileSystem, options: SegmentWriterOptions, targetFileSize: Int,
+                 allocateNumber: @escaping () -> UInt64) {
         self.directory = directory
+        self.fileSystem = fileSystem
         self.options = options
         self.targetFileSize = targetFileSize
         self.allocateNumber = allocateNumber
@@ -21,7 +24,7 @@ package final class RunWriter {
 
     private func writer() throws -> SegmentWriter {
         if let current { return current }
-        let w = try SegmentWriter(directory: directory, number: allocateNumber(), options: options)
+        let w = try SegmentWriter(directory: directory, number: allocateNumber(), options: options, fileSystem: fileSystem)
         // The run's range tombstones go into its first segment; they apply to older runs only.
         for t in pendingTombstones { w.addRangeTombstone(start: t.start, end: t.end) }
         pendingTombstones = []
@@ -65,7 +68,7 @@ package final class RunWriter {
         current = nil
         for m in finished {
             let path = directory + "/" + FileNames.segment(m.number)
-            do { try FileSystem.remove(path) } catch {
+            do { try fileSystem.remove(path) } catch {
                 if failure == nil { failure = error as? StrataError ?? .io(path: path, errno: Errno.ioError.code, operation: "unlink") }
             }
         }

@@ -7,8 +7,8 @@ import StrataFiles
 package enum StoreImage {
     /// A snapshot of everything the files in `directory` hold: the manifest's segments plus the
     /// records of the logs it does not cover. Segments are read without a block cache.
-    package static func snapshot(directory: String) throws -> Snapshot {
-        guard let manifest = try Manifest.read(directory: directory) else {
+    package static func snapshot(directory: String, fileSystem: FileSystem = .real) throws -> Snapshot {
+        guard let manifest = try Manifest.read(directory: directory, fileSystem: fileSystem) else {
             throw StrataError.notFound("no Strata store at \(directory) (no \(FileNames.manifest))")
         }
         var runs: [SortedRun] = []
@@ -16,19 +16,19 @@ package enum StoreImage {
             var readers: [SegmentReader] = []
             for s in run {
                 let path = directory + "/" + FileNames.segment(s.number)
-                readers.append(try SegmentReader(path: path, number: s.number, cache: nil, expectedSize: Int(s.fileSize)))
+                readers.append(try SegmentReader(path: path, number: s.number, cache: nil, expectedSize: Int(s.fileSize), fileSystem: fileSystem))
             }
             runs.append(SortedRun(segments: readers))
         }
         var logs: [UInt64] = []
-        for name in try FileSystem.listDirectory(directory) {
+        for name in try fileSystem.listDirectory(directory) {
             if case .log(let n) = FileNames.parse(name), n >= manifest.logNumber { logs.append(n) }
         }
         let memtable = Memtable(logNumber: 0)
         var batches: [Memtable.ReplayedBatch] = []
         for n in logs.sorted() {
             let path = directory + "/" + FileNames.log(n)
-            for record in try LogReader(path: path).records {
+            for record in try LogReader(path: path, fileSystem: fileSystem).records {
                 batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
             }
         }

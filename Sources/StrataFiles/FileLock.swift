@@ -8,9 +8,9 @@ package final class FileLock: Sendable {
     package let path: String
     private let file: SystemFile
 
-    package init(path: String) throws {
-        let f = try SystemFile.open(path, flags: [.readWrite, .create])
-        try IOFaultInjection.check(.flock, path)
+    package init(path: String, fileSystem: FileSystem) throws {
+        let f = try fileSystem.open(path, flags: [.readWrite, .create])
+        try fileSystem.environment.check(.flock, path)
         do {
             try SystemCalls.lockExclusive(f.descriptor)
         } catch {

@@ -72,10 +72,10 @@ package final class LogWriter: @unchecked Sendable {
     private var scratch: [UInt8] = []
 
     /// Creates a new log file and writes its header (not yet synced).
-    package init(path: String, number: UInt64) throws {
+    package init(path: String, number: UInt64, fileSystem: FileSystem) throws {
         self.path = path
         self.number = number
-        self.file = try SystemFile.open(path, flags: [.writeOnly, .create, .exclusive, .append])
+        self.file = try fileSystem.open(path, flags: [.writeOnly, .create, .exclusive, .append])
         let header = LogFormat.header(logNumber: number)
         do { try file.write(header) } catch { file.close(); throw error }
         self.size = header.count

@@ -60,8 +60,8 @@ package struct LogReader {
     package final class Bytes: @unchecked Sendable {
         package let buffer: UnsafeRawBufferPointer
 
-        package init(reading path: String) throws {
-            let file = try SystemFile.open(path, flags: .readOnly)
+        package init(reading path: String, fileSystem: FileSystem) throws {
+            let file = try fileSystem.open(path, flags: .readOnly)
             defer { file.close() }
             let size = try file.size()
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
@@ -115,8 +115,8 @@ package struct LogReader {
     }
 
     /// Reads and checks the whole log.
-    package init(path: String) throws {
-        try self.init(path: path, bytes: try Bytes(reading: path))
+    package init(path: String, fileSystem: FileSystem) throws {
+        try self.init(path: path, bytes: try Bytes(reading: path, fileSystem: fileSystem))
     }
 
     package init(path: String, bytes: [UInt8]) throws {

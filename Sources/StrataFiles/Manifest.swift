@@ -133,24 +133,24 @@ package struct Manifest: Equatable, Sendable {
         }
     }
 
-    package static func read(directory: String) throws -> Manifest? {
+    package static func read(directory: String, fileSystem: FileSystem) throws -> Manifest? {
         let path = directory + "/" + FileNames.manifest
-        guard FileSystem.exists(path) else { return nil }
-        let bytes = try SystemFile.withFile(path, flags: .readOnly) { (f) in
+        guard fileSystem.exists(path) else { return nil }
+        let bytes = try fileSystem.withFile(path, flags: .readOnly) { (f) in
             try f.read(at: 0, count: try f.size())
         }
         return try decode(bytes, file: path)
     }
 
-    package func write(directory: String) throws {
-        try FileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory)
+    package func write(directory: String, fileSystem: FileSystem) throws {
+        try fileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory)
     }
 
     /// Replaces the manifest (FORMAT.md 6.3). When it throws with `mayHaveReplaced` false, the old
     /// manifest is surely still in place; when true, the rename may have happened, and `MANIFEST`
     /// may be the old or the new one, after a crash too: the files of both must be kept.
-    package func write(directory: String, mayHaveReplaced: inout Bool) throws {
-        try FileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory,
+    package func write(directory: String, fileSystem: FileSystem, mayHaveReplaced: inout Bool) throws {
+        try fileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory,
                                        mayHaveReplaced: &mayHaveReplaced)
     }
 }

@@ -26,11 +26,12 @@ package final class SegmentReader: @unchecked Sendable {
     private let cache: BlockCache?
     private let obsolete = Atomic<Bool>(false)
 
-    package init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil) throws {
+    package init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil,
+                 fileSystem: FileSystem) throws {
         self.path = path
         self.number = number
         self.cache = cache
-        let file = try SystemFile.open(path, flags: .readOnly)
+        let file = try fileSystem.open(path, flags: .readOnly)
         var mapped: UnsafeRawBufferPointer?
         do {
             let size = try file.size()
@@ -41,7 +42,7 @@ package final class SegmentReader: @unchecked Sendable {
             guard size >= SegmentFormat.footerSize else {
                 throw StrataError.corrupted(file: path, offset: 0, reason: "file of \(size) bytes is too short for a segment")
             }
-            try IOFaultInjection.check(.mmap, path)
+            try fileSystem.environment.check(.mmap, path)
             let m: UnsafeRawBufferPointer
             do {
                 m = try SystemCalls.mapReadOnly(file.descriptor, count: size)
@@ -135,7 +136,7 @@ package final class SegmentReader: @unchecked Sendable {
         file.close()
         if obsolete.load(ordering: .acquiring) {
             cache?.evict(file: number)
-            try? FileSystem.remove(path)
+            try? FileSystem(environment: file.environment).remove(path)
         }
     }
 

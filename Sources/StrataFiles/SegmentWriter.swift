@@ -68,13 +68,13 @@ package final class SegmentWriter {
     private var lastKeyspace: UInt64?
     private var lastKey: [UInt8] = []
 
-    package init(directory: String, number: UInt64, options: SegmentWriterOptions) throws {
+    package init(directory: String, number: UInt64, options: SegmentWriterOptions, fileSystem: FileSystem) throws {
         self.number = number
         self.finalPath = directory + "/" + FileNames.segment(number)
         self.tempPath = finalPath + ".tmp"
         self.options = options
         self.data = BlockBuilder(restartInterval: options.restartInterval)
-        self.file = try SystemFile.open(tempPath, flags: [.writeOnly, .create, .truncate])
+        self.file = try fileSystem.open(tempPath, flags: [.writeOnly, .create, .truncate])
         out.reserveCapacity(1 << 20)
     }
 
@@ -210,7 +210,7 @@ package final class SegmentWriter {
         try drain()
         try file.sync()
         file.close()
-        try FileSystem.rename(tempPath, finalPath)
+        try FileSystem(environment: file.environment).rename(tempPath, finalPath)
 
         var smallest = properties.smallestKey, largest = properties.largestKey
         if let first = merged.first, properties.records == 0 || ByteComparison.compare(first.0, smallest) < 0 {
@@ -228,7 +228,7 @@ package final class SegmentWriter {
     @discardableResult
     package func abandon() -> StrataError? {
         file.close()
-        do { try FileSystem.remove(tempPath) } catch { return error as? StrataError ?? .io(path: tempPath, errno: Errno.ioError.code, operation: "unlink") }
+        do { try FileSystem(environment: file.environment).remove(tempPath) } catch { return error as? StrataError ?? .io(path: tempPath, errno: Errno.ioError.code, operation: "unlink") }
         return nil
     }
 }

@@ -2,31 +2,6 @@ import Foundation
 import Synchronization
 import StrataFormat
 
-/// The system calls Strata makes, named for error messages and fault injection.
-package enum IOOperation: String, Sendable {
-    case open, read, write, fsync, ftruncate, fstat, close, rename, unlink, mkdir, mmap, flock, readdir
-}
-
-/// A test seam: when set, called before each system call; a non-nil result is returned as that
-/// call's errno instead of making the call. Production code never sets it.
-package enum IOFaultInjection {
-    nonisolated(unsafe) private static var hook: (@Sendable (IOOperation, String) -> Int32?)?
-    private static let lock = NSLock()
-
-    package static func set(_ newHook: (@Sendable (IOOperation, String) -> Int32?)?) {
-        lock.lock(); defer { lock.unlock() }
-        hook = newHook
-    }
-
-    @inline(__always)
-    package static func check(_ op: IOOperation, _ path: String) throws {
-        lock.lock()
-        let h = hook
-        lock.unlock()
-        if let h, let code = h(op, path) { throw StrataError.io(path: path, errno: code, operation: op.rawValue) }
-    }
-}
-
 /// The one owner of an open file descriptor, with the path it was opened from. Every call goes
 /// through ``SystemCalls`` (which retries `EINTR`), and every failure is a
 /// ``StrataError/io(path:errno:operation:)`` naming the path and the call.
@@ -37,6 +12,8 @@ package enum IOFaultInjection {
 /// that start after ``close()`` fail with `EBADF`.
 package final class SystemFile: Sendable {
     package let path: String
+    /// The store's environment, consulted on every call (IOEnvironment.swift).
+    package let environment: IOEnvironment
     private let state: Mutex<State>
 
     private struct State {
@@ -46,8 +23,9 @@ package final class SystemFile: Sendable {
         var closeRequested = false
     }
 
-    private init(descriptor: Int32, path: String) {
+    private init(descriptor: Int32, path: String, environment: IOEnvironment) {
         self.path = path
+        self.environment = environment
         self.state = Mutex(State(descriptor: descriptor))
     }
 
@@ -57,13 +35,14 @@ package final class SystemFile: Sendable {
     /// not wrap (`mmap`, `flock`), made while the caller keeps the file open.
     package var descriptor: Int32 { state.withLock { $0.closeRequested ? -1 : $0.descriptor } }
 
-    package static func open(_ path: String, flags: OpenFlags, permissions: UInt32 = 0o644) throws -> SystemFile {
-        try IOFaultInjection.check(.open, path)
+    package static func open(_ path: String, flags: OpenFlags, permissions: UInt32 = 0o644,
+                             environment: IOEnvironment) throws -> SystemFile {
+        try environment.check(.open, path)
         let fd = try failing(path, "open") { () throws(Errno) in
             try SystemCalls.open(path, flags, permissions: permissions)
         }
-        if !flags.isDisjoint(with: [.create, .truncate]) { IOObserver.report(.opened(path: path, descriptor: fd)) }
-        return SystemFile(descriptor: fd, path: path)
+        if !flags.isDisjoint(with: [.create, .truncate]) { environment.report(.opened(path: path, descriptor: fd)) }
+        return SystemFile(descriptor: fd, path: path, environment: environment)
     }
 
     /// Runs a system call, turning its `Errno` into a ``StrataError/io(path:errno:operation:)``.
@@ -105,10 +84,10 @@ package final class SystemFile: Sendable {
 
     /// Writes all of `bytes` at the current offset.
     package func write(_ bytes: UnsafeRawBufferPointer) throws {
-        try IOFaultInjection.check(.write, path)
+        try environment.check(.write, path)
         try using("write") { (descriptor) throws(Errno) in
             try SystemCalls.writeAll(descriptor, bytes)
-            IOObserver.report(.wrote(path: path, descriptor: descriptor, count: bytes.count))
+            environment.report(.wrote(path: path, descriptor: descriptor, count: bytes.count))
         }
     }
 
@@ -118,7 +97,7 @@ package final class SystemFile: Sendable {
 
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
     package func read(at offset: Int, count: Int) throws -> [UInt8] {
-        try IOFaultInjection.check(.read, path)
+        try environment.check(.read, path)
         return try using("read") { (descriptor) throws(Errno) in
             var out = [UInt8](repeating: 0, count: count)
             var failure: Errno?
@@ -139,7 +118,7 @@ package final class SystemFile: Sendable {
     /// Reads into `buffer` from `offset` until it is full or the file ends; returns the count
     /// read (fewer only at the end of the file).
     package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
-        try IOFaultInjection.check(.read, path)
+        try environment.check(.read, path)
         return try using("read") { (descriptor) throws(Errno) in
             try SystemCalls.read(descriptor, into: buffer, at: offset)
         }
@@ -148,30 +127,30 @@ package final class SystemFile: Sendable {
     /// The file's data (and the size) on stable storage: ``SystemCalls/syncData(_:)``, which is
     /// `fdatasync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
     package func sync() throws {
-        try IOFaultInjection.check(.fsync, path)
+        try environment.check(.fsync, path)
         try using("fsync") { (descriptor) throws(Errno) in
             try SystemCalls.syncData(descriptor)
-            IOObserver.report(.synced(path: path, descriptor: descriptor))
+            environment.report(.synced(path: path, descriptor: descriptor))
         }
     }
 
     /// The file and its metadata; for a directory, the entries created, renamed or removed in
     /// it: ``SystemCalls/syncAll(_:)``, which is `fsync` on Linux and `fcntl(F_FULLFSYNC)` on Darwin.
     package func syncAll() throws {
-        try IOFaultInjection.check(.fsync, path)
+        try environment.check(.fsync, path)
         try using("fsync") { (descriptor) throws(Errno) in try SystemCalls.syncAll(descriptor) }
     }
 
     package func truncate(to size: Int) throws {
-        try IOFaultInjection.check(.ftruncate, path)
+        try environment.check(.ftruncate, path)
         try using("ftruncate") { (descriptor) throws(Errno) in
             try SystemCalls.truncate(descriptor, to: size)
-            IOObserver.report(.truncated(path: path, descriptor: descriptor, size: size))
+            environment.report(.truncated(path: path, descriptor: descriptor, size: size))
         }
     }
 
     package func size() throws -> Int {
-        try IOFaultInjection.check(.fstat, path)
+        try environment.check(.fstat, path)
         return try using("fstat") { (descriptor) throws(Errno) in try SystemCalls.size(descriptor) }
     }
 
@@ -185,8 +164,28 @@ package final class SystemFile: Sendable {
         release(closing: true)
     }
 
+}
+
+/// The file system as one store sees it: opening files and the directory-level operations (the
+/// directory sync after creates, renames and deletes), every call through the store's
+/// ``IOEnvironment``. An engine holds one (``EngineOptions/fileSystem``); tools that read files
+/// without a store use ``real``.
+package struct FileSystem: Sendable {
+    package let environment: IOEnvironment
+
+    /// The operating system's, with no faults and no observer.
+    package static let real = FileSystem(environment: .real)
+
+    package init(environment: IOEnvironment) {
+        self.environment = environment
+    }
+
+    package func open(_ path: String, flags: OpenFlags, permissions: UInt32 = 0o644) throws -> SystemFile {
+        try SystemFile.open(path, flags: flags, permissions: permissions, environment: environment)
+    }
+
     /// Runs `body` with the file, closing it afterwards whatever happens.
-    package static func withFile<R>(
+    package func withFile<R>(
         _ path: String, flags: OpenFlags, permissions: UInt32 = 0o644,
         _ body: (SystemFile) throws -> R
     ) throws -> R {
@@ -194,39 +193,36 @@ package final class SystemFile: Sendable {
         defer { file.close() }
         return try body(file)
     }
-}
 
-/// Directory-level operations: the directory sync after creates, renames and deletes.
-package enum FileSystem {
-    package static func syncDirectory(_ path: String) throws {
-        let dir = try SystemFile.open(path, flags: [.readOnly, .directory])
+    package func syncDirectory(_ path: String) throws {
+        let dir = try open(path, flags: [.readOnly, .directory])
         defer { dir.close() }
         try dir.syncAll()
-        IOObserver.report(.syncedDirectory(path: path))
+        environment.report(.syncedDirectory(path: path))
     }
 
-    package static func rename(_ from: String, _ to: String) throws {
-        try IOFaultInjection.check(.rename, to)
+    package func rename(_ from: String, _ to: String) throws {
+        try environment.check(.rename, to)
         do {
             try SystemCalls.rename(from, to)
         } catch {
             throw StrataError.io(path: to, errno: error.code, operation: "rename")
         }
-        IOObserver.report(.renamed(from: from, to: to))
+        environment.report(.renamed(from: from, to: to))
     }
 
-    package static func remove(_ path: String) throws {
-        try IOFaultInjection.check(.unlink, path)
+    package func remove(_ path: String) throws {
+        try environment.check(.unlink, path)
         do {
             try SystemCalls.unlink(path)
-            IOObserver.report(.removed(path: path))
+            environment.report(.removed(path: path))
         } catch where error != .noSuchFileOrDirectory {
             throw StrataError.io(path: path, errno: error.code, operation: "unlink")
         } catch {}
     }
 
     /// Removes an empty directory.
-    package static func removeDirectory(_ path: String) throws {
+    package func removeDirectory(_ path: String) throws {
         do {
             try SystemCalls.removeDirectory(path)
         } catch {
@@ -234,7 +230,7 @@ package enum FileSystem {
         }
     }
 
-    package static func createDirectory(_ path: String) throws {
+    package func createDirectory(_ path: String) throws {
         if let status = try? SystemCalls.status(path) {
             if status.isDirectory { return }
             throw StrataError.io(path: path, errno: Errno.notDirectory.code, operation: "mkdir")
@@ -242,7 +238,7 @@ package enum FileSystem {
         // Create parents first, like `mkdir -p`.
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty && parent != path && parent != "/" { try createDirectory(parent) }
-        try IOFaultInjection.check(.mkdir, path)
+        try environment.check(.mkdir, path)
         do {
             try SystemCalls.makeDirectory(path, permissions: 0o755)
         } catch where error == .fileExists {
@@ -250,16 +246,16 @@ package enum FileSystem {
         } catch {
             throw StrataError.io(path: path, errno: error.code, operation: "mkdir")
         }
-        IOObserver.report(.createdDirectory(path: path))
+        environment.report(.createdDirectory(path: path))
         // A new directory's entry is durable only once its parent is synced (FORMAT.md §9.1).
         try syncDirectory(parent.isEmpty ? "." : parent)
     }
 
-    package static func exists(_ path: String) -> Bool {
+    package func exists(_ path: String) -> Bool {
         (try? SystemCalls.status(path)) != nil
     }
 
-    package static func fileSize(_ path: String) throws -> Int {
+    package func fileSize(_ path: String) throws -> Int {
         do {
             return try SystemCalls.status(path).size
         } catch {
@@ -267,8 +263,8 @@ package enum FileSystem {
         }
     }
 
-    package static func listDirectory(_ path: String) throws -> [String] {
-        try IOFaultInjection.check(.readdir, path)
+    package func listDirectory(_ path: String) throws -> [String] {
+        try environment.check(.readdir, path)
         do {
             return try SystemCalls.directoryEntries(path)
         } catch {
@@ -278,7 +274,7 @@ package enum FileSystem {
 
     /// Writes `bytes` to `path` atomically: a temporary file, synced, renamed over `path`,
     /// then the directory synced.
-    package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+    package func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
         var mayHaveReplaced = false
         try writeAtomically(bytes, to: path, directory: directory, mayHaveReplaced: &mayHaveReplaced)
     }
@@ -286,10 +282,10 @@ package enum FileSystem {
     /// ``writeAtomically(_:to:directory:)``, telling a failure before the rename (`path` is
     /// surely unchanged) from one at or after it (`mayHaveReplaced` is true: `path` may hold the
     /// old bytes or the new ones, durably or not).
-    package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String,
+    package func writeAtomically(_ bytes: [UInt8], to path: String, directory: String,
                                 mayHaveReplaced: inout Bool) throws {
         let temp = path + ".tmp"
-        try SystemFile.withFile(temp, flags: [.writeOnly, .create, .truncate]) { (f) in
+        try withFile(temp, flags: [.writeOnly, .create, .truncate]) { (f) in
             try f.write(bytes)
             try f.sync()
         }

@@ -137,7 +137,7 @@ struct SegmentTrailerReader {
     }
 
     static func withFile<R>(_ path: String, _ body: (SegmentTrailerReader) throws -> R) throws -> R {
-        try SystemFile.withFile(path, flags: .readOnly) { try body(SegmentTrailerReader(file: $0)) }
+        try FileSystem.real.withFile(path, flags: .readOnly) { try body(SegmentTrailerReader(file: $0)) }
     }
 
     /// The trailer of the stored block at `handle`; nil if the file ends before it.

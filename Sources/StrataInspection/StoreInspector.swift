@@ -43,7 +43,7 @@ public enum StoreInspector {
     ///   when reading fails.
     public static func kind(ofFileAt path: String) throws -> StrataFileKind {
         let size = try PathStatus.requireFile(path)
-        return try SystemFile.withFile(path, flags: .readOnly) { f in
+        return try FileSystem.real.withFile(path, flags: .readOnly) { f in
             let head = try f.read(at: 0, count: min(size, 8))
             if head == LogFormat.magic { return .log }
             if head == Manifest.magic { return .manifest }
@@ -110,9 +110,9 @@ public enum StoreInspector {
         // meanwhile, read again.
         var summary = try summaryOnce(dir)
         for _ in 0..<2 where !summary.problems.isEmpty {
-            let before = try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
+            let before = try? FileSystem.real.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
             let again = try summaryOnce(dir)
-            let after = try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
+            let after = try? FileSystem.real.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
             summary = again
             if again.problems.isEmpty || before == after { break }
         }
@@ -120,7 +120,7 @@ public enum StoreInspector {
     }
 
     private static func summaryOnce(_ dir: String) throws -> StoreSummary {
-        let names = try FileSystem.listDirectory(dir).sorted()
+        let names = try FileSystem.real.listDirectory(dir).sorted()
         let manifest: Manifest
         var summary = StoreSummary(directory: dir)
         switch try readManifest(dir, names: names) {
@@ -156,7 +156,7 @@ public enum StoreInspector {
                 r.size += meta.fileSize
                 r.records += meta.records
                 do {
-                    let reader = try SegmentReader(path: dir + "/" + name, number: meta.number, cache: nil)
+                    let reader = try SegmentReader(path: dir + "/" + name, number: meta.number, cache: nil, fileSystem: .real)
                     let p = reader.properties
                     s.tombstones = p.tombstones
                     s.rangeTombstones = UInt64(reader.rangeTombstones.count)
@@ -205,7 +205,7 @@ public enum StoreInspector {
             var log = StoreSummary.Log(number: number, name: file.name, size: file.size,
                                        live: number >= manifest.logNumber)
             do {
-                let reader = try LogReader(path: dir + "/" + file.name)
+                let reader = try LogReader(path: dir + "/" + file.name, fileSystem: .real)
                 for record in reader.records {
                     log.batches += 1
                     if let (first, count) = LogInspector.batchHeader(record.payload) {
@@ -242,7 +242,7 @@ public enum StoreInspector {
 
     /// Reads `MANIFEST` (throwing the reader's error when it is damaged).
     static func readManifest(_ dir: String, names: [String]) throws -> ManifestState {
-        if let m = try Manifest.read(directory: dir) { return .present(m) }
+        if let m = try Manifest.read(directory: dir, fileSystem: .real) { return .present(m) }
         let hasStoreFiles = names.contains { name in
             switch FileNames.parse(name) {
             case .log, .segment: return true

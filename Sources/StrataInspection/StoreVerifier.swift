@@ -76,12 +76,12 @@ public enum StoreVerifier {
 
     /// The bytes of `MANIFEST` now (nil if it cannot be read), to tell whether it changed.
     private static func manifestBytes(_ dir: String) -> [UInt8]? {
-        try? SystemFile.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
+        try? FileSystem.real.withFile(dir + "/" + FileNames.manifest, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
     }
 
     /// One pass over the store.
     private static func verifyOnce(_ dir: String) throws -> VerifyReport {
-        let names = try FileSystem.listDirectory(dir).sorted()
+        let names = try FileSystem.real.listDirectory(dir).sorted()
         var report = VerifyReport(path: dir)
         let manifestPath = dir + "/" + FileNames.manifest
 
@@ -186,7 +186,7 @@ public enum StoreVerifier {
             checkLog(path: path, number: number, replay: &replay, into: &report)
         case .manifest:
             do {
-                let bytes = try SystemFile.withFile(path, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
+                let bytes = try FileSystem.real.withFile(path, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
                 _ = try Manifest.decode(bytes, file: path)
             } catch {
                 report.fault(path, FileFault(error, at: 0))
@@ -220,7 +220,7 @@ public enum StoreVerifier {
         // properties, filter, range tombstone and root index blocks.
         let reader: SegmentReader
         do {
-            reader = try SegmentReader(path: path, number: number, cache: nil)
+            reader = try SegmentReader(path: path, number: number, cache: nil, fileSystem: .real)
         } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code && expected != nil {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "segment listed in the manifest is missing"))
             return nil
@@ -361,7 +361,7 @@ public enum StoreVerifier {
     static func checkLog(path: String, number: UInt64?, replay: inout LogReplayCheck, into report: inout VerifyReport) {
         let reader: LogReader
         do {
-            reader = try LogReader(path: path)
+            reader = try LogReader(path: path, fileSystem: .real)
         } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "log is missing"))
             return

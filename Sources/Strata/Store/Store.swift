@@ -109,7 +109,7 @@ public final class Store: Sendable {
         let engineOptions = try options.engineOptions()
         guard directory.isFileURL else { throw StrataError.invalidArgument("directory \(directory) is not a file URL") }
         // Create first so that the canonical path resolves the same before and after.
-        try FileSystem.createDirectory(directory.standardizedFileURL.path)
+        try options.fileSystem.createDirectory(directory.standardizedFileURL.path)
         let path = canonicalPath(directory)
         while true {
             // Claim the path (or find it open, or wait for the open or close under way), then
@@ -201,13 +201,14 @@ public final class Store: Sendable {
     public static func destroy(at directory: URL) throws {
         if let store = opened(at: directory) { try store.close() }
         let path = canonicalPath(directory)
-        guard FileSystem.exists(path) else { return }
-        let lock = try FileLock(path: path + "/" + FileNames.lock)
+        let files = FileSystem.real
+        guard files.exists(path) else { return }
+        let lock = try FileLock(path: path + "/" + FileNames.lock, fileSystem: files)
         defer { lock.release() }
-        for name in try FileSystem.listDirectory(path) where FileNames.parse(name) != .other {
-            try FileSystem.remove(path + "/" + name)
+        for name in try files.listDirectory(path) where FileNames.parse(name) != .other {
+            try files.remove(path + "/" + name)
         }
-        if try FileSystem.listDirectory(path).isEmpty { try? FileSystem.removeDirectory(path) }
+        if try files.listDirectory(path).isEmpty { try? files.removeDirectory(path) }
     }
 
     /// Waits for background work, makes every write durable and releases the directory.

@@ -65,6 +65,9 @@ public struct StoreOptions: Sendable {
     /// let store = try Store.open(at: url, options: options)
     /// ```
     public var logger: Logger? = nil
+    /// The store's file system and its I/O environment (IOEnvironment.swift): the operating
+    /// system's alone unless a test gives the store faults to inject or an observer of its calls.
+    package var fileSystem = FileSystem.real
 
     /// Options with every default: synchronous durability, no principal, no logger.
     public init() {}
@@ -93,6 +96,25 @@ public struct StoreOptions: Sendable {
         e.cacheSize = cacheSize
         e.syncInterval = syncInterval
         e.logger = logger
+        e.fileSystem = fileSystem
         return e
+    }
+}
+
+extension StoreOptions {
+    /// The comparable settings in which `other` differs from these, as `name: mine ≠ theirs`
+    /// (the closures and the logger cannot be compared and are left out).
+    func differences(from other: StoreOptions) -> [String] {
+        var out: [String] = []
+        func check<T: Equatable>(_ name: String, _ a: T, _ b: T) { if a != b { out.append("\(name): \(a) ≠ \(b)") } }
+        check("durability", durability, other.durability)
+        check("principal", principal, other.principal)
+        check("blockSize", blockSize, other.blockSize)
+        check("memtableSize", memtableSize, other.memtableSize)
+        check("segmentSize", segmentSize, other.segmentSize)
+        check("cacheSize", cacheSize, other.cacheSize)
+        check("bloomBitsPerKey", bloomBitsPerKey, other.bloomBitsPerKey)
+        check("syncInterval", syncInterval, other.syncInterval)
+        return out
     }
 }

@@ -19,13 +19,15 @@ private func kvKey(_ i: Int) -> [UInt8] { Keyspace.keyValue.prefix + Array("key/
 private func kvValue(_ i: Int) -> [UInt8] { Array("value \(i) ".utf8) + [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 60) }
 
 /// Small memtables, so that a few hundred writes leave sealed memtables waiting for a flush.
-private func smallOptions() -> EngineOptions {
+private func smallOptions(faults: IOFaults? = nil) -> EngineOptions {
     var o = EngineOptions()
     o.durability = .buffered
     o.memtableSize = 8 << 10
     o.targetSegmentSize = 4 << 10
     o.segment.blockSize = 1 << 10
     o.cacheSize = 0
+    // Seen by the power-loss simulator of the test that attaches one; faults where a test sets them.
+    o.fileSystem = FileSystem(environment: IOEnvironment(faults: faults, observer: PowerLoss.fileSystem.environment.observer))
     return o
 }
 
@@ -100,7 +102,7 @@ struct CloseFlushTests {
         let expected = try fill(engine)
         try engine.close(flushMinimum: 0)
         // One log is left: the empty one the close rotated to, which the manifest names.
-        let m = try #require(try Manifest.read(directory: dir.path))
+        let m = try #require(try Manifest.read(directory: dir.path, fileSystem: .real))
         #expect(logNumbers(dir) == [m.logNumber], "\(dir.list())")
 
         for round in 0..<3 {
@@ -138,7 +140,8 @@ struct CloseFlushTests {
         for ordinal in 0..<3 {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let engine = try Engine(directory: dir.path, options: smallOptions())
+            let faults = IOFaults()
+            let engine = try Engine(directory: dir.path, options: smallOptions(faults: faults))
             let expected = try fill(engine)
             let prefix = dir.path + "/"
             let seen = Mutex<[String: Int]>([:])
@@ -147,7 +150,7 @@ struct CloseFlushTests {
             // since a failure there is close's own error (EngineFaultTests).
             let spared = Mutex(call == "fsync log" ? 1 : 0)
             var thrown: Error?
-            CrashHelperIOHook.with({ op, path in
+            faults.with({ op, path in
                 let kind: String
                 if path == dir.path { kind = "directory" }
                 else if path.hasPrefix(prefix) {

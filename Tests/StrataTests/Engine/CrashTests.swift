@@ -342,9 +342,11 @@ private struct FoundBatches {
             if op == .open && name.hasSuffix(".seg.tmp") { usleep(150_000) }
             return nil
         }
-        try CrashHelperIOHook.with(hook) {
+        let faults = IOFaults()
+        try faults.with(hook) {
             var options = StoreOptions(durability: .synchronous)
             options.memtableSize = 64 << 10
+            options.fileSystem = .injecting(faults)
             let store = try Store.open(at: directory, options: options)
             recorder.add("OPENED")
             let filler = [UInt8](repeating: 0x5A, count: 4000)

@@ -12,8 +12,9 @@ import StrataEngine
 // and the failed state; and nothing at all without a logger.
 
 /// Small memtables and segments, so that a few hundred writes rotate, flush and compact often.
-private func smallOptions(logger: Logger?) -> EngineOptions {
+private func smallOptions(faults: IOFaults? = nil, logger: Logger?) -> EngineOptions {
     var o = EngineOptions()
+    o.fileSystem = FileSystem(environment: IOEnvironment(faults: faults))
     o.durability = .synchronous
     o.memtableSize = 4 << 10
     o.targetSegmentSize = 3 << 10
@@ -54,7 +55,7 @@ private func number(_ entry: CapturingLogHandler.Entry, _ key: String) -> Int64?
         try store.close()
         let logs = dir.list().filter { if case .log = FileNames.parse($0) { return true } else { return false } }
         let name = try #require(logs.last)
-        let last = try #require(try LogReader(path: dir.file(name)).records.last)
+        let last = try #require(try LogReader(path: dir.file(name), fileSystem: .real).records.last)
         var bytes = try dir.read(name)
         bytes.removeLast(3)
         try dir.write(name, bytes)
@@ -126,14 +127,15 @@ private func number(_ entry: CapturingLogHandler.Entry, _ key: String) -> Int64?
 
     @Test("a failed background flush is a warning naming the error; the engine goes on")
     func failedFlushIsAWarning() throws {
+        let faults = IOFaults()
         let d = try TemporaryDirectory()
         defer { d.remove() }
         let (logger, record) = CapturingLogHandler.logger()
-        let engine = try Engine(directory: d.path, options: smallOptions(logger: logger))
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults, logger: logger))
         defer { _ = try? engine.close() }
         let prefix = d.path + "/"
         var failedWrite: StrataError?
-        CrashHelperIOHook.with({ op, path in
+        faults.with({ op, path in
             op == .rename && path.hasPrefix(prefix) && path.hasSuffix(".seg") ? EIO : nil
         }) {
             for i in 0..<400 {
@@ -162,13 +164,14 @@ private func number(_ entry: CapturingLogHandler.Entry, _ key: String) -> Int64?
 
     @Test("the failed state is one error naming the failed call; later failed writes add none")
     func failedStateIsOneError() throws {
+        let faults = IOFaults()
         let d = try TemporaryDirectory()
         defer { d.remove() }
         let (logger, record) = CapturingLogHandler.logger()
-        let engine = try Engine(directory: d.path, options: smallOptions(logger: logger))
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults, logger: logger))
         try put(engine, 0, durability: .synchronous)
         let prefix = d.path + "/"
-        CrashHelperIOHook.with({ op, path in op == .fsync && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EIO : nil }) {
+        faults.with({ op, path in op == .fsync && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EIO : nil }) {
             _ = #expect(throws: StrataError.self) { try put(engine, 1, durability: .synchronous) }
         }
         #expect(throws: StrataError.self) { try put(engine, 2, durability: .synchronous) }
@@ -183,10 +186,11 @@ private func number(_ entry: CapturingLogHandler.Entry, _ key: String) -> Int64?
 
     @Test("a write stall is counted, timed, and logged once over")
     func writeStallIsCountedAndLogged() throws {
+        let faults = IOFaults()
         let d = try TemporaryDirectory()
         defer { d.remove() }
         let (logger, record) = CapturingLogHandler.logger()
-        let engine = try Engine(directory: d.path, options: smallOptions(logger: logger))
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults, logger: logger))
         let prefix = d.path + "/"
         // The first flush is held at its segment's rename until the writer has stalled: 200
         // writes fill far more memtables than may wait for a flush, so the writer must stall.
@@ -194,7 +198,7 @@ private func number(_ entry: CapturingLogHandler.Entry, _ key: String) -> Int64?
         let finished = Signal()
         let writeFailure = Mutex<String?>(nil)
         var sawStall = false
-        CrashHelperIOHook.with({ op, path in
+        faults.with({ op, path in
             if op == .rename && path.hasPrefix(prefix) && path.hasSuffix(".seg") { _ = release.wait(seconds: 60) }
             return nil
         }) {
@@ -220,7 +224,7 @@ private func number(_ entry: CapturingLogHandler.Entry, _ key: String) -> Int64?
         #expect(over.allSatisfy { $0.level == .info && $0.metadata["stall.ms"] != nil })
         #expect(over.contains { $0.metadata["stall.reason"] == WriteStall.Reason.memtables.rawValue }, "\(over)")
         #expect(record.containing("Writes stalled").count == over.count)
-        let again = try Engine(directory: d.path, options: smallOptions(logger: nil))
+        let again = try Engine(directory: d.path, options: smallOptions(faults: faults, logger: nil))
         defer { _ = try? again.close() }
         for i in 0..<200 { #expect(try get(again, i) == value(i)) }
     }

@@ -16,7 +16,7 @@ private struct EngineDirectory {
     let path: String
 
     init(_ label: String) throws {
-        let base = FileSystem.exists("/dev/shm") ? "/dev/shm"
+        let base = FileSystem.real.exists("/dev/shm") ? "/dev/shm"
             : FileManager.default.temporaryDirectory.standardizedFileURL.resolvingSymlinksInPath().path
         path = base + "/strata-fault-\(label)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -28,8 +28,9 @@ private struct EngineDirectory {
 }
 
 /// Small memtables and segments, so that a few hundred writes rotate, flush and compact often.
-private func smallOptions() -> EngineOptions {
+private func smallOptions(faults: IOFaults? = nil) -> EngineOptions {
     var o = EngineOptions()
+    o.fileSystem = FileSystem(environment: IOEnvironment(faults: faults))
     o.durability = .synchronous
     o.memtableSize = 4 << 10
     o.targetSegmentSize = 3 << 10
@@ -131,6 +132,7 @@ struct EngineFaultTests {
 
     @Test("every open syncs the store directory's parent and the directory itself")
     func openSyncsTheDirectoryEntry() throws {
+        let faults = IOFaults()
         let d = try EngineDirectory("entry")
         defer { d.remove() }
         // A directory of this test's own, made before the first open, as a crash between open's
@@ -141,11 +143,11 @@ struct EngineFaultTests {
         let synced = Mutex<[String]>([])
         for round in 0..<2 {
             synced.withLock { $0 = [] }
-            try CrashHelperIOHook.with({ op, path in
+            try faults.with({ op, path in
                 if op == .fsync && (path == parent || path == store) { synced.withLock { $0.append(path) } }
                 return nil
             }) {
-                let engine = try Engine(directory: store, options: smallOptions())
+                let engine = try Engine(directory: store, options: smallOptions(faults: faults))
                 try engine.close()
             }
             let paths = synced.withLock { $0 }
@@ -211,14 +213,15 @@ struct EngineFaultTests {
     /// Runs the workload with `plan` installed, abandons the engine, reopens without faults and
     /// checks every acknowledged write. Returns the problems found.
     private func trial(_ plan: FaultPlan, directory d: EngineDirectory) -> [String] {
-        guard let first = try? Engine(directory: d.path, options: smallOptions()) else { return ["the first open failed"] }
-        let acknowledged: [Int] = CrashHelperIOHook.with({ plan.hook($0, $1) }) {
+        let faults = IOFaults()
+        guard let first = try? Engine(directory: d.path, options: smallOptions(faults: faults)) else { return ["the first open failed"] }
+        let acknowledged: [Int] = faults.with({ plan.hook($0, $1) }) {
             let acks = workload(first)
             _ = try? first.close()
             return acks
         }
         do {
-            let engine = try Engine(directory: d.path, options: smallOptions())
+            let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
             defer { _ = try? engine.close() }
             var missing: [Int] = []
             for i in acknowledged where try get(engine, i) != value(i) { missing.append(i) }
@@ -273,14 +276,15 @@ struct EngineFaultTests {
     /// flush fails. The new manifest may be on disk, so the segments it lists must stay.
     @Test("a failed directory sync after the manifest rename keeps the new segments and fails the engine")
     func failedSyncAfterManifestRename() throws {
+        let faults = IOFaults()
         let d = try EngineDirectory("publish")
         defer { d.remove() }
         let renamed = Flag()
         let failed = Flag()
         let prefix = d.path
-        let engine = try Engine(directory: d.path, options: smallOptions())
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
         var acknowledged: [Int] = []
-        CrashHelperIOHook.with({ op, path in
+        faults.with({ op, path in
             guard path == prefix || path.hasPrefix(prefix + "/") else { return nil }
             if op == .rename && path.hasSuffix("/MANIFEST") { renamed.set(); return nil }
             if op == .fsync && path == prefix && renamed.isSet
@@ -300,7 +304,7 @@ struct EngineFaultTests {
         }
         #expect(throws: StrataError.self) { try put(engine, 1000) }
         #expect(throws: StrataError.self) { try engine.close() }
-        let again = try Engine(directory: d.path, options: smallOptions())
+        let again = try Engine(directory: d.path, options: smallOptions(faults: faults))
         defer { _ = try? again.close() }
         for i in acknowledged { #expect(try get(again, i) == value(i), "key \(i)") }
     }
@@ -311,13 +315,14 @@ struct EngineFaultTests {
     /// `target` call failing; returns the engine, the error of that write, and the keys acknowledged.
     private func failRotation(_ d: EngineDirectory, target: String, code: Int32, logFsyncsAfter: Counter)
         throws -> (Engine, StrataError?, [Int]) {
-        let engine = try Engine(directory: d.path, options: smallOptions())
-        let firstLog = try #require(try FileSystem.listDirectory(d.path).first { $0.hasSuffix(".log") })
+        let faults = IOFaults()
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
+        let firstLog = try #require(try FileSystem.real.listDirectory(d.path).first { $0.hasSuffix(".log") })
         let plan = FaultPlan(directory: d.path, target: target, ordinal: 0, code: code)
         let firstLogPath = d.file(firstLog)
         var acknowledged: [Int] = []
         var failure: StrataError?
-        CrashHelperIOHook.with({ op, path in
+        faults.with({ op, path in
             if plan.injected && op == .fsync && path.hasPrefix(d.path + "/") && path.hasSuffix(".log") {
                 logFsyncsAfter.add()
             }
@@ -364,15 +369,16 @@ struct EngineFaultTests {
 
     @Test("a failed sync of the buffered-durability timer fails the writes that follow")
     func failedTimerSyncFailsTheEngine() throws {
+        let faults = IOFaults()
         let d = try EngineDirectory("timer")
         defer { d.remove() }
-        var options = smallOptions()
+        var options = smallOptions(faults: faults)
         options.durability = .buffered
         options.syncInterval = 0.005
         options.memtableSize = 1 << 20
         let engine = try Engine(directory: d.path, options: options)
         let prefix = d.path + "/"
-        try CrashHelperIOHook.with({ op, path in op == .fsync && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EIO : nil }) {
+        try faults.with({ op, path in op == .fsync && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EIO : nil }) {
             try put(engine, 0)
             // Wait for the timer (there is no other log sync), at most about ten seconds.
             for _ in 0..<2000 where engine.statistics.writeError == nil { usleep(5000) }
@@ -384,13 +390,14 @@ struct EngineFaultTests {
 
     @Test("a failed Store.sync fails the writes that follow; it is never retried")
     func failedExplicitSyncFailsTheEngine() throws {
+        let faults = IOFaults()
         let d = try EngineDirectory("sync")
         defer { d.remove() }
-        let engine = try Engine(directory: d.path, options: smallOptions())
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
         try put(engine, 0, durability: .buffered)
         let prefix = d.path + "/"
         let plan = FaultPlan(directory: d.path, target: "fsync log")
-        CrashHelperIOHook.with({ op, path in path.hasPrefix(prefix) ? plan.hook(op, path) : nil }) {
+        faults.with({ op, path in path.hasPrefix(prefix) ? plan.hook(op, path) : nil }) {
             _ = #expect(throws: StrataError.self) { try engine.sync() }
         }
         #expect(throws: StrataError.self) { try put(engine, 1, durability: .buffered) }
@@ -404,7 +411,8 @@ struct EngineFaultTests {
     func failedFlushIsReported() throws {
         let d = try EngineDirectory("flush")
         defer { d.remove() }
-        let engine = try Engine(directory: d.path, options: smallOptions())
+        let faults = IOFaults()
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
         defer { _ = try? engine.close() }
         let prefix = d.path + "/"
         let failing = Flag(true)
@@ -412,10 +420,10 @@ struct EngineFaultTests {
         // The failing write starts a retried flush, which may be writing its segment when the
         // writes stop; once it fails, its files are gone. Wait for it with the fault in place.
         func segmentFiles() throws -> Bool {
-            try FileSystem.listDirectory(d.path).contains { $0.hasSuffix(".seg.tmp") || $0.hasSuffix(".seg") }
+            try FileSystem.real.listDirectory(d.path).contains { $0.hasSuffix(".seg.tmp") || $0.hasSuffix(".seg") }
         }
         var leftover = false
-        try CrashHelperIOHook.with({ op, path in
+        try faults.with({ op, path in
             op == .rename && path.hasPrefix(prefix) && path.hasSuffix(".seg") && failing.isSet ? EIO : nil
         }) {
             for i in 0..<400 {
@@ -436,7 +444,7 @@ struct EngineFaultTests {
             return
         }
         #expect(stats.writeError == nil, "a failed flush before the manifest rename does not fail the engine")
-        let listing = try FileSystem.listDirectory(d.path).sorted()
+        let listing = try FileSystem.real.listDirectory(d.path).sorted()
         #expect(!leftover, "a failed flush left its segment files behind: \(listing)")
         // Once the fault is gone, flushes succeed and writes continue.
         failing.set(false)
@@ -451,11 +459,12 @@ struct EngineFaultTests {
 
     @Test("a flushed log that cannot be deleted is reported")
     func failedLogDeletionIsReported() throws {
+        let faults = IOFaults()
         let d = try EngineDirectory("unlink")
         defer { d.remove() }
-        let engine = try Engine(directory: d.path, options: smallOptions())
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
         let prefix = d.path + "/"
-        try CrashHelperIOHook.with({ op, path in op == .unlink && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EACCES : nil }) {
+        try faults.with({ op, path in op == .unlink && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EACCES : nil }) {
             for i in 0..<100 { try put(engine, i, durability: .buffered) }
             try engine.compactAll()
         }
@@ -469,28 +478,29 @@ struct EngineFaultTests {
         #expect(stats.writeError == nil)
         try engine.close()
         // The next open deletes the logs below the manifest's log number.
-        let again = try Engine(directory: d.path, options: smallOptions())
+        let again = try Engine(directory: d.path, options: smallOptions(faults: faults))
         for i in 0..<100 { #expect(try get(again, i) == value(i)) }
         try again.close()
-        #expect(try FileSystem.listDirectory(d.path).filter { $0.hasSuffix(".log") }.count == 1)
+        #expect(try FileSystem.real.listDirectory(d.path).filter { $0.hasSuffix(".log") }.count == 1)
     }
 
     @Test("close closes the log and throws a failed final sync; the store opens again")
     func closeReportsAFailedFinalSync() throws {
+        let faults = IOFaults()
         let d = try EngineDirectory("close")
         defer { d.remove() }
-        let engine = try Engine(directory: d.path, options: smallOptions())
-        let log = try #require(try FileSystem.listDirectory(d.path).first { $0.hasSuffix(".log") })
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
+        let log = try #require(try FileSystem.real.listDirectory(d.path).first { $0.hasSuffix(".log") })
         try put(engine, 0)
         try put(engine, 1, durability: .buffered)
         #expect(openFiles(under: d.path).contains { $0.hasSuffix(".log") })
         let prefix = d.path + "/"
-        CrashHelperIOHook.with({ op, path in op == .fsync && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EIO : nil }) {
+        faults.with({ op, path in op == .fsync && path.hasPrefix(prefix) && path.hasSuffix(".log") ? EIO : nil }) {
             _ = #expect(throws: StrataError.io(path: d.file(log), errno: EIO, operation: "fsync")) { try engine.close() }
         }
         #expect(openFiles(under: d.path).isEmpty, "descriptors left open: \(openFiles(under: d.path))")
         try engine.close()  // idempotent
-        let again = try Engine(directory: d.path, options: smallOptions())
+        let again = try Engine(directory: d.path, options: smallOptions(faults: faults))
         #expect(try get(again, 0) == value(0))
         #expect(try get(again, 1) == value(1))
         try again.close()

@@ -93,7 +93,7 @@ private final class RunBuilder {
              targetFileSize: Int = 300) throws -> SortedRun {
         var options = SegmentWriterOptions()
         options.blockSize = 64
-        let writer = RunWriter(directory: directory.path, options: options, targetFileSize: targetFileSize) { [self] in
+        let writer = RunWriter(directory: directory.path, fileSystem: .real, options: options, targetFileSize: targetFileSize) { [self] in
             defer { nextNumber += 1 }
             return nextNumber
         }
@@ -103,7 +103,7 @@ private final class RunBuilder {
         }
         let written = try writer.finish()
         return SortedRun(segments: try written.map {
-            try SegmentReader(path: directory.path + "/" + FileNames.segment($0.number), number: $0.number, cache: nil)
+            try SegmentReader(path: directory.path + "/" + FileNames.segment($0.number), number: $0.number, cache: nil, fileSystem: .real)
         })
     }
 }

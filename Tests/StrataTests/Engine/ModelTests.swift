@@ -229,6 +229,8 @@ final class ModelRun {
         // Vary what the seed does not otherwise reach: no block cache, no bloom filters.
         o.cacheSize = seed % 2 == 0 ? 256 << 10 : 0
         o.bloomBitsPerKey = seed % 3 == 0 ? 0 : 10
+        // Seen by a power-loss simulator when a test attaches one to the directory.
+        o.fileSystem = PowerLoss.fileSystem
         self.options = o
         var set = Set<[UInt8]>()
         while set.count < 700 { set.insert(Self.randomKey(&rng)) }

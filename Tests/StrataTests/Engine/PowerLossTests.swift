@@ -149,6 +149,7 @@ private final class WorkloadState: Sendable {
         o.cacheSize = 64 << 10
         o.syncInterval = 0.02
         o.compactionTrigger = 3
+        o.fileSystem = PowerLoss.fileSystem
         return o
     }
 

@@ -106,7 +106,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
     try store.close()
     let logs = dir.list().filter { if case .log = FileNames.parse($0) { return true } else { return false } }
     let name = try #require(logs.last)
-    return (name, try LogReader(path: dir.file(name)).records)
+    return (name, try LogReader(path: dir.file(name), fileSystem: .real).records)
 }
 
 @Suite struct RecoveryTests {
@@ -215,7 +215,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         try store.put(Array("a".utf8), Array("1".utf8))
         try store.compact()  // log 1 flushed to a segment; the manifest names the new, empty log
         try store.close()
-        let named = FileNames.log(try #require(try Manifest.read(directory: dir.path)).logNumber)
+        let named = FileNames.log(try #require(try Manifest.read(directory: dir.path, fileSystem: .real)).logNumber)
         #expect(named != "000001.log" && dir.list().contains(named))
         try FileManager.default.removeItem(atPath: dir.file(named))
         var manifest = try dir.read("MANIFEST")
@@ -242,7 +242,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         for round in 0..<3 {
             let store = try Store.open(at: dir.url)
             try store.put(Array("k\(round)".utf8), [1])
-            let m = try #require(try Manifest.read(directory: dir.path))
+            let m = try #require(try Manifest.read(directory: dir.path, fileSystem: .real))
             #expect(m.formatVersion == Manifest.version)
             #expect(dir.list().contains(FileNames.log(m.logNumber)))
             try store.close()
@@ -302,7 +302,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         try store.compact()  // log 1 flushed to a segment and deleted
         for i in 0..<5 { try store.put(Array("b\(i)".utf8), [UInt8(i)]) }
         try store.close()
-        let m = try #require(try Manifest.read(directory: dir.path))
+        let m = try #require(try Manifest.read(directory: dir.path, fileSystem: .real))
         let segment = try #require(m.runs.first?.first)
         try dir.write("000001.log", oldLog)
         try dir.write("000050.seg", [UInt8](repeating: 7, count: 100))
@@ -320,7 +320,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         let (log, segment) = try storeWithLeftovers(dir)
         switch fault {
         case "bad log record":
-            let records = try LogReader(path: dir.file(log)).records
+            let records = try LogReader(path: dir.file(log), fileSystem: .real).records
             var bytes = try dir.read(log)
             bytes[records[2].offset + 30] ^= 0x40
             try dir.write(log, bytes)
@@ -335,7 +335,7 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
         case "later log goes backwards":
             try dir.write("000040.log", v2Log(number: 40, [batchPayload(first: 1, keys: ["x"])]).bytes)
         default:
-            let m = try #require(try Manifest.read(directory: dir.path))
+            let m = try #require(try Manifest.read(directory: dir.path, fileSystem: .real))
             var bytes = manifestBytes(nextFileNumber: m.nextFileNumber, lastSequence: .max, logNumber: m.logNumber, runs: m.runs)
             bytes[8] = 2
             try FileManager.default.removeItem(atPath: dir.file("MANIFEST"))

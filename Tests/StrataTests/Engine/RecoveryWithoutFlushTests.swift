@@ -117,7 +117,7 @@ private func entries(_ m: Memtable) -> [String] {
             #expect(reopened.statistics.segments == 0)
             #expect(reopened.recovery.batchesReplayed >= 501)
             #expect(try contents(reopened) == expected, "round \(round)")
-            let m = try #require(try Manifest.read(directory: dir.path))
+            let m = try #require(try Manifest.read(directory: dir.path, fileSystem: .real))
             #expect(m.logNumber == 1, "the manifest names the replayed log as the first to replay")
             #expect(names(dir).logs.contains(1))
             // The new writes go with the replayed ones, as if written in this run.
@@ -131,7 +131,7 @@ private func entries(_ m: Memtable) -> [String] {
         // A flush writes every replayed record to a segment and retires all their logs.
         let last = try Store.open(at: dir.url)
         try last.compact()
-        let m = try #require(try Manifest.read(directory: dir.path))
+        let m = try #require(try Manifest.read(directory: dir.path, fileSystem: .real))
         #expect(names(dir).logs == [m.logNumber], "only the active log is left: \(names(dir).logs)")
         #expect(!names(dir).segments.isEmpty)
         #expect(try contents(last) == expected)
@@ -257,6 +257,7 @@ private func entries(_ m: Memtable) -> [String] {
         let directory = temporary.path + "/store"
         var options = EngineOptions()
         options.durability = .buffered
+        options.fileSystem = PowerLoss.fileSystem
         var expected: [[UInt8]: [UInt8]] = [:]
         do {
             let engine = try Engine(directory: directory, options: options)

@@ -57,7 +57,7 @@ private final class Runs {
         options.blockSize = 80
         options.indexBlockSize = 64
         options.formatVersion = version
-        let writer = RunWriter(directory: directory, options: options, targetFileSize: 600) { [self] in
+        let writer = RunWriter(directory: directory, fileSystem: .real, options: options, targetFileSize: 600) { [self] in
             defer { next += 1 }
             return next
         }
@@ -66,7 +66,7 @@ private final class Runs {
             try k.withUnsafeBytes { kp in try r.1.withUnsafeBytes { try writer.add(key: kp, kind: r.0, value: $0) } }
         }
         return SortedRun(segments: try writer.finish().map {
-            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: nil)
+            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: nil, fileSystem: .real)
         })
     }
 }

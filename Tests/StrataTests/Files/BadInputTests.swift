@@ -157,7 +157,7 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         let logs = try s.logs()
         #expect(logs.count == 1, "one log after the first session: \(logs)")
         let path = s.path(try #require(logs.last))
-        let reader = try LogReader(path: path)
+        let reader = try LogReader(path: path, fileSystem: .real)
         #expect(reader.records.count == Self.batchCount, "one record per batch")
         #expect(reader.end == .clean)
         return (path, reader.records, try readBytes(path).count)
@@ -167,7 +167,7 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
     /// good and later writes land after it.
     private func expectTornTailRecovery(_ s: Scratch, logPath: String, lastRecordOffset: Int) throws {
         // The reader classifies the damage as a torn tail starting at the last record.
-        let reader = try LogReader(path: logPath)
+        let reader = try LogReader(path: logPath, fileSystem: .real)
         #expect(reader.end != .clean)
         if case .tornTail(let offset, _) = reader.end { #expect(offset == lastRecordOffset) }
         #expect(reader.validLength == lastRecordOffset)
@@ -599,11 +599,12 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
 
     // MARK: I/O faults
 
-    /// Injects `code` for `operation` on the logs of `s` only (the hook is process-global and other
-    /// tests run in parallel), runs `body`, and removes the hook.
-    private func withLogFault<R>(_ s: Scratch, _ operation: IOOperation, _ code: Int32, _ body: () throws -> R) rethrows -> R {
+    /// Injects `code` for `operation` on the logs of `s` through `faults` (the store's own),
+    /// runs `body`, and removes the hook.
+    private func withLogFault<R>(_ s: Scratch, _ faults: IOFaults, _ operation: IOOperation, _ code: Int32,
+                                 _ body: () throws -> R) rethrows -> R {
         let prefix = s.canonical + "/"
-        return try CrashHelperIOHook.with({ op, path in
+        return try faults.with({ op, path in
             op == operation && path.hasPrefix(prefix) && path.hasSuffix(".log") ? code : nil
         }, body)
     }
@@ -613,11 +614,14 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
     func logFaultIsSticky(operation: IOOperation) throws {
         let s = Scratch("fault-\(operation.rawValue)")
         defer { s.cleanup() }
-        let store = try Store.open(at: s.url)
+        let faults = IOFaults()
+        var options = StoreOptions()
+        options.fileSystem = .injecting(faults)
+        let store = try Store.open(at: s.url, options: options)
         try writeBatches(store, 0..<3)
         let logPath = s.path(try #require(try s.logs().last))
 
-        let failed = withLogFault(s, operation, EIO) { thrownError { try writeBatches(store, 3..<4) } }
+        let failed = withLogFault(s, faults, operation, EIO) { thrownError { try writeBatches(store, 3..<4) } }
         guard case .io(let path, let code, let op)? = failed else {
             Issue.record("the write under an injected \(operation) fault did not throw .io: \(failed.map { "\($0)" } ?? "no error")")
             try? store.close()

@@ -445,7 +445,7 @@ private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = two
         options.blockSize = 96
         options.indexBlockSize = 64
         options.restartInterval = 3
-        let writer = try SegmentWriter(directory: dir.path, number: 2, options: options)
+        let writer = try SegmentWriter(directory: dir.path, number: 2, options: options, fileSystem: .real)
         var keys: [[UInt8]] = []
         for i in 0..<60 {
             let key = kv(String(format: "k%03d", i * 7))
@@ -460,7 +460,7 @@ private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = two
         let path = dir.file("000002.seg")
 
         // Every stored block: its payload offset and length, from the footer and the index.
-        let reader = try SegmentReader(path: path, number: 2, cache: nil)
+        let reader = try SegmentReader(path: path, number: 2, cache: nil, fileSystem: .real)
         var blocks: [BlockHandle] = [reader.footer.properties, reader.footer.filter, reader.footer.rangeTombstones]
         let tree = SegmentTree(reader)
         #expect(tree.faults.isEmpty)
@@ -470,7 +470,7 @@ private func expectBothAccept(_ dir: TemporaryDirectory, records: [Record] = two
 
         func engineRefusal() -> Int? {
             do {
-                let r = try SegmentReader(path: path, number: 2, cache: nil)
+                let r = try SegmentReader(path: path, number: 2, cache: nil, fileSystem: .real)
                 let c = SegmentCursor(r)
                 var steps = 0
                 try c.seekToFirst()

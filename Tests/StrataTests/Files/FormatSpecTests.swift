@@ -180,7 +180,7 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         let spec = try Spec.dump("log")
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let writer = try LogWriter(path: dir.file("000001.log"), number: 1)
+        let writer = try LogWriter(path: dir.file("000001.log"), number: 1, fileSystem: .real)
         try examplePayload().withUnsafeBytes { try writer.append(type: .batch, payload: $0) }
         writer.close()
         let written = try dir.read("000001.log")
@@ -274,7 +274,7 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         let spec = try Spec.dump("segment")
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let writer = try SegmentWriter(directory: dir.path, number: 3, options: exampleSegmentOptions())
+        let writer = try SegmentWriter(directory: dir.path, number: 3, options: exampleSegmentOptions(), fileSystem: .real)
         try writer.add(key: exampleKey, kind: .value, value: Array("x".utf8))
         let meta = try writer.finish()
         let written = try dir.read("000003.seg")
@@ -302,7 +302,7 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("000002.seg", spec)
-        let reader = try SegmentReader(path: dir.file("000002.seg"), number: 2, cache: nil, expectedSize: spec.count)
+        let reader = try SegmentReader(path: dir.file("000002.seg"), number: 2, cache: nil, expectedSize: spec.count, fileSystem: .real)
         #expect(reader.properties.records == 1)
         #expect(reader.properties.tombstones == 0)
         #expect(reader.properties.dataBlocks == 1)
@@ -350,7 +350,7 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         try dir.write("000002.seg", spec)
         for expected in [spec.count - 1, spec.count + 1] {
             #expect(throws: StrataError.self) {
-                _ = try SegmentReader(path: dir.file("000002.seg"), number: 2, cache: nil, expectedSize: expected)
+                _ = try SegmentReader(path: dir.file("000002.seg"), number: 2, cache: nil, expectedSize: expected, fileSystem: .real)
             }
         }
     }
@@ -361,10 +361,10 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let value = [UInt8](repeating: 0x61, count: (64 << 20) + 4096)
-        let writer = try SegmentWriter(directory: dir.path, number: 7, options: exampleSegmentOptions())
+        let writer = try SegmentWriter(directory: dir.path, number: 7, options: exampleSegmentOptions(), fileSystem: .real)
         try writer.add(key: exampleKey, kind: .value, value: value)
         let meta = try writer.finish()
-        let reader = try SegmentReader(path: dir.file("000007.seg"), number: 7, cache: nil, expectedSize: Int(meta.fileSize))
+        let reader = try SegmentReader(path: dir.file("000007.seg"), number: 7, cache: nil, expectedSize: Int(meta.fileSize), fileSystem: .real)
         #expect(reader.properties.storedDataBytes < reader.properties.uncompressedDataBytes, "the block was compressed")
         let found = try exampleKey.withUnsafeBytes { try reader.get($0, hash: KeyHash.hash64(exampleKey)) }
         #expect(found?.1 == value)
@@ -400,7 +400,7 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         try dir.write("000002.seg", seg)
         let path = dir.file("000002.seg")
         #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 4)) {
-            _ = try SegmentReader(path: path, number: 2, cache: nil)
+            _ = try SegmentReader(path: path, number: 2, cache: nil, fileSystem: .real)
         }
 
         // Manifest: the version is checked before the length and the CRC.

@@ -18,7 +18,7 @@ private func writeLog(
     _ payloads: [[UInt8]], in dir: TemporaryDirectory, number: UInt64 = 7
 ) throws -> (path: String, bytes: [UInt8], offsets: [Int]) {
     let path = dir.path + "/" + FileNames.log(number)
-    let writer = try LogWriter(path: path, number: number)
+    let writer = try LogWriter(path: path, number: number, fileSystem: .real)
     var offsets: [Int] = []
     for p in payloads {
         offsets.append(writer.size)
@@ -97,7 +97,7 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
         let (path, bytes, offsets) = try writeLog(payloads, in: dir, number: 42)
         #expect(offsets.first == LogFormat.headerSize)
 
-        let reader = try LogReader(path: path)
+        let reader = try LogReader(path: path, fileSystem: .real)
         #expect(reader.logNumber == 42)
         #expect(reader.end == .clean)
         #expect(reader.validLength == bytes.count)
@@ -147,9 +147,9 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let path = dir.path + "/" + FileNames.log(1)
-        let w = try LogWriter(path: path, number: 1)
+        let w = try LogWriter(path: path, number: 1, fileSystem: .real)
         w.close()
-        #expect(throws: StrataError.self) { _ = try LogWriter(path: path, number: 1) }
+        #expect(throws: StrataError.self) { _ = try LogWriter(path: path, number: 1, fileSystem: .real) }
     }
 
     /// The file cut at every offset inside the last record: a torn tail at that record, every
@@ -175,7 +175,7 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
 
         // The same through a real file, as recovery reads it.
         try writeFile(Array(bytes[0..<(bytes.count - 1)]), to: path)
-        let fromFile = try LogReader(path: path)
+        let fromFile = try LogReader(path: path, fileSystem: .real)
         #expect(tornTailOffset(fromFile.end) == last)
         #expect(fromFile.records.count == payloads.count - 1)
     }
@@ -243,7 +243,7 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
             b[i] ^= 0x10
             try writeFile(b, to: path)
             do {
-                let r = try LogReader(path: path)
+                let r = try LogReader(path: path, fileSystem: .real)
                 Issue.record("flip at \(i) read as \(r.records.count) records, end \(r.end)")
             } catch let StrataError.corrupted(file, offset, _) {
                 #expect(file == path)
@@ -276,7 +276,7 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
             let cut = bytes.count - 100
             try writeFile(Array(bytes[0..<cut]), to: path)
             do {
-                let r = try LogReader(path: path)
+                let r = try LogReader(path: path, fileSystem: .real)
                 #expect(tornTailOffset(r.end) == offsets[1])
                 #expect(r.records.map { Array($0.payload) } == [payloads[0]])
             } catch {

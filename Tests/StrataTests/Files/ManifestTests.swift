@@ -151,17 +151,17 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
     @Test func writeThenRead() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        #expect(try Manifest.read(directory: dir.path) == nil, "no manifest yet")
+        #expect(try Manifest.read(directory: dir.path, fileSystem: .real) == nil, "no manifest yet")
         var rng = SplitMix64(seed: 0x3A2_0005)
         let first = sampleManifest(&rng)
-        try first.write(directory: dir.path)
-        #expect(try Manifest.read(directory: dir.path) == first)
+        try first.write(directory: dir.path, fileSystem: .real)
+        #expect(try Manifest.read(directory: dir.path, fileSystem: .real) == first)
         #expect(dir.list() == [FileNames.manifest], "no temporary file is left")
 
         // Rewritten whole: the new one replaces the old.
         let second = sampleManifest(&rng, runs: 7)
-        try second.write(directory: dir.path)
-        #expect(try Manifest.read(directory: dir.path) == second)
+        try second.write(directory: dir.path, fileSystem: .real)
+        #expect(try Manifest.read(directory: dir.path, fileSystem: .real) == second)
         #expect(dir.list() == [FileNames.manifest])
         let onDisk = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir.path + "/" + FileNames.manifest)))
         #expect(onDisk == second.encode())
@@ -173,7 +173,7 @@ private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_
         let path = dir.path + "/" + FileNames.manifest
         try Data(Manifest().encode().dropLast()).write(to: URL(fileURLWithPath: path))
         do {
-            _ = try Manifest.read(directory: dir.path)
+            _ = try Manifest.read(directory: dir.path, fileSystem: .real)
             Issue.record("a damaged MANIFEST was read")
         } catch let StrataError.corrupted(file, _, _) {
             #expect(file == path)

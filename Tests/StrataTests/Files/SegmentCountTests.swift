@@ -34,10 +34,10 @@ private func randomRecords(_ count: Int, _ rng: inout SplitMix64, tombstones: Bo
 }
 
 private func write(_ records: [Rec], in dir: TemporaryDirectory, number: UInt64, options: SegmentWriterOptions) throws -> SegmentReader {
-    let w = try SegmentWriter(directory: dir.path, number: number, options: options)
+    let w = try SegmentWriter(directory: dir.path, number: number, options: options, fileSystem: .real)
     for r in records { try w.add(key: r.key, kind: r.kind, value: r.value) }
     _ = try w.finish()
-    return try SegmentReader(path: dir.path + "/" + FileNames.segment(number), number: number, cache: nil)
+    return try SegmentReader(path: dir.path + "/" + FileNames.segment(number), number: number, cache: nil, fileSystem: .real)
 }
 
 private func count(_ reader: SegmentReader, _ lower: [UInt8], _ upper: [UInt8]?) throws -> Int? {
@@ -140,7 +140,7 @@ private let craftedBlocks: [[Rec]] = (0..<4).map { b in
 
 private func open(_ bytes: [UInt8], in dir: TemporaryDirectory, _ name: String = "000009.seg") throws -> SegmentReader {
     try dir.write(name, bytes)
-    return try SegmentReader(path: dir.file(name), number: 9, cache: nil)
+    return try SegmentReader(path: dir.file(name), number: 9, cache: nil, fileSystem: .real)
 }
 
 private func expectCorrupted(_ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {

@@ -59,7 +59,7 @@ private func writeSegment(
     _ records: [Record], rangeTombstones: [([UInt8], [UInt8])] = [], in dir: TemporaryDirectory,
     number: UInt64, options: SegmentWriterOptions = smallBlocks
 ) throws -> (SegmentMetadata, SegmentProperties) {
-    let writer = try SegmentWriter(directory: dir.path, number: number, options: options)
+    let writer = try SegmentWriter(directory: dir.path, number: number, options: options, fileSystem: .real)
     for r in records { try writer.add(key: r.key, kind: r.kind, value: r.value) }
     for (s, e) in rangeTombstones { writer.addRangeTombstone(start: s, end: e) }
     let meta = try writer.finish()
@@ -148,9 +148,9 @@ private final class Outcome: @unchecked Sendable {
         let (meta, _) = try writeSegment(records, in: dir, number: 3)
         #expect(dir.list() == [FileNames.segment(3)], "no temporary file is left")
         let path = segmentPath(dir, 3)
-        #expect(meta.fileSize == UInt64(try FileSystem.fileSize(path)))
+        #expect(meta.fileSize == UInt64(try FileSystem.real.fileSize(path)))
         let reader = try SegmentReader(path: path, number: 3, cache: BlockCache(capacity: 64 << 20),
-                                       expectedSize: Int(meta.fileSize))
+                                       expectedSize: Int(meta.fileSize), fileSystem: .real)
         #expect(reader.footer.indexHeight >= 3, "index height \(reader.footer.indexHeight)")
         #expect(reader.footer.filter.length > 0)
 
@@ -250,7 +250,7 @@ private final class Outcome: @unchecked Sendable {
         var options = smallBlocks
         options.bloomBitsPerKey = 0
         let (meta, _) = try writeSegment(records, in: dir, number: 4, options: options)
-        let reader = try SegmentReader(path: segmentPath(dir, 4), number: 4, cache: nil, expectedSize: Int(meta.fileSize))
+        let reader = try SegmentReader(path: segmentPath(dir, 4), number: 4, cache: nil, expectedSize: Int(meta.fileSize), fileSystem: .real)
         #expect(reader.footer.filter == .empty)
         #expect(reader.footer.indexHeight >= 3)
         for r in records {
@@ -274,7 +274,7 @@ private final class Outcome: @unchecked Sendable {
         var rng = SplitMix64(seed: 0x5E6_0003)
         let records = randomRecords(count: 5000, &rng)
         _ = try writeSegment(records, in: dir, number: 5)
-        let reader = try SegmentReader(path: segmentPath(dir, 5), number: 5, cache: nil)
+        let reader = try SegmentReader(path: segmentPath(dir, 5), number: 5, cache: nil, fileSystem: .real)
         let height = Int(reader.footer.indexHeight)
         var dataBlocks = 0, indexBlocks = 0
         var allKeys: [[UInt8]] = []
@@ -326,7 +326,7 @@ private final class Outcome: @unchecked Sendable {
         let records = randomRecords(count: 4000, &rng)
         let tombstones: [([UInt8], [UInt8])] = [([0x11, 0x01, 0x30], [0x11, 0x01, 0x31]), ([0x15], [0x16])]
         let (meta, written) = try writeSegment(records, rangeTombstones: tombstones, in: dir, number: 6)
-        let reader = try SegmentReader(path: segmentPath(dir, 6), number: 6, cache: nil)
+        let reader = try SegmentReader(path: segmentPath(dir, 6), number: 6, cache: nil, fileSystem: .real)
         let p = reader.properties
         #expect(p == written, "the properties read back equal those written")
         #expect(p.records == UInt64(records.count))
@@ -376,7 +376,7 @@ private final class Outcome: @unchecked Sendable {
         ]
         let records = [Record(key: k("b1"), kind: .value, value: k("v"), keyspace: .max)]
         let (meta, _) = try writeSegment(records, rangeTombstones: input, in: dir, number: 7)
-        let reader = try SegmentReader(path: segmentPath(dir, 7), number: 7, cache: nil)
+        let reader = try SegmentReader(path: segmentPath(dir, 7), number: 7, cache: nil, fileSystem: .real)
         let expected = [
             RangeTombstone(start: k("a"), end: k("d")), RangeTombstone(start: k("f"), end: k("h")),
             RangeTombstone(start: k("m"), end: k("p")), RangeTombstone(start: k("x"), end: k("y")),
@@ -401,7 +401,7 @@ private final class Outcome: @unchecked Sendable {
             }
             let number = UInt64(100 + round)
             let (meta, _) = try writeSegment([], rangeTombstones: input, in: dir, number: number)
-            let reader = try SegmentReader(path: segmentPath(dir, number), number: number, cache: nil, expectedSize: Int(meta.fileSize))
+            let reader = try SegmentReader(path: segmentPath(dir, number), number: number, cache: nil, expectedSize: Int(meta.fileSize), fileSystem: .real)
             let merged = reader.rangeTombstones
             #expect(merged == mergedRanges(input), "round \(round)")
             // Sorted, disjoint and not touching; the same points covered as the input.
@@ -420,7 +420,7 @@ private final class Outcome: @unchecked Sendable {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let input: [([UInt8], [UInt8])] = [([0x11, 0x01, 0x05], [0x11, 0x01, 0x09]), ([0x11, 0x01], [0x11, 0x01, 0x02])]
-        let writer = try SegmentWriter(directory: dir.path, number: 8, options: smallBlocks)
+        let writer = try SegmentWriter(directory: dir.path, number: 8, options: smallBlocks, fileSystem: .real)
         #expect(writer.isEmpty)
         for (s, e) in input { writer.addRangeTombstone(start: s, end: e) }
         #expect(!writer.isEmpty)
@@ -428,7 +428,7 @@ private final class Outcome: @unchecked Sendable {
         #expect(meta.records == 0)
         #expect(meta.smallestKey == [0x11, 0x01])
         #expect(meta.largestKey == [0x11, 0x01, 0x09])
-        let reader = try SegmentReader(path: segmentPath(dir, 8), number: 8, cache: nil, expectedSize: Int(meta.fileSize))
+        let reader = try SegmentReader(path: segmentPath(dir, 8), number: 8, cache: nil, expectedSize: Int(meta.fileSize), fileSystem: .real)
         #expect(reader.footer.indexHeight == 1)
         #expect(reader.footer.filter == .empty)
         #expect(reader.properties.records == 0)
@@ -451,7 +451,7 @@ private final class Outcome: @unchecked Sendable {
         defer { dir.remove() }
         let (meta, _) = try writeSegment([], in: dir, number: 9)
         #expect(meta.records == 0 && meta.smallestKey.isEmpty && meta.largestKey.isEmpty)
-        let reader = try SegmentReader(path: segmentPath(dir, 9), number: 9, cache: nil, expectedSize: Int(meta.fileSize))
+        let reader = try SegmentReader(path: segmentPath(dir, 9), number: 9, cache: nil, expectedSize: Int(meta.fileSize), fileSystem: .real)
         let c = SegmentCursor(reader)
         try c.seekToFirst()
         #expect(!c.isValid)
@@ -465,7 +465,7 @@ private final class Outcome: @unchecked Sendable {
         let (meta, _) = try writeSegment([Record(key: [0x61], kind: .value, value: [0x62], keyspace: .max)],
                                          in: dir, number: 10, options: SegmentWriterOptions())
         #expect(meta.smallestKey == [0x61] && meta.largestKey == [0x61] && meta.records == 1)
-        let reader = try SegmentReader(path: segmentPath(dir, 10), number: 10, cache: nil)
+        let reader = try SegmentReader(path: segmentPath(dir, 10), number: 10, cache: nil, fileSystem: .real)
         #expect(reader.footer.indexHeight == 1)
         #expect(reader.properties.dataBlocks == 1 && reader.properties.indexBlocks == 1)
         #expect(try get(reader, [0x61])?.1 == [0x62])
@@ -493,7 +493,7 @@ private final class Outcome: @unchecked Sendable {
         let directory = dir.path
         let thread = Thread {
             do {
-                let writer = try SegmentWriter(directory: directory, number: number, options: SegmentWriterOptions())
+                let writer = try SegmentWriter(directory: directory, number: number, options: SegmentWriterOptions(), fileSystem: .real)
                 for k in keys { try writer.add(key: k, kind: .value, value: [UInt8](repeating: 0x01, count: 10_000)) }
                 do {
                     _ = try writer.finish()
@@ -546,7 +546,7 @@ private final class Outcome: @unchecked Sendable {
         }
         let copy = segmentPath(dir, number + 1)
         try Data(received).write(to: URL(fileURLWithPath: copy))
-        let reader = try SegmentReader(path: copy, number: number + 1, cache: nil)
+        let reader = try SegmentReader(path: copy, number: number + 1, cache: nil, fileSystem: .real)
         let c = SegmentCursor(reader)
         try c.seekToFirst()
         var got: [[UInt8]] = []
@@ -636,15 +636,15 @@ private final class Outcome: @unchecked Sendable {
         var rng = SplitMix64(seed: 0x5E6_0007)
         let (meta, _) = try writeSegment(randomRecords(count: 200, &rng), in: dir, number: 12)
         let path = segmentPath(dir, 12)
-        _ = try SegmentReader(path: path, number: 12, cache: nil, expectedSize: Int(meta.fileSize))
+        _ = try SegmentReader(path: path, number: 12, cache: nil, expectedSize: Int(meta.fileSize), fileSystem: .real)
         for size in [Int(meta.fileSize) - 1, Int(meta.fileSize) + 1, 0] {
-            expectCorrupted("expected size \(size)") { _ = try SegmentReader(path: path, number: 12, cache: nil, expectedSize: size) }
+            expectCorrupted("expected size \(size)") { _ = try SegmentReader(path: path, number: 12, cache: nil, expectedSize: size, fileSystem: .real) }
         }
         // Cut the file: the footer is gone or wrong.
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         for cut in [0, 10, SegmentFormat.footerSize - 1, SegmentFormat.footerSize, bytes.count / 2, bytes.count - 1] {
             try Data(bytes[0..<cut]).write(to: URL(fileURLWithPath: path))
-            expectCorrupted("file cut to \(cut) bytes") { _ = try SegmentReader(path: path, number: 12, cache: nil) }
+            expectCorrupted("file cut to \(cut) bytes") { _ = try SegmentReader(path: path, number: 12, cache: nil, fileSystem: .real) }
         }
     }
 
@@ -659,7 +659,7 @@ private final class Outcome: @unchecked Sendable {
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[10] ^= 0x40  // inside the first data block
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let reader = try SegmentReader(path: path, number: 13, cache: nil)
+        let reader = try SegmentReader(path: path, number: 13, cache: nil, fileSystem: .real)
         expectCorrupted("iteration over a damaged block") {
             let c = SegmentCursor(reader)
             try c.seekToFirst()

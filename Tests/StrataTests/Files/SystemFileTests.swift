@@ -28,10 +28,10 @@ struct SystemFileTests {
     func closeIsOnce() throws {
         let dir = try scratch("close")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let a = try SystemFile.open(dir + "/a", flags: [.writeOnly, .create])
+        let a = try FileSystem.real.open(dir + "/a", flags: [.writeOnly, .create])
         a.close()
         // Opened right after, `b` usually gets `a`'s old number (lowest free descriptor).
-        let b = try SystemFile.open(dir + "/b", flags: [.writeOnly, .create])
+        let b = try FileSystem.real.open(dir + "/b", flags: [.writeOnly, .create])
         defer { b.close() }
         a.close()
         try b.write([1, 2, 3])
@@ -47,7 +47,7 @@ struct SystemFileTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/f"
         do {
-            let f = try SystemFile.open(path, flags: [.writeOnly, .create])
+            let f = try FileSystem.real.open(path, flags: [.writeOnly, .create])
             try f.write([1])
             #expect(descriptors(of: path) == 1)
         }
@@ -58,19 +58,20 @@ struct SystemFileTests {
     func segmentWriterRenameFailure() throws {
         let dir = try scratch("segment")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let writer = try SegmentWriter(directory: dir, number: 7, options: SegmentWriterOptions())
+        let faults = IOFaults()
+        let writer = try SegmentWriter(directory: dir, number: 7, options: SegmentWriterOptions(), fileSystem: .injecting(faults))
         try writer.add(key: Keyspace.keyValue.prefix + Array("k".utf8), kind: .value, value: Array("v".utf8))
         let target = dir + "/" + FileNames.segment(7)
-        CrashHelperIOHook.with({ op, path in op == .rename && path == target ? EIO : nil }) {
+        faults.with({ op, path in op == .rename && path == target ? EIO : nil }) {
             _ = #expect(throws: StrataError.io(path: target, errno: EIO, operation: "rename")) { _ = try writer.finish() }
         }
         // The writer's descriptor is closed: a new file may take its number.
-        let other = try SystemFile.open(dir + "/other", flags: [.writeOnly, .create])
+        let other = try FileSystem.real.open(dir + "/other", flags: [.writeOnly, .create])
         defer { other.close() }
         writer.abandon()
         try other.write([1, 2, 3])
         try other.sync()
         #expect(try other.size() == 3)
-        #expect(try FileSystem.listDirectory(dir).sorted() == ["other"])
+        #expect(try FileSystem.real.listDirectory(dir).sorted() == ["other"])
     }
 }

@@ -110,7 +110,7 @@ private func buildStore(in parent: URL, seed: UInt64, keys: Int = 3_000, compact
 }
 
 private func manifest(of store: WrittenStore) throws -> Manifest {
-    try #require(try Manifest.read(directory: store.path))
+    try #require(try Manifest.read(directory: store.path, fileSystem: .real))
 }
 
 private func segmentPaths(_ store: WrittenStore) throws -> [String] {
@@ -137,7 +137,7 @@ private func truncateFile(_ path: String, to size: Int) throws {
 private func writeSegment(in dir: URL, number: UInt64 = 9, records: Int = 1_500) throws -> (path: String, meta: SegmentMetadata) {
     var options = SegmentWriterOptions()
     options.blockSize = 1 << 10
-    let writer = try SegmentWriter(directory: dir.path, number: number, options: options)
+    let writer = try SegmentWriter(directory: dir.path, number: number, options: options, fileSystem: .real)
     var rng = SplitMix64(seed: 0xD0D0 + number)
     for i in 0..<records {
         let kind: RecordKind = i % 17 == 3 ? .tombstone : .value
@@ -770,7 +770,7 @@ struct StoreInspectorTests {
             m.nextFileNumber = 11
             // Two runs: consistent.
             m.runs = [[metaB], [metaA]]
-            try m.write(directory: tmp.path)
+            try m.write(directory: tmp.path, fileSystem: .real)
             let clean = try StoreVerifier.verify(storeAt: tmp.path)
             #expect(clean.isClean, "\(clean.faults)")
             #expect(clean.segmentsChecked == 2)
@@ -783,7 +783,7 @@ struct StoreInspectorTests {
 
             // One run holding both: their keys overlap.
             m.runs = [[metaA, metaB]]
-            try m.write(directory: tmp.path)
+            try m.write(directory: tmp.path, fileSystem: .real)
             let overlap = try StoreVerifier.verify(storeAt: tmp.path)
             #expect(overlap.faults.contains { ($0.file == pathA || $0.file == pathB) && $0.reason.contains("overlap") },
                     "\(overlap.faults)")
@@ -793,7 +793,7 @@ struct StoreInspectorTests {
             wrong.records += 5
             wrong.largestKey = Keyspace.keyValue.key(userKey(7))
             m.runs = [[metaB], [wrong]]
-            try m.write(directory: tmp.path)
+            try m.write(directory: tmp.path, fileSystem: .real)
             let mismatch = try StoreVerifier.verify(storeAt: tmp.path)
             #expect(mismatch.faults.contains { $0.file == pathA && $0.reason.contains("the manifest records \(metaA.records + 5) records") },
                     "\(mismatch.faults)")
@@ -802,7 +802,7 @@ struct StoreInspectorTests {
 
             // A segment on disk the manifest does not list is a note, not a fault.
             m.runs = [[metaB]]
-            try m.write(directory: tmp.path)
+            try m.write(directory: tmp.path, fileSystem: .real)
             let unlisted = try StoreVerifier.verify(storeAt: tmp.path)
             #expect(unlisted.isClean, "\(unlisted.faults)")
             #expect(unlisted.notes.contains { $0.file == pathA && $0.message.contains("not listed") })
@@ -910,7 +910,7 @@ struct StoreInspectorTests {
             #expect(report.faults.count == 2, "\(report.faults)")
             #expect(report.faults.allSatisfy { $0.offset == root && $0.reason.contains("index entry counts") }, "\(report.faults)")
             // A count that finds more values below its bound than the entry gives the block refuses it.
-            let reader = try SegmentReader(path: path, number: 1, cache: nil)
+            let reader = try SegmentReader(path: path, number: 1, cache: nil, fileSystem: .real)
             let lower = Keyspace.keyValue.key(userKey(5)), upper = Keyspace.keyValue.key(userKey(50))
             #expect(throws: StrataError.self) {
                 try lower.withUnsafeBytes { l in try upper.withUnsafeBytes { try reader.countValues(lower: l, upper: $0) } }
@@ -920,7 +920,7 @@ struct StoreInspectorTests {
             forged.leafCounts = [RecordCounts(records: 20, tombstones: 0), RecordCounts(records: 20, tombstones: 0),
                                  RecordCounts(records: 21, tombstones: 0)]
             try forged.write(to: path)
-            #expect(throws: StrataError.self) { _ = try SegmentReader(path: path, number: 1, cache: nil) }
+            #expect(throws: StrataError.self) { _ = try SegmentReader(path: path, number: 1, cache: nil, fileSystem: .real) }
             let refused = try StoreVerifier.verify(fileAt: path)
             #expect(refused.faults.contains { $0.offset == root && $0.reason.contains("root index entries count") }, "\(refused.faults)")
         }

@@ -608,6 +608,7 @@ private final class ModelJournal {
         o.blockSize = 1 << 10
         o.cacheSize = 256 << 10
         o.clock = { fixedDate }
+        o.fileSystem = PowerLoss.fileSystem
         return o
     }
 

@@ -29,7 +29,9 @@ private func canonical(_ url: URL) -> String { url.standardizedFileURL.resolving
         let held = Atomic<Bool>(false)
         let heldTooLong = Atomic<Bool>(false)
         let lockPath = canonical(a.url) + "/LOCK"
-        try CrashHelperIOHook.with({ op, path in
+        let faults = IOFaults()
+        let options = { var o = StoreOptions(); o.fileSystem = .injecting(faults); return o }()
+        try faults.with({ op, path in
             // Hold the recovery of `a` (it takes its LOCK first) until `b` is open.
             if op == .flock, path == lockPath, !held.exchange(true, ordering: .relaxed) {
                 recovering.fire()
@@ -40,7 +42,7 @@ private func canonical(_ url: URL) -> String { url.standardizedFileURL.resolving
             let thread = Signal()
             let opened = Mutex<Store?>(nil)
             Thread {
-                opened.withLock { $0 = try? Store.open(at: a.url) }
+                opened.withLock { $0 = try? Store.open(at: a.url, options: options) }
                 thread.fire()
             }.start()
             #expect(recovering.wait(seconds: 20))
@@ -63,7 +65,9 @@ private func canonical(_ url: URL) -> String { url.standardizedFileURL.resolving
         let release = Signal()
         let held = Atomic<Bool>(false)
         let lockPath = canonical(a.url) + "/LOCK"
-        try CrashHelperIOHook.with({ op, path in
+        let faults = IOFaults()
+        let options = { var o = StoreOptions(); o.fileSystem = .injecting(faults); return o }()
+        try faults.with({ op, path in
             if op == .flock, path == lockPath, !held.exchange(true, ordering: .relaxed) {
                 recovering.fire()
                 _ = release.wait(seconds: 20)
@@ -73,14 +77,14 @@ private func canonical(_ url: URL) -> String { url.standardizedFileURL.resolving
             let done = Signal()
             let first = Mutex<Store?>(nil)
             Thread {
-                first.withLock { $0 = try? Store.open(at: a.url) }
+                first.withLock { $0 = try? Store.open(at: a.url, options: options) }
                 done.fire()
             }.start()
             #expect(recovering.wait(seconds: 20))
             let secondDone = Signal()
             let second = Mutex<Store?>(nil)
             Thread {
-                second.withLock { $0 = try? Store.open(at: a.url) }
+                second.withLock { $0 = try? Store.open(at: a.url, options: options) }
                 secondDone.fire()
             }.start()
             release.fire()
@@ -102,14 +106,16 @@ private func canonical(_ url: URL) -> String { url.standardizedFileURL.resolving
             _ = try store.channel("room", of: String.self)
             try store.close()
         }
-        let store = try Store.open(at: dir.url)
+        let faults = IOFaults()
+        let options = { var o = StoreOptions(); o.fileSystem = .injecting(faults); return o }()
+        let store = try Store.open(at: dir.url, options: options)
         defer { try? store.close() }
         let creating = Signal()
         let otherOpened = Signal()
         let armed = Atomic<Bool>(false)
         let heldTooLong = Atomic<Bool>(false)
         let prefix = canonical(dir.url) + "/"
-        try CrashHelperIOHook.with({ op, path in
+        try faults.with({ op, path in
             // Hold the synced catalog write that creates the series until the channel is open.
             if op == .fsync, path.hasPrefix(prefix), armed.exchange(false, ordering: .relaxed) {
                 creating.fire()

@@ -19,9 +19,17 @@ private func endError<I: AsyncIteratorProtocol>(_ iterator: inout I) async -> (a
     }
 }
 
-/// Fails every log fsync under `directory`, runs `body`, removes the fault.
-private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) rethrows -> R {
-    try CrashHelperIOHook.with({ op, path in
+/// Options whose file system consults `faults`.
+private func options(_ faults: IOFaults) -> StoreOptions {
+    var o = StoreOptions(durability: .synchronous)
+    o.fileSystem = .injecting(faults)
+    return o
+}
+
+/// Fails every log fsync under `directory` through `faults` (the store's), runs `body`, removes
+/// the fault.
+private func withFailingLogSync<R>(_ directory: String, _ faults: IOFaults, _ body: () throws -> R) rethrows -> R {
+    try faults.with({ op, path in
         op == .fsync && path.hasPrefix(directory + "/") && path.hasSuffix(".log") ? EIO : nil
     }, body)
 }
@@ -31,7 +39,8 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
     func failureEndsEveryStream() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
-        let store = try await Store.open(at: tmp.url, options: StoreOptions(durability: .synchronous))
+        let faults = IOFaults()
+        let store = try await Store.open(at: tmp.url, options: options(faults))
         defer { try? store.close() }
         let directory = store.directory.path
         let series = try await store.timeSeries("s", of: Int64.self, options: TimeSeriesOptions(subscriptionRange: .none))
@@ -48,7 +57,7 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
         #expect(try await live.next()?.rows.count == 1)  // the current result
         var changes = try db.changes().makeAsyncIterator()
 
-        let failure: StrataError? = withFailingLogSync(directory) {
+        let failure: StrataError? = withFailingLogSync(directory, faults) {
             do {
                 try store.put([1], [2])
                 return nil
@@ -91,14 +100,15 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
     func collectionOpenedAfterTheFailure() throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
+        let faults = IOFaults()
         do {
-            let store = try Store.open(at: tmp.url, options: StoreOptions(durability: .synchronous))
+            let store = try Store.open(at: tmp.url, options: options(faults))
             _ = try store.channel("room", of: String.self).publish("hello")
             try store.close()
         }
-        let store = try Store.open(at: tmp.url, options: StoreOptions(durability: .synchronous))
+        let store = try Store.open(at: tmp.url, options: options(faults))
         defer { try? store.close() }
-        let failure: StrataError? = withFailingLogSync(store.directory.path) {
+        let failure: StrataError? = withFailingLogSync(store.directory.path, faults) {
             do { try store.put([1], [2]); return nil } catch { return error as? StrataError }
         }
         let injected = try #require(failure)
@@ -114,10 +124,11 @@ private func withFailingLogSync<R>(_ directory: String, _ body: () throws -> R) 
     func shutdownReturnsTheFailures() throws {
         let a = try TemporaryDirectory(), b = try TemporaryDirectory()
         defer { a.remove(); b.remove() }
-        let failing = try Store.open(at: a.url, options: StoreOptions(durability: .synchronous))
+        let faults = IOFaults()
+        let failing = try Store.open(at: a.url, options: options(faults))
         let healthy = try Store.open(at: b.url, options: StoreOptions(durability: .synchronous))
         try healthy.put([1], [1])
-        let failure: StrataError? = withFailingLogSync(failing.directory.path) {
+        let failure: StrataError? = withFailingLogSync(failing.directory.path, faults) {
             do { try failing.put([1], [2]); return nil } catch { return error as? StrataError }
         }
         let injected = try #require(failure)

@@ -191,19 +191,11 @@ struct CrashHelperError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Serializes the tests that install an `IOFaultInjection` hook: the hook is process-global, so
-/// two such tests running at once would replace each other's hook. Each hook should still act
-/// only on paths inside its own test's directory, since tests that do not install one run
-/// alongside.
-enum CrashHelperIOHook {
-    private static let lock = NSLock()
-
-    /// Installs `hook`, runs `body`, removes the hook; one caller at a time.
-    static func with<R>(_ hook: @escaping @Sendable (IOOperation, String) -> Int32?, _ body: () throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        IOFaultInjection.set(hook)
-        defer { IOFaultInjection.set(nil) }
-        return try body()
+extension FileSystem {
+    /// The real file system with `faults` consulted before every call: a store or engine opened
+    /// with it (``StoreOptions/fileSystem``, ``EngineOptions/fileSystem``) fails where the test's
+    /// hook says, and no other store does, so such tests run in parallel.
+    static func injecting(_ faults: IOFaults) -> FileSystem {
+        FileSystem(environment: IOEnvironment(faults: faults))
     }
 }

@@ -327,22 +327,22 @@ final class PowerLossSimulator: @unchecked Sendable {
     }
 }
 
-/// Routes ``IOObserver`` events to the simulator of the directory they touch; several tests may
-/// run simulators at once, each on its own directory.
+/// Routes the I/O events of stores opened with ``fileSystem`` to the simulator of the directory
+/// they touch; several tests may run simulators at once, each on its own directory.
 enum PowerLoss {
     private static let simulators = Mutex<[String: PowerLossSimulator]>([:])
 
+    /// The file system whose observer feeds the attached simulators: the power-loss tests open
+    /// their stores and engines with it (stores opened without it are never simulated).
+    static let fileSystem = FileSystem(environment: IOEnvironment(observer: { route($0) }))
+
     static func attach(_ simulator: PowerLossSimulator) {
-        simulators.withLock {
-            $0[simulator.directory] = simulator
-            IOObserver.set { route($0) }
-        }
+        simulators.withLock { $0[simulator.directory] = simulator }
     }
 
     static func detach(_ simulator: PowerLossSimulator) {
         simulators.withLock {
             if $0[simulator.directory] === simulator { $0[simulator.directory] = nil }
-            if $0.isEmpty { IOObserver.set(nil) }
         }
     }
 
