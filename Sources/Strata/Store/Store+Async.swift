@@ -21,7 +21,7 @@ extension Store {
     ///
     /// - Throws: as ``open(at:options:)``; ``StrataError/cancelled`` if the task was cancelled
     ///   before the open started (an open that started completes and returns the store).
-    public static func open(at directory: URL, options: StoreOptions = StoreOptions()) async throws -> Store {
+    public static func open(at directory: URL, options: StoreOptions? = nil) async throws -> Store {
         try await StoreExecutor.global.run { try Store.open(at: directory, options: options) }
     }
 

@@ -97,15 +97,20 @@ public final class Store: Sendable {
 
     /// Opens the store in `directory`, creating the directory and an empty store if missing.
     ///
-    /// Opening a directory this process has open already returns that same instance (and
-    /// ignores `options`). Recovery happens here: the log written since the last flush is
-    /// replayed, and a batch torn by a crash is cut off.
+    /// Opening a directory this process has open already returns that same instance: without
+    /// `options`, or with options equal to the ones it was opened with (every setting but the
+    /// closures and the logger, which cannot be compared). Recovery happens here: the log written
+    /// since the last flush is replayed, and a batch torn by a crash is cut off.
     ///
+    /// - Parameter options: the store's options; `nil` means the defaults for a store not open
+    ///   yet, and whatever the open store has otherwise.
     /// - Throws: ``StrataError/locked(path:)`` if another process has it open;
     ///   ``StrataError/corrupted(file:offset:reason:)`` or
     ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for files it cannot trust;
-    ///   ``StrataError/invalidArgument(_:)`` for options out of range.
-    public static func open(at directory: URL, options: StoreOptions = StoreOptions()) throws -> Store {
+    ///   ``StrataError/invalidArgument(_:)`` for options out of range, or for options other than
+    ///   those of the instance this process has open already (nothing is changed then).
+    public static func open(at directory: URL, options requested: StoreOptions? = nil) throws -> Store {
+        let options = requested ?? StoreOptions()
         let engineOptions = try options.engineOptions()
         guard directory.isFileURL else { throw StrataError.invalidArgument("directory \(directory) is not a file URL") }
         // Create first so that the canonical path resolves the same before and after.
@@ -127,6 +132,13 @@ public final class Store: Sendable {
             }
             switch claim {
             case .existing(let store):
+                if let requested {
+                    let differences = store.options.differences(from: requested)
+                    guard differences.isEmpty else {
+                        throw StrataError.invalidArgument(
+                            "the store at \(path) is open in this process with other options (\(differences.joined(separator: ", "))); open it without options to share that instance")
+                    }
+                }
                 return store
             case .wait(let gate):
                 gate.wait()

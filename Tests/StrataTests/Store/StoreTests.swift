@@ -120,10 +120,20 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         #expect(Store.opened(at: dotted) === store)
         #expect(Store.opened(at: link) === store)
 
-        // Options of a later open are ignored: the first open's stay.
+        // A later open with the same options shares the instance; with other options it is
+        // refused, naming what differs, and the first open's stay.
+        #expect(try Store.open(at: url, options: smallOptions()) === store)
         var other = smallOptions()
         other.blockSize = 8 * 1024
-        let again = try Store.open(at: url, options: other)
+        other.durability = store.options.durability == .buffered ? .synchronous : .buffered
+        do {
+            _ = try Store.open(at: url, options: other)
+            Issue.record("a second open with other options was not refused")
+        } catch StrataError.invalidArgument(let message) {
+            #expect(message.contains("blockSize: 1024 ≠ 8192"), "\(message)")
+            #expect(message.contains("durability"), "\(message)")
+        }
+        let again = try Store.open(at: url)
         #expect(again === store)
         #expect(again.options.blockSize == 1024)
 
