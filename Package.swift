@@ -1,6 +1,10 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// `STRATA_INVARIANTS=1 swift build` compiles the checks of the engine's invariants
+// (StrataFormat/Invariants.swift) into every library target; other builds carry none of them.
+let invariants: [SwiftSetting] = Context.environment["STRATA_INVARIANTS"] == "1" ? [.define("STRATA_INVARIANTS")] : []
+
 let package = Package(
     name: "Strata",
     products: [
@@ -37,7 +41,7 @@ let package = Package(
         .target(
             name: "StrataFormat",
             dependencies: ["CLZ4", "CStrataSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)],
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants,
             // Unicode collation of index keys uses the ICU the Swift toolchain ships for
             // Foundation on Linux (module `_FoundationICU`); nothing to install.
             linkerSettings: [.linkedLibrary("_FoundationICU", .when(platforms: [.linux]))]
@@ -45,22 +49,22 @@ let package = Package(
         .target(
             name: "StrataFiles",
             dependencies: ["StrataFormat", "CStrataSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .target(
             name: "StrataEngine",
             dependencies: ["StrataFormat", "StrataFiles", "CStrataSupport", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .target(
             name: "Strata",
             dependencies: ["StrataFormat", "StrataFiles", "StrataEngine", "CStrataSupport", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .target(
             name: "StrataInspection",
             dependencies: ["Strata"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .executableTarget(
             name: "strata-dump",
@@ -69,30 +73,30 @@ let package = Package(
                 "StrataInspection",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .executableTarget(
             name: "strata-quickstart",
             dependencies: ["Strata"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         // The engine-core performance program (README "Performance"); same workload as
         // Scripts/perf/rocksdb_baseline.c.
         .executableTarget(
             name: "strata-perf",
             dependencies: ["Strata", "CStrataSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         // The child process of the crash tests: writes acknowledged batches until it is killed.
         .executableTarget(
             name: "strata-crash-helper",
             dependencies: ["Strata"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .testTarget(
             name: "StrataTests",
             dependencies: ["Strata", "StrataFormat", "StrataFiles", "StrataEngine", "StrataInspection", "strata-crash-helper", "strata-dump"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
     ]
 )

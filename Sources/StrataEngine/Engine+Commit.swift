@@ -112,6 +112,10 @@ extension Engine {
         }
         let first = lastSequence + 1
         let total = group.reduce(0) { $0 + $1.batch.count }
+        #if STRATA_INVARIANTS
+        Invariants.require(total > 0 && UInt64(total) <= LogFormat.maxCounter - lastSequence,
+                           "a commit group of \(total) operations after sequence \(lastSequence)")
+        #endif
         userBytesWritten += UInt64(bytes)
         lastSequence += UInt64(total)
         let log = self.log

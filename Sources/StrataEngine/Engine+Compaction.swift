@@ -93,7 +93,7 @@ extension Engine {
         var written: [SegmentMetadata] = []
         do {
             if !bottommost {
-                writer.addRangeTombstones(SortedRun(segments: inputs.flatMap(\.segments)).rangeTombstones)
+                writer.addRangeTombstones(SortedRun.mergedRangeTombstones(of: inputs.flatMap(\.segments)))
             }
             let cursor = MergedCursor(memtables: [], runs: inputs, sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: !bottommost)
@@ -133,7 +133,11 @@ extension Engine {
             var m = manifest
             var runs = version.runs
             var metas = m.runs
-            runs.replaceSubrange(start..<(start + inputs.count), with: readers.isEmpty ? [] : [SortedRun(segments: readers)])
+            let output = readers.isEmpty ? [] : [SortedRun(segments: readers)]
+            #if STRATA_INVARIANTS
+            output.forEach { $0.checkInvariants() }
+            #endif
+            runs.replaceSubrange(start..<(start + inputs.count), with: output)
             metas.replaceSubrange(start..<(start + inputs.count), with: written.isEmpty ? [] : [written])
             m.runs = metas
             try publish(m, adding: readers)

@@ -71,7 +71,13 @@ extension Engine {
                 m.logNumber = remaining.last?.oldestLogNumber ?? active.oldestLogNumber
                 m.lastSequence = lastSequence
                 try publish(m, adding: readers)
-                if !readers.isEmpty { version = Version(runs: [SortedRun(segments: readers)] + version.runs) }
+                if !readers.isEmpty {
+                    let run = SortedRun(segments: readers)
+                    #if STRATA_INVARIANTS
+                    run.checkInvariants()
+                    #endif
+                    version = Version(runs: [run] + version.runs)
+                }
                 flushes += 1
                 flushBytes += written.reduce(0) { $0 + $1.fileSize }
                 mostRuns = max(mostRuns, version.runs.count)
@@ -157,6 +163,9 @@ extension Engine {
         }
         var mayHaveReplaced = false
         do {
+            #if STRATA_INVARIANTS
+            m.checkInvariants()
+            #endif
             try m.write(directory: directory, fileSystem: options.fileSystem, mayHaveReplaced: &mayHaveReplaced)
         } catch {
             let e = Self.strataError(error, path: directory + "/" + FileNames.manifest, operation: "rename")

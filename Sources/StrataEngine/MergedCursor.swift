@@ -22,6 +22,10 @@ package final class MergedCursor {
     /// (no bounds check, no retain of the array) on the per-record path.
     @exclusivity(unchecked) private var currentSource: RecordCursor?
     @exclusivity(unchecked) private var started = false
+    #if STRATA_INVARIANTS
+    /// The key returned last: each next one must sort strictly after it (before it in reverse).
+    private var previousKey: [UInt8]?
+    #endif
 
     /// The current source; only while ``isValid`` (a programmer error otherwise).
     private var here: RecordCursor {
@@ -167,6 +171,14 @@ package final class MergedCursor {
             if !isHidden {
                 current = best
                 currentSource = sources[best]
+                #if STRATA_INVARIANTS
+                let key = sources[best].withKey { Array($0) }
+                if let previousKey {
+                    let c = ByteComparison.compare(previousKey, key)
+                    Invariants.require(reverse ? c > 0 : c < 0, "merged cursor returned keys out of order")
+                }
+                previousKey = key
+                #endif
                 return
             }
             if reverse { try sources[best].previous() } else { try sources[best].next() }

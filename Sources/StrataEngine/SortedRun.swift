@@ -21,6 +21,29 @@ package final class SortedRun: Sendable {
         smallestKeys = sorted.map(\.properties.smallestKey)
         largestKeys = sorted.map(\.properties.largestKey)
         hasRecords = sorted.map { $0.properties.records > 0 }
+        rangeTombstones = Self.mergedRangeTombstones(of: segments)
+        fileSize = segments.reduce(0) { $0 + UInt64($1.fileSize) }
+        records = segments.reduce(0) { $0 + $1.properties.records }
+    }
+
+    package var numbers: [UInt64] { segments.map(\.number) }
+
+    #if STRATA_INVARIANTS
+    /// What a run the engine made (a flush's or a compaction's) holds: a point lookup picks one
+    /// segment by its key range, so the ranges of the segments with records are disjoint. (Runs
+    /// read from files are input, not invariants: refusing a crafted one is recovery's job.)
+    package func checkInvariants() {
+        let withRecords = segments.filter { $0.properties.records > 0 }
+        for (a, b) in zip(withRecords, withRecords.dropFirst()) {
+            Invariants.require(ByteComparison.compare(a.properties.largestKey, b.properties.smallestKey) < 0,
+                               "segments \(a.number) and \(b.number) of one run hold overlapping keys")
+        }
+    }
+    #endif
+
+    /// The range tombstones of `segments` (of one run or of several), sorted, with overlapping
+    /// and touching ranges merged.
+    package static func mergedRangeTombstones(of segments: [SegmentReader]) -> [RangeTombstone] {
         var all = segments.flatMap(\.rangeTombstones)
         all.sort { ByteComparison.compare($0.start, $1.start) < 0 }
         var merged: [RangeTombstone] = []
@@ -31,12 +54,8 @@ package final class SortedRun: Sendable {
                 merged.append(t)
             }
         }
-        rangeTombstones = merged
-        fileSize = segments.reduce(0) { $0 + UInt64($1.fileSize) }
-        records = segments.reduce(0) { $0 + $1.properties.records }
+        return merged
     }
-
-    package var numbers: [UInt64] { segments.map(\.number) }
 
     /// Whether a range tombstone of this run covers `key`.
     package func deletes(_ key: UnsafeRawBufferPointer) -> Bool {

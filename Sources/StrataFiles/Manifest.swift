@@ -154,3 +154,28 @@ package struct Manifest: Equatable, Sendable {
                                        mayHaveReplaced: &mayHaveReplaced)
     }
 }
+
+#if STRATA_INVARIANTS
+extension Manifest {
+    /// What every manifest a flush or compaction publishes holds (Engine+Flush.swift checks
+    /// each; tests and recovery write others, from their own or crafted input): file numbers below the next one, the log
+    /// number not above it, and in each run segments in key order. (Their bounds may overlap: the
+    /// first segment of a run carries the run's range tombstones, and its bounds cover them; the
+    /// point keys' ranges, which reads rely on, are checked by SortedRun.)
+    package func checkInvariants() {
+        Invariants.require(logNumber <= nextFileNumber, "manifest log number \(logNumber) ≥ next file number \(nextFileNumber)")
+        var numbers = Set<UInt64>()
+        for run in runs {
+            for (i, s) in run.enumerated() {
+                Invariants.require(s.number < nextFileNumber, "segment \(s.number) ≥ next file number \(nextFileNumber)")
+                Invariants.require(numbers.insert(s.number).inserted, "segment \(s.number) listed twice")
+                Invariants.require(ByteComparison.compare(s.smallestKey, s.largestKey) <= 0, "segment \(s.number) bounds reversed")
+                if i > 0 {
+                    Invariants.require(ByteComparison.compare(run[i - 1].smallestKey, s.smallestKey) < 0,
+                                       "segments \(run[i - 1].number) and \(s.number) of one run out of key order")
+                }
+            }
+        }
+    }
+}
+#endif

@@ -84,6 +84,10 @@ package final class SegmentWriter {
     package var estimatedFileSize: Int { Int(offset) + out.count + data.estimatedSize }
 
     package func add(key: UnsafeRawBufferPointer, kind: RecordKind, value: UnsafeRawBufferPointer) throws {
+        #if STRATA_INVARIANTS
+        Invariants.require(lastKeyspace == nil || ByteComparison.compare(lastKey, key) < 0,
+                           "segment \(number): key added out of order")
+        #endif
         let ks = SegmentProperties.keyspace(of: key)
         if let last = lastKeyspace, last != ks { properties.closeKeyspace(lastKey: lastKey) }
         lastKeyspace = ks
