@@ -15,7 +15,15 @@ actor ChangeNotifier {
     /// Added to every database's version when notifications may have been missed (the listening
     /// connection was re-established), which wakes everyone.
     private var epoch: UInt64 = 0
-    private var waiters: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+    /// A waiting request: its continuation and the one timer that ends its wait at its
+    /// deadline (cancelled when a notification ends the wait first, so that no timer outlives
+    /// the wait it was made for).
+    private struct Waiter {
+        var continuation: CheckedContinuation<Void, Never>
+        var timer: Task<Void, Never>?
+    }
+
+    private var waiters: [String: [UInt64: Waiter]] = [:]
     private var nextWaiter: UInt64 = 0
     /// Set when the process shuts down: waits return at once, so that longpoll requests answer
     /// and the graceful shutdown does not wait for their timeouts.
@@ -29,7 +37,7 @@ actor ChangeNotifier {
     func notify(_ database: String) {
         versions[database, default: 0] &+= 1
         if let waiting = waiters.removeValue(forKey: database) {
-            for continuation in waiting.values { continuation.resume() }
+            for waiter in waiting.values { waiter.timer?.cancel(); waiter.continuation.resume() }
         }
     }
 
@@ -43,7 +51,7 @@ actor ChangeNotifier {
         let all = waiters
         waiters.removeAll()
         for waiting in all.values {
-            for continuation in waiting.values { continuation.resume() }
+            for waiter in waiting.values { waiter.timer?.cancel(); waiter.continuation.resume() }
         }
     }
 
@@ -56,18 +64,25 @@ actor ChangeNotifier {
         let id = nextWaiter
         nextWaiter &+= 1
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            waiters[database, default: [:]][id] = continuation
-            Task {
-                try? await Task.sleep(until: deadline, clock: .continuous)
+            let timer = Task {
+                do {
+                    try await Task.sleep(until: deadline, clock: .continuous)
+                } catch {
+                    return  // cancelled: the wait ended first
+                }
                 self.timeOut(database, id)
             }
+            waiters[database, default: [:]][id] = Waiter(continuation: continuation, timer: timer)
         }
         return !closing
     }
 
+    /// The number of requests waiting now (the `/metrics` gauge of open long polls).
+    var waiting: Int { waiters.values.reduce(0) { $0 + $1.count } }
+
     private func timeOut(_ database: String, _ id: UInt64) {
-        if let continuation = waiters[database]?.removeValue(forKey: id) {
-            continuation.resume()
+        if let waiter = waiters[database]?.removeValue(forKey: id) {
+            waiter.continuation.resume()
         }
     }
 }

@@ -215,7 +215,9 @@ struct JSONParser {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let s = String(decoding: bytes[start..<index], as: UTF8.self)
+                guard let s = String(validating: bytes[start..<index], as: UTF8.self) else {
+                    throw fail("invalid UTF-8 in a string")
+                }
                 index += 1
                 return s
             }
@@ -227,8 +229,9 @@ struct JSONParser {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                guard let s = String(validating: scalars, as: UTF8.self) else { throw fail("invalid UTF-8 in a string") }
                 index += 1
-                return String(decoding: scalars, as: UTF8.self)
+                return s
             }
             if byte < 0x20 { throw fail("control character in a string") }
             if byte != UInt8(ascii: "\\") {

@@ -37,31 +37,34 @@ struct Routes: Sendable {
         }
     }
 
-    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+    func respond(to request: Request, context: GatewayRequestContext) async -> Response {
         do {
-            let (status, bytes) = try await route(request)
+            let (status, bytes) = try await route(request, context: context)
             return Self.json(status, bytes)
         } catch let error as GatewayError {
             return Self.error(error)
         } catch is NIOTooManyBytesError {
             return Self.error(.tooLarge("the request body is over the limit of \(gateway.maxRequestSize) bytes"))
         } catch let error as PSQLError {
+            // PostgreSQL's text goes to the log only, never to a client.
             gateway.logger.error("PostgreSQL: \(String(reflecting: error))")
-            return Self.error(.unavailable("PostgreSQL failed: \(error.serverInfo?[.message] ?? "\(error.code)")"))
+            return Self.error(.from(error))
         } catch let error as PostgresTransactionError {
             gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
             if let inner = error.closureError as? GatewayError { return Self.error(inner) }
-            let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError
-            return Self.error(.unavailable("PostgreSQL transaction failed: \(inner?.serverInfo?[.message] ?? inner.map { "\($0.code)" } ?? "no answer")"))
+            if let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError {
+                return Self.error(.from(inner))
+            }
+            return Self.error(.unavailable("the database did not answer; retry later"))
         } catch {
             gateway.logger.error("request \(request.method) \(request.head.path ?? ""): \(error)")
             // The pool's errors (PostgreSQL unreachable, its circuit breaker open) are
             // transient: 503, which the replicator retries.
             if String(reflecting: type(of: error)).contains("ConnectionPool") {
                 await gateway.pool.recover()
-                return Self.error(.unavailable("PostgreSQL is unreachable: \(error)"))
+                return Self.error(.unavailable("the database is unreachable; retry later"))
             }
-            return Self.error(.serverError("\(error)"))
+            return Self.error(.serverError("the request failed (see the gateway's log)"))
         }
     }
 
@@ -76,17 +79,31 @@ struct Routes: Sendable {
         if error.status == 401 {
             response.headers[.wwwAuthenticate] = "Basic realm=\"strata-gateway\""
         }
+        if let retryAfter = error.retryAfter {
+            response.headers[.retryAfter] = String(retryAfter)
+        }
         return response
     }
 
-    private func body(_ request: Request) async throws -> ByteBuffer {
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > gateway.maxRequestSize {
-            throw GatewayError.tooLarge("the request body (\(length) bytes) is over the limit of \(gateway.maxRequestSize) bytes")
+    /// The largest body of a request that carries no document (`_revs_diff`, `_bulk_get`,
+    /// `_local`): what a JSON tree of it costs in memory is bounded by this.
+    static let maximumQueryBodySize = 16 * 1024 * 1024
+
+    /// The request's body, refused with 413 past `limit` (the request limit by default) before
+    /// it is read when its Content-Length says so.
+    private func body(_ request: Request, limit: Int? = nil) async throws -> ByteBuffer {
+        let limit = min(limit ?? gateway.maxRequestSize, gateway.maxRequestSize)
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw GatewayError.tooLarge("the request body (\(length) bytes) is over the limit of \(limit) bytes for this endpoint")
         }
-        return try await request.body.collect(upTo: gateway.maxRequestSize)
+        do {
+            return try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw GatewayError.tooLarge("the request body is over the limit of \(limit) bytes for this endpoint")
+        }
     }
 
-    private func route(_ request: Request) async throws -> (Int, [UInt8]) {
+    private func route(_ request: Request, context: GatewayRequestContext) async throws -> (Int, [UInt8]) {
         let target = try Target(request.head.path ?? "/")
         let method = request.method
         guard let database = target.segments.first else {
@@ -99,7 +116,8 @@ struct Routes: Sendable {
         guard gateway.pool.isReachable else {
             throw GatewayError.unavailable("PostgreSQL is unreachable; the gateway reconnects every 250 ms")
         }
-        let user = try await gateway.authenticator.authenticate(database: database, authorization: request.headers[.authorization])
+        let user = try await gateway.authenticator.authenticate(
+            database: database, authorization: request.headers[.authorization], address: context.remoteAddress?.ipAddress)
         let rest = Array(target.segments.dropFirst())
         guard let first = rest.first else {
             guard method == .get || method == .head else { throw GatewayError.methodNotAllowed("\(method) /\(database)/ (only GET)") }
@@ -118,16 +136,17 @@ struct Routes: Sendable {
             let id = rest.dropFirst().joined(separator: "/")
             switch method {
             case .get, .head: return (200, try await LocalDocuments.get(gateway: gateway, user: user, id: id))
-            case .put: return (201, try await LocalDocuments.put(gateway: gateway, user: user, id: id, body: try await body(request)))
-            default: throw GatewayError.methodNotAllowed("\(method) on a local document (GET or PUT)")
+            case .put: return (201, try await LocalDocuments.put(gateway: gateway, user: user, id: id, body: try await body(request, limit: Self.maximumQueryBodySize)))
+            case .delete: return (200, try await LocalDocuments.delete(gateway: gateway, user: user, id: id, rev: target.query["rev"]))
+            default: throw GatewayError.methodNotAllowed("\(method) on a local document (GET, PUT or DELETE)")
             }
         case ("_changes", .get), ("_changes", .head):
             return (200, try await ChangesFeed.handle(gateway: gateway, database: database, user: user, query: target.query))
         case ("_revs_diff", .post):
-            return (200, try await RevsDiff.handle(gateway: gateway, user: user, body: try await body(request)))
+            return (200, try await RevsDiff.handle(gateway: gateway, user: user, body: try await body(request, limit: Self.maximumQueryBodySize)))
         case ("_bulk_get", .post):
             let revs = target.query["revs"].map { $0 == "true" } ?? false
-            return (200, try await RevisionReader.bulkGet(gateway: gateway, user: user, body: try await body(request), revs: revs))
+            return (200, try await RevisionReader.bulkGet(gateway: gateway, user: user, body: try await body(request, limit: Self.maximumQueryBodySize), revs: revs))
         case ("_bulk_docs", .post):
             return (201, try await BulkDocs.handle(gateway: gateway, database: database, user: user, body: try await body(request)))
         case ("_changes", _), ("_revs_diff", _), ("_bulk_get", _), ("_bulk_docs", _):
@@ -140,8 +159,38 @@ struct Routes: Sendable {
                 throw GatewayError.methodNotAllowed("\(method) on a document (GET only; write with _bulk_docs)")
             }
             let docID = rest.joined(separator: "/")
+            try DocumentIDs.check(docID)
             let revs = target.query["revs"].map { $0 == "true" } ?? false
             return (200, try await RevisionReader.getDocument(gateway: gateway, user: user, docID: docID, rev: target.query["rev"], revs: revs))
         }
+    }
+}
+
+/// The request context: Hummingbird's core context and the client's address (for the login
+/// limits of LoginLimiter).
+struct GatewayRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The peer's address, nil when the channel has none.
+    var remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// The rules every document id obeys on every path (PROTOCOL.md "Documents on the wire").
+enum DocumentIDs {
+    /// The longest id, in UTF-8 bytes (PostgreSQL's btree rows bound what an index can hold).
+    static let maximumLength = 1024
+
+    /// Throws 400 naming the rule `id` breaks: empty, longer than `maximumLength` bytes, or
+    /// containing U+0000.
+    static func check(_ id: String, what: String = "a document id") throws(GatewayError) {
+        guard !id.isEmpty else { throw .badRequest("\(what) is empty") }
+        guard id.utf8.count <= maximumLength else {
+            throw .badRequest("\(what) is \(id.utf8.count) bytes long, over the limit of \(maximumLength)")
+        }
+        guard !id.utf8.contains(0) else { throw .badRequest("\(what) must not contain U+0000") }
     }
 }
