@@ -37,7 +37,18 @@ actor Authenticator {
     /// (an unknown database, an unknown user and a wrong password alike, after the same bcrypt
     /// work, so that neither the answer nor its time tells which), or 429 past the limits of
     /// `limiter` (see LoginLimiter).
-    func authenticate(database: String, authorization: String?, address: String?) async throws -> GatewayUser {
+    func authenticate(database: String, authorization: String?, cookie: String? = nil, address: String?, gateway: Gateway? = nil) async throws -> GatewayUser {
+        if authorization == nil, let gateway, let token = Sessions.token(fromCookie: cookie) {
+            // A _session cookie: its user, if the session covers this database and the user
+            // still exists there (with the rights it has now).
+            guard let session = try await Sessions.lookup(token, gateway: gateway),
+                  let (user, _) = try await Users.lookup(database: database, name: session.name, client: pool.client, logger: logger),
+                  session.databases.contains(user.databaseID)
+            else {
+                throw GatewayError.unauthorized("the session has expired or does not cover this database: log in again")
+            }
+            return user
+        }
         guard let authorization, authorization.lowercased().hasPrefix("basic ") else {
             throw GatewayError.unauthorized("this database needs HTTP Basic credentials of one of its users")
         }
@@ -75,6 +86,32 @@ actor Authenticator {
         verified[cacheKey] = ContinuousClock.now + Self.cacheLifetime
         return found.0
     }
+
+    /// The users named `name` whose password is `password`, in every database that has one
+    /// (`_session`, `_all_dbs`: users belong to databases). At most `maximumDatabasesPerName`
+    /// databases are tried; an unknown name costs one decoy verification.
+    func verifyAnywhere(name: String, password: String, address: String?) async throws -> [GatewayUser] {
+        var databases: [String] = []
+        let rows = try await pool.client.query(
+            "SELECT d.name FROM users u JOIN databases d ON d.id = u.db WHERE u.name = \(name) ORDER BY d.name LIMIT \(Self.maximumDatabasesPerName)",
+            logger: logger)
+        for try await database in rows.decode(String.self) { databases.append(database) }
+        if databases.isEmpty { databases = ["_"] }  // the decoy: the same work, the same 401
+        var users: [GatewayUser] = []
+        var lastError: (any Error)? = nil
+        for database in databases {
+            do {
+                users.append(try await verify(database: database, name: name, password: password, address: address))
+            } catch let error as GatewayError where error.status == 401 {
+                lastError = error
+            }
+        }
+        if users.isEmpty, let lastError { throw lastError }
+        return users
+    }
+
+    /// The most databases `verifyAnywhere` tries for one name.
+    static let maximumDatabasesPerName = 16
 
     /// A bcrypt hash of a random password at the users' cost, computed once per process: the
     /// verification an unknown user costs.

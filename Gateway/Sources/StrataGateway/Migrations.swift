@@ -91,6 +91,19 @@ enum Migrations {
             "ALTER TABLE local_documents DROP CONSTRAINT local_documents_pkey",
             "ALTER TABLE local_documents ADD PRIMARY KEY (db, owner, doc_id)",
         ]),
+        (3, [
+            // CouchDB's cookie sessions (POST /_session): a SHA-256 of the token (never the
+            // token), the user name, and the databases where its password matched.
+            """
+            CREATE TABLE sessions (
+                token_hash text PRIMARY KEY,
+                name text NOT NULL,
+                dbs bigint[] NOT NULL,
+                expires timestamptz NOT NULL
+            )
+            """,
+            "CREATE INDEX sessions_by_expiry ON sessions (expires)",
+        ]),
     ]
 
     /// Applies the migrations not applied yet; returns the versions it applied.
