@@ -92,10 +92,10 @@ def free_port():
 class ExtraGateway:
     """A gateway process of the test's own (other options), on a free loopback port."""
 
-    def __init__(self, *options):
-        env = dict(os.environ, STRATA_GATEWAY_POSTGRES=POSTGRES)
+    def __init__(self, *options, env=None, stderr=None):
+        env = dict(os.environ, STRATA_GATEWAY_POSTGRES=POSTGRES, **(env or {}))
         self.process = subprocess.Popen([BIN, "serve", "--port", "0", *options], env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                        stdout=subprocess.PIPE, stderr=stderr or subprocess.DEVNULL, text=True)
         line = self.process.stdout.readline()
         match = re.search(r"listening on (http://\S+)", line)
         if not match:
@@ -115,8 +115,8 @@ class ExtraGateway:
 def extra_gateway():
     started = []
 
-    def start(*options):
-        gateway = ExtraGateway(*options)
+    def start(*options, **kw):
+        gateway = ExtraGateway(*options, **kw)
         started.append(gateway)
         return gateway
 

@@ -140,7 +140,13 @@ enum ChangesFeed {
         if parameters.sinceNow {
             parameters.since = try await currentSeq(db: user.databaseID, gateway: gateway)
         }
-        if parameters.feed == .normal || (parameters.feed == .longpoll && parameters.heartbeatMilliseconds == nil) {
+        if parameters.feed == .normal {
+            return Routes.json(200, try await collect(parameters, gateway: gateway, database: database, user: user))
+        }
+        let open = gateway.metrics.feeds(parameters.feed == .longpoll ? "longpoll" : parameters.feed == .continuous ? "continuous" : "eventsource")
+        if parameters.feed == .longpoll && parameters.heartbeatMilliseconds == nil {
+            open.increment()
+            defer { open.decrement() }
             return Routes.json(200, try await collect(parameters, gateway: gateway, database: database, user: user))
         }
         let start = parameters
@@ -148,6 +154,8 @@ enum ChangesFeed {
         headers[.contentType] = start.feed == .eventsource ? "text/event-stream" : "application/json"
         headers[.cacheControl] = "no-cache"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            open.increment()
+            defer { open.decrement() }
             try await stream(start, gateway: gateway, database: database, user: user, writer: &writer)
             try await writer.finish(nil)
         })

@@ -37,7 +37,36 @@ struct Routes: Sendable {
         }
     }
 
+    /// Answers a request, counts it in the metrics and logs it (at info level, with its route,
+    /// status and duration as metadata).
     func respond(to request: Request, context: GatewayRequestContext) async -> Response {
+        let started = ContinuousClock.now
+        gateway.metrics.started()
+        let response = await answer(request, context: context)
+        let elapsed = ContinuousClock.now - started
+        let route = Self.routeLabel(request.head.path ?? "/")
+        gateway.metrics.finished(route: route, method: request.method.rawValue, status: response.status.code, duration: elapsed)
+        gateway.logger.info("request", metadata: [
+            "method": .string(request.method.rawValue), "route": .string(route), "status": .stringConvertible(response.status.code),
+            "ms": .stringConvertible(Double((elapsed / .microseconds(1)).rounded()) / 1000),
+            "address": .string(context.remoteAddress?.ipAddress ?? ""),
+        ])
+        return response
+    }
+
+    /// The route of a request target for metrics: the endpoint, never an id (bounded labels).
+    static func routeLabel(_ path: String) -> String {
+        let segments = (path.split(separator: "?", maxSplits: 1).first ?? "").split(separator: "/")
+        guard let first = segments.first else { return "/" }
+        if first.hasPrefix("_") || first == "metrics" { return "/" + first }
+        guard segments.count > 1 else { return "/{db}" }
+        let second = segments[1]
+        if second == "_local" { return "/{db}/_local/{id}" }
+        if second.hasPrefix("_") { return "/{db}/" + second }
+        return segments.count > 2 ? "/{db}/{docid}/{attachment}" : "/{db}/{docid}"
+    }
+
+    private func answer(_ request: Request, context: GatewayRequestContext) async -> Response {
         do {
             return try await route(request, context: context)
         } catch let error as GatewayError {
@@ -106,6 +135,13 @@ struct Routes: Sendable {
         let target = try Target(request.head.path ?? "/")
         let method = request.method
         let address = context.remoteAddress?.ipAddress
+        if target.segments == ["metrics"], method == .get || method == .head {
+            let waiting = await gateway.notifier.waiting
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(
+                bytes: gateway.metrics.render(waitingNow: waiting, postgresReachable: gateway.pool.isReachable))))
+        }
         guard let database = target.segments.first else {
             guard method == .get || method == .head else { throw GatewayError.methodNotAllowed("Only GET,HEAD allowed") }
             return Self.json(200, Array(#"{"couchdb":"Welcome","version":"3.3.3","vendor":{"name":"strata-gateway","version":"1"},"features":[]}"#.utf8))

@@ -39,7 +39,7 @@ struct Serve: AsyncParsableCommand {
             pool: pool, logger: logger, notifier: notifier,
             authenticator: Authenticator(pool: pool, logger: logger, limiter: LoginLimiter(
                 perUser: loginFailuresPerUser, perAddress: loginFailuresPerAddress, window: .seconds(loginWindow))),
-            maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize)
+            maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize, metrics: GatewayMetrics(poolConnections: connections))
         let routes = Routes(gateway: gateway)
         let host = self.host
         let app = Application(
