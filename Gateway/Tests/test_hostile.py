@@ -113,3 +113,48 @@ def test_an_unknown_user_costs_the_same_as_a_wrong_password(db):
     print(f"wrong password {wrong * 1000:.1f} ms, unknown user {unknown * 1000:.1f} ms")
     # Lenient (a shared machine): without the equalisation, an unknown user answered ~20× faster.
     assert unknown > wrong * 0.3
+
+
+def test_a_write_wakes_the_waiters_of_a_database_for_one_shared_query(db, extra_gateway):
+    """Long polls that a write does not concern go back to waiting after one query per
+    wake-up shared by all of them, not one query each (strata_gateway_changes_queries_total)."""
+    import re
+    import threading
+
+    from conftest import Client
+
+    gateway = extra_gateway()
+    admin_user = db.user("admin")
+    db.user("east", read="east", write="east")
+    admin = Client(gateway.root, db.name, "admin", "pw")
+    answers = []
+
+    def poll():
+        east = Client(gateway.root, db.name, "east", "pw")
+        answers.append(east.get("_changes", params={"feed": "longpoll", "since": "now", "timeout": 20000}).json())
+
+    threads = [threading.Thread(target=poll) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+
+    def queries(kind):
+        text = requests.get(gateway.root + "/metrics", timeout=30).text
+        match = re.search(r'strata_gateway_changes_queries_total\{kind="%s"\} (\d+)' % kind, text)
+        return int(match.group(1)) if match else 0
+
+    deadline = time.monotonic() + 10
+    while queries("read") < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)
+    assert queries("read") == 5
+    for i in range(3):
+        admin.put(f"west-{i}", {"channels": ["west"]})
+        time.sleep(0.3)
+    assert queries("read") == 5, "a write nobody may read made the waiters query on their own"
+    assert 1 <= queries("probe") <= 3
+    assert not answers
+    admin.put("east-1", {"channels": ["east"]})
+    for thread in threads:
+        thread.join(20)
+    assert len(answers) == 5 and all([r["id"] for r in a["results"]] == ["east-1"] for a in answers)
+    assert admin_user is not None

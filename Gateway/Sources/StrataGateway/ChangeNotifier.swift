@@ -77,6 +77,47 @@ actor ChangeNotifier {
         return !closing
     }
 
+    /// What changed in a database between two sequences: for each changed document, the
+    /// channels of its leaves. Fetched once per wake-up and shared by the waiters of the
+    /// database (see `probe`), so that a write wakes N waiters for one query, not N.
+    struct Probe: Sendable {
+        /// The changes are those with `from < seq <= to`.
+        var from: Int64
+        var to: Int64
+        var changes: [(seq: Int64, docID: String, channels: [String])]
+    }
+
+    /// The recent probes of each database, by the version they were made for.
+    private var probes: [String: [(version: UInt64, task: Task<Probe?, Never>)]] = [:]
+    /// How many recent probes a database keeps (waiters woken several times in a burst).
+    static let keptProbes = 8
+
+    /// The changes of `database` after `since` as of `version`, from probes shared with the
+    /// other waiters: the probe for `version` is fetched (with `fetch`, from the first asker's
+    /// `since`) only once. Nil when the recent probes do not cover `since` (the caller reads on
+    /// its own).
+    func probe(_ database: String, version: UInt64, since: Int64, fetch: @escaping @Sendable (Int64) async -> Probe?) async -> Probe? {
+        var list = probes[database] ?? []
+        if !list.contains(where: { $0.version == version }) {
+            list.append((version, Task { await fetch(since) }))
+            if list.count > Self.keptProbes { list.removeFirst(list.count - Self.keptProbes) }
+            probes[database] = list
+        }
+        var covered: [Probe] = []
+        for entry in list {
+            if let probe = await entry.task.value { covered.append(probe) }
+        }
+        // Chain the probes from `since` on.
+        var current = since
+        var changes: [(seq: Int64, docID: String, channels: [String])] = []
+        for probe in covered.sorted(by: { $0.from < $1.from }) where probe.from <= current && probe.to > current {
+            changes += probe.changes.filter { $0.seq > current }
+            current = probe.to
+        }
+        guard current > since || covered.contains(where: { $0.from <= since && $0.to >= since }) else { return nil }
+        return Probe(from: since, to: current, changes: changes)
+    }
+
     /// The number of requests waiting now (the `/metrics` gauge of open long polls).
     var waiting: Int { waiters.values.reduce(0) { $0 + $1.count } }
 

@@ -179,17 +179,70 @@ enum ChangesFeed {
             guard gateway.pool.isReachable else {
                 throw GatewayError.unavailable("PostgreSQL is unreachable; the gateway reconnects every 250 ms")
             }
-            let version = await gateway.notifier.version(of: database)
+            var version = await gateway.notifier.version(of: database)
             let (changes, lastSeq) = try await read(parameters, db: user.databaseID, gateway: gateway)
             if !changes.isEmpty || !parameters.longpoll || ContinuousClock.now >= deadline {
                 return encode(changes, lastSeq: lastSeq)
             }
             // Nothing this user may read yet: resume from where the scan ended.
             parameters.since = lastSeq
-            guard await gateway.notifier.wait(database, after: version, until: deadline) else {
-                return encode([], lastSeq: lastSeq)
+            while true {
+                guard await gateway.notifier.wait(database, after: version, until: deadline) else {
+                    return encode([], lastSeq: parameters.since)
+                }
+                if ContinuousClock.now >= deadline { break }
+                version = await gateway.notifier.version(of: database)
+                // Woken: nothing readable in the changes the shared probe saw means waiting
+                // again without a query of this request's own.
+                guard let seen = await nothingReadable(parameters, version: version, database: database, user: user, gateway: gateway) else { break }
+                parameters.since = seen
             }
         }
+    }
+
+    /// After a wake-up: the sequence up to which the database's shared probe (one query per
+    /// wake-up for all its waiters) saw no change this request may read, or nil when the request
+    /// must read (something may be readable, or the probe does not cover its `since`).
+    static func nothingReadable(_ parameters: Parameters, version: UInt64, database: String, user: GatewayUser, gateway: Gateway) async -> Int64? {
+        if case .all = parameters.access, parameters.docIDs == nil { return nil }  // every change is readable
+        guard parameters.selector == nil, !parameters.descending else { return nil }
+        let db = user.databaseID
+        let probe = await gateway.notifier.probe(database, version: version, since: parameters.since) { since in
+            gateway.metrics.changesQuery("probe")
+            return try? await fetchProbe(db: db, since: since, gateway: gateway)
+        }
+        guard let probe else { return nil }
+        let ids = parameters.docIDs.map(Set.init)
+        for change in probe.changes where ids?.contains(change.docID) ?? true {
+            if parameters.access.canRead(change.channels) { return nil }
+        }
+        return probe.to
+    }
+
+    /// The most changes one probe fetches (past it, the waiters read on their own).
+    static let maximumProbeChanges = 10_000
+
+    /// The changed documents of a database after `since` with their leaves' channels.
+    static func fetchProbe(db: Int64, since: Int64, gateway: Gateway) async throws -> ChangeNotifier.Probe? {
+        var to = since
+        var byDoc: [String: (seq: Int64, channels: Set<String>)] = [:]
+        var rows = 0
+        let result = try await gateway.client.query(
+            """
+            WITH s AS (SELECT seq FROM databases WHERE id = \(db))
+            SELECT s.seq, d.seq, d.doc_id, r.channels FROM s
+            LEFT JOIN documents d ON d.db = \(db) AND d.seq > \(since) AND d.seq <= s.seq
+            LEFT JOIN revisions r ON r.db = d.db AND r.doc_id = d.doc_id AND r.is_leaf
+            LIMIT \(maximumProbeChanges + 1)
+            """, logger: gateway.logger)
+        for try await (current, seq, docID, channels) in result.decode((Int64, Int64?, String?, [String]?).self) {
+            to = current
+            rows += 1
+            guard let seq, let docID else { continue }
+            byDoc[docID, default: (seq, [])].channels.formUnion(channels ?? [])
+        }
+        guard rows <= maximumProbeChanges else { return nil }
+        return ChangeNotifier.Probe(from: since, to: to, changes: byDoc.map { ($0.value.seq, $0.key, $0.value.channels.sorted()) })
     }
 
     /// A streamed feed: continuous, eventsource, or long poll with heartbeat.
@@ -201,10 +254,12 @@ enum ChangesFeed {
         var deadline = ContinuousClock.now + .milliseconds(parameters.timeoutMilliseconds)
         var sent = 0
         var lastSeq = parameters.since
+        var skipRead = false
         while true {
             guard gateway.pool.isReachable else { break }
             let version = await gateway.notifier.version(of: database)
-            let (changes, seq) = try await read(parameters, db: user.databaseID, gateway: gateway)
+            let (changes, seq) = skipRead ? ([], parameters.since) : try await read(parameters, db: user.databaseID, gateway: gateway)
+            skipRead = false
             lastSeq = seq
             parameters.since = seq
             if parameters.feed == .longpoll {
@@ -234,8 +289,14 @@ enum ChangesFeed {
             let beat = parameters.heartbeatMilliseconds.map { ContinuousClock.now + .milliseconds($0) }
             let until = endless ? (beat ?? deadline) : min(deadline, beat ?? deadline)
             guard await gateway.notifier.wait(database, after: version, until: until) else { break }  // shutting down
-            if await gateway.notifier.version(of: database) == version, let beat, ContinuousClock.now >= beat {
+            let now = await gateway.notifier.version(of: database)
+            if now == version, let beat, ContinuousClock.now >= beat {
                 try await writer.write(ByteBuffer(bytes: Array((parameters.feed == .eventsource ? "event: heartbeat\ndata: \n\n" : "\n").utf8)))
+            }
+            if now != version, let seen = await nothingReadable(parameters, version: now, database: database, user: user, gateway: gateway) {
+                parameters.since = seen
+                lastSeq = seen
+                skipRead = true
             }
         }
         switch parameters.feed {
@@ -247,6 +308,7 @@ enum ChangesFeed {
 
     /// One page of changes and the `last_seq` to answer with.
     static func read(_ parameters: Parameters, db: Int64, gateway: Gateway) async throws -> ([Change], Int64) {
+        gateway.metrics.changesQuery("read")
         let client = gateway.client
         let logger = gateway.logger
         // Commits land in sequence order (the database row lock), so every change up to the

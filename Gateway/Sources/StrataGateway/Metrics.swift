@@ -47,6 +47,13 @@ final class GatewayMetrics: Sendable {
                                        labels: [("route", route)], buckets: Self.buckets).record(duration)
     }
 
+    /// A `_changes` query: `read` (a request's own) or `probe` (one per wake-up, shared by the
+    /// waiters of a database).
+    func changesQuery(_ kind: String) {
+        registry.makeCounter(descriptor: Self.name("changes_queries", unit: "total", help: "_changes queries by kind"),
+                             labels: [("kind", kind)]).increment()
+    }
+
     /// The open `_changes` feeds of a kind (`longpoll`, `continuous`, `eventsource`).
     func feeds(_ kind: String) -> Gauge {
         registry.makeGauge(descriptor: Self.name("changes_feeds_open", help: "open _changes feeds that wait for changes"), labels: [("feed", kind)])
