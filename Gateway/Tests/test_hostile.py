@@ -116,8 +116,9 @@ def test_an_unknown_user_costs_the_same_as_a_wrong_password(db):
 
 
 def test_a_write_wakes_the_waiters_of_a_database_for_one_shared_query(db, extra_gateway):
-    """Long polls that a write does not concern go back to waiting after one query per
-    wake-up shared by all of them, not one query each (strata_gateway_changes_queries_total)."""
+    """Long polls woken by a write get their answer, or go back to waiting when the write does
+    not concern them, from one query per wake-up shared by all of them, not one query each
+    (strata_gateway_changes_queries_total)."""
     import re
     import threading
 
@@ -157,4 +158,6 @@ def test_a_write_wakes_the_waiters_of_a_database_for_one_shared_query(db, extra_
     for thread in threads:
         thread.join(20)
     assert len(answers) == 5 and all([r["id"] for r in a["results"]] == ["east-1"] for a in answers)
+    # Their answers too came from the shared probe, not from a read each.
+    assert queries("read") == 5
     assert admin_user is not None

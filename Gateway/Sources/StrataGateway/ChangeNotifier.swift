@@ -84,7 +84,16 @@ actor ChangeNotifier {
         /// The changes are those with `from < seq <= to`.
         var from: Int64
         var to: Int64
-        var changes: [(seq: Int64, docID: String, channels: [String])]
+        var changes: [ProbeChange]
+    }
+
+    /// A changed document as a probe saw it: its newest change, its winner, its leaves.
+    struct ProbeChange: Sendable {
+        var seq: Int64
+        var docID: String
+        var deleted: Bool
+        var winner: String
+        var leaves: [(rev: RevisionID, deleted: Bool, channels: [String])]
     }
 
     /// The recent probes of each database, by the version they were made for.
@@ -109,7 +118,7 @@ actor ChangeNotifier {
         }
         // Chain the probes from `since` on.
         var current = since
-        var changes: [(seq: Int64, docID: String, channels: [String])] = []
+        var changes: [ProbeChange] = []
         for probe in covered.sorted(by: { $0.from < $1.from }) where probe.from <= current && probe.to > current {
             changes += probe.changes.filter { $0.seq > current }
             current = probe.to

@@ -186,63 +186,21 @@ enum ChangesFeed {
             }
             // Nothing this user may read yet: resume from where the scan ended.
             parameters.since = lastSeq
-            while true {
+            waiting: while true {
                 guard await gateway.notifier.wait(database, after: version, until: deadline) else {
                     return encode([], lastSeq: parameters.since)
                 }
-                if ContinuousClock.now >= deadline { break }
+                if ContinuousClock.now >= deadline { break waiting }
                 version = await gateway.notifier.version(of: database)
-                // Woken: nothing readable in the changes the shared probe saw means waiting
-                // again without a query of this request's own.
-                guard let seen = await nothingReadable(parameters, version: version, database: database, user: user, gateway: gateway) else { break }
-                parameters.since = seen
+                // Woken: the shared probe gives the answer, or tells that nothing concerns
+                // this request (it waits again), without a query of its own.
+                switch await afterWake(parameters, version: version, database: database, user: user, gateway: gateway) {
+                case let .nothing(seen)?: parameters.since = seen
+                case let .answer(changes, lastSeq)?: return encode(changes, lastSeq: lastSeq)
+                case nil: break waiting
+                }
             }
         }
-    }
-
-    /// After a wake-up: the sequence up to which the database's shared probe (one query per
-    /// wake-up for all its waiters) saw no change this request may read, or nil when the request
-    /// must read (something may be readable, or the probe does not cover its `since`).
-    static func nothingReadable(_ parameters: Parameters, version: UInt64, database: String, user: GatewayUser, gateway: Gateway) async -> Int64? {
-        if case .all = parameters.access, parameters.docIDs == nil { return nil }  // every change is readable
-        guard parameters.selector == nil, !parameters.descending else { return nil }
-        let db = user.databaseID
-        let probe = await gateway.notifier.probe(database, version: version, since: parameters.since) { since in
-            gateway.metrics.changesQuery("probe")
-            return try? await fetchProbe(db: db, since: since, gateway: gateway)
-        }
-        guard let probe else { return nil }
-        let ids = parameters.docIDs.map(Set.init)
-        for change in probe.changes where ids?.contains(change.docID) ?? true {
-            if parameters.access.canRead(change.channels) { return nil }
-        }
-        return probe.to
-    }
-
-    /// The most changes one probe fetches (past it, the waiters read on their own).
-    static let maximumProbeChanges = 10_000
-
-    /// The changed documents of a database after `since` with their leaves' channels.
-    static func fetchProbe(db: Int64, since: Int64, gateway: Gateway) async throws -> ChangeNotifier.Probe? {
-        var to = since
-        var byDoc: [String: (seq: Int64, channels: Set<String>)] = [:]
-        var rows = 0
-        let result = try await gateway.client.query(
-            """
-            WITH s AS (SELECT seq FROM databases WHERE id = \(db))
-            SELECT s.seq, d.seq, d.doc_id, r.channels FROM s
-            LEFT JOIN documents d ON d.db = \(db) AND d.seq > \(since) AND d.seq <= s.seq
-            LEFT JOIN revisions r ON r.db = d.db AND r.doc_id = d.doc_id AND r.is_leaf
-            LIMIT \(maximumProbeChanges + 1)
-            """, logger: gateway.logger)
-        for try await (current, seq, docID, channels) in result.decode((Int64, Int64?, String?, [String]?).self) {
-            to = current
-            rows += 1
-            guard let seq, let docID else { continue }
-            byDoc[docID, default: (seq, [])].channels.formUnion(channels ?? [])
-        }
-        guard rows <= maximumProbeChanges else { return nil }
-        return ChangeNotifier.Probe(from: since, to: to, changes: byDoc.map { ($0.value.seq, $0.key, $0.value.channels.sorted()) })
     }
 
     /// A streamed feed: continuous, eventsource, or long poll with heartbeat.
@@ -254,12 +212,18 @@ enum ChangesFeed {
         var deadline = ContinuousClock.now + .milliseconds(parameters.timeoutMilliseconds)
         var sent = 0
         var lastSeq = parameters.since
-        var skipRead = false
+        // What the shared probe of a wake-up answered, instead of a read of this request's own.
+        var pending: ([Change], Int64)? = nil
         while true {
             guard gateway.pool.isReachable else { break }
             let version = await gateway.notifier.version(of: database)
-            let (changes, seq) = skipRead ? ([], parameters.since) : try await read(parameters, db: user.databaseID, gateway: gateway)
-            skipRead = false
+            let changes: [Change], seq: Int64
+            if let pending {
+                (changes, seq) = pending
+            } else {
+                (changes, seq) = try await read(parameters, db: user.databaseID, gateway: gateway)
+            }
+            pending = nil
             lastSeq = seq
             parameters.since = seq
             if parameters.feed == .longpoll {
@@ -290,13 +254,22 @@ enum ChangesFeed {
             let until = endless ? (beat ?? deadline) : min(deadline, beat ?? deadline)
             guard await gateway.notifier.wait(database, after: version, until: until) else { break }  // shutting down
             let now = await gateway.notifier.version(of: database)
+            if now == version {
+                // No change (a heartbeat or the deadline): nothing to read.
+                pending = ([], parameters.since)
+            }
             if now == version, let beat, ContinuousClock.now >= beat {
                 try await writer.write(ByteBuffer(bytes: Array((parameters.feed == .eventsource ? "event: heartbeat\ndata: \n\n" : "\n").utf8)))
             }
-            if now != version, let seen = await nothingReadable(parameters, version: now, database: database, user: user, gateway: gateway) {
-                parameters.since = seen
-                lastSeq = seen
-                skipRead = true
+            if now != version {
+                switch await afterWake(parameters, version: now, database: database, user: user, gateway: gateway) {
+                case let .nothing(seen)?:
+                    parameters.since = seen
+                    lastSeq = seen
+                    pending = ([], seen)
+                case let .answer(changes, seen)?: pending = (changes, seen)
+                case nil: break
+                }
             }
         }
         switch parameters.feed {
@@ -304,6 +277,76 @@ enum ChangesFeed {
         case .continuous: try await writer.write(ByteBuffer(bytes: Array("{\"last_seq\":\(lastSeq)}\n".utf8)))
         default: break
         }
+    }
+
+    /// What a woken request does after the database's shared probe.
+    enum WakeOutcome {
+        /// Nothing it may read up to this sequence: it waits again.
+        case nothing(Int64)
+        /// Its answer, made from the probe without a query of its own.
+        case answer([Change], Int64)
+    }
+
+    /// After a wake-up: the request's answer or the sequence up to which nothing concerns it,
+    /// both from the database's shared probe (one query per wake-up for all its waiters); nil
+    /// when the request must read on its own (the probe does not cover its `since`, or its
+    /// answer needs the documents' bodies: include_docs, a selector).
+    static func afterWake(_ parameters: Parameters, version: UInt64, database: String, user: GatewayUser, gateway: Gateway) async -> WakeOutcome? {
+        guard !parameters.descending else { return nil }
+        let db = user.databaseID
+        let probe = await gateway.notifier.probe(database, version: version, since: parameters.since) { since in
+            gateway.metrics.changesQuery("probe")
+            return try? await fetchProbe(db: db, since: since, gateway: gateway)
+        }
+        guard let probe else { return nil }
+        let ids = parameters.docIDs.map(Set.init)
+        var changes: [Change] = []
+        for seen in probe.changes.sorted(by: { $0.seq < $1.seq }) where seen.seq > parameters.since && (ids?.contains(seen.docID) ?? true) {
+            let readable = seen.leaves.filter { parameters.access.canRead($0.channels) }
+            guard !readable.isEmpty else { continue }
+            let sorted = readable.sorted { a, b in a.rev.beats(b.rev, selfDeleted: a.deleted, otherDeleted: b.deleted) }
+            var change = Change(seq: seen.seq, docID: seen.docID, deleted: seen.deleted, winner: seen.winner)
+            change.revs = (parameters.allDocs ? sorted : [sorted[0]]).map(\.rev.description)
+            changes.append(change)
+        }
+        if changes.isEmpty { return .nothing(probe.to) }
+        if parameters.includeDocs || parameters.selector != nil { return nil }
+        if changes.count >= parameters.limit {
+            changes.removeLast(changes.count - parameters.limit)
+            return .answer(changes, changes[changes.count - 1].seq)
+        }
+        return .answer(changes, probe.to)
+    }
+
+    /// The most leaf rows one probe fetches (past it, the waiters read on their own).
+    static let maximumProbeRows = 10_000
+
+    /// The changed documents of a database after `since`, with their winners and leaves.
+    static func fetchProbe(db: Int64, since: Int64, gateway: Gateway) async throws -> ChangeNotifier.Probe? {
+        var to = since
+        var byDoc: [String: ChangeNotifier.ProbeChange] = [:]
+        var rows = 0
+        let result = try await gateway.client.query(
+            """
+            WITH s AS (SELECT seq FROM databases WHERE id = \(db))
+            SELECT s.seq, d.seq, d.doc_id, d.deleted, d.winning_rev, r.rev_id, r.deleted, r.channels FROM s
+            LEFT JOIN documents d ON d.db = \(db) AND d.seq > \(since) AND d.seq <= s.seq
+            LEFT JOIN revisions r ON r.db = d.db AND r.doc_id = d.doc_id AND r.is_leaf
+            LIMIT \(maximumProbeRows + 1)
+            """, logger: gateway.logger)
+        for try await (current, seq, docID, deleted, winner, revText, leafDeleted, channels) in result.decode(
+            (Int64, Int64?, String?, Bool?, String?, String?, Bool?, [String]?).self) {
+            to = current
+            rows += 1
+            guard let seq, let docID, let deleted, let winner else { continue }
+            var change = byDoc[docID] ?? ChangeNotifier.ProbeChange(seq: seq, docID: docID, deleted: deleted, winner: winner, leaves: [])
+            if let revText, let rev = RevisionID(revText) {
+                change.leaves.append((rev, leafDeleted ?? false, channels ?? []))
+            }
+            byDoc[docID] = change
+        }
+        guard rows <= maximumProbeRows else { return nil }
+        return ChangeNotifier.Probe(from: since, to: to, changes: Array(byDoc.values))
     }
 
     /// One page of changes and the `last_seq` to answer with.
