@@ -161,3 +161,11 @@ def test_a_write_wakes_the_waiters_of_a_database_for_one_shared_query(db, extra_
     # Their answers too came from the shared probe, not from a read each.
     assert queries("read") == 5
     assert admin_user is not None
+
+
+def test_a_body_of_millions_of_tiny_values_is_refused_before_it_costs_memory(db):
+    alice = db.user("alice")
+    body = b'{"new_edits": false, "docs": [{"_id": "x", "_rev": "1-a", "v": [' + b",".join([b"1"] * 4_100_000) + b"]}]}"
+    r = alice.post("_bulk_docs", body)
+    assert r.status_code == 400, r.text[:300]
+    assert "values" in r.json()["reason"]
