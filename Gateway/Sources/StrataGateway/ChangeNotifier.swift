@@ -127,6 +127,13 @@ actor ChangeNotifier {
         return Probe(from: since, to: current, changes: changes)
     }
 
+    /// `wait`, then the database's version in the same turn of the actor (a woken request
+    /// needs it next; one hop fewer per waiter); nil when the process is shutting down.
+    func waitForVersion(_ database: String, after version: UInt64, until deadline: ContinuousClock.Instant) async -> UInt64? {
+        guard await wait(database, after: version, until: deadline) else { return nil }
+        return self.version(of: database)
+    }
+
     /// The number of requests waiting now (the `/metrics` gauge of open long polls).
     var waiting: Int { waiters.values.reduce(0) { $0 + $1.count } }
 

@@ -187,11 +187,11 @@ enum ChangesFeed {
             // Nothing this user may read yet: resume from where the scan ended.
             parameters.since = lastSeq
             waiting: while true {
-                guard await gateway.notifier.wait(database, after: version, until: deadline) else {
+                guard let next = await gateway.notifier.waitForVersion(database, after: version, until: deadline) else {
                     return encode([], lastSeq: parameters.since)
                 }
                 if ContinuousClock.now >= deadline { break waiting }
-                version = await gateway.notifier.version(of: database)
+                version = next
                 // Woken: the shared probe gives the answer, or tells that nothing concerns
                 // this request (it waits again), without a query of its own.
                 switch await afterWake(parameters, version: version, database: database, user: user, gateway: gateway) {
@@ -252,8 +252,7 @@ enum ChangesFeed {
             if !endless && ContinuousClock.now >= deadline { break }
             let beat = parameters.heartbeatMilliseconds.map { ContinuousClock.now + .milliseconds($0) }
             let until = endless ? (beat ?? deadline) : min(deadline, beat ?? deadline)
-            guard await gateway.notifier.wait(database, after: version, until: until) else { break }  // shutting down
-            let now = await gateway.notifier.version(of: database)
+            guard let now = await gateway.notifier.waitForVersion(database, after: version, until: until) else { break }  // shutting down
             if now == version {
                 // No change (a heartbeat or the deadline): nothing to read.
                 pending = ([], parameters.since)
