@@ -55,6 +55,12 @@ enum BulkDocs {
         case failed(id: String?, rev: String?, GatewayError)
     }
 
+    /// The most documents in one request (the replicator's largest batch).
+    static let maximumDocuments = 10_000
+    /// The most revisions one request may name, histories included (its transaction's work and
+    /// row-lock time are bounded by it).
+    static let maximumRevisions = 200_000
+
     static func handle(gateway: Gateway, database: String, user: GatewayUser, body: ByteBuffer) async throws -> [UInt8] {
         let request: JSON
         do {
@@ -65,19 +71,32 @@ enum BulkDocs {
         guard let docs = request["docs"]?.arrayValue else {
             throw GatewayError.badRequest("_bulk_docs body must be an object with a docs array")
         }
+        guard docs.count <= maximumDocuments else {
+            throw GatewayError.tooLarge("_bulk_docs has \(docs.count) documents, over the limit of \(maximumDocuments) per request")
+        }
+        let newEdits: Bool
         switch request["new_edits"] {
-        case .bool(false): break
-        case nil, .bool(true):
-            throw GatewayError.badRequest("_bulk_docs supports new_edits: false only (replication)")
+        case .bool(false): newEdits = false
+        case nil, .bool(true): newEdits = true
         default:
             throw GatewayError.badRequest("new_edits must be a boolean")
         }
+        let outcomes = try await save(docs, newEdits: newEdits, gateway: gateway, database: database, user: user)
+        return encode(outcomes, newEdits: newEdits)
+    }
 
+    /// Writes `docs` (new edits, or replicated revisions with their histories) and returns each
+    /// one's outcome, in order. A new edit without `_id` gets a random one (CouchDB's `POST /{db}`).
+    static func save(_ docs: [JSON], newEdits: Bool, gateway: Gateway, database: String, user: GatewayUser) async throws -> [Outcome] {
         var outcomes: [Outcome] = []
         var revisions: [(index: Int, revision: WireRevision)] = []
-        for (index, element) in docs.enumerated() {
+        for (index, original) in docs.enumerated() {
+            var element = original
+            if newEdits, case let .object(members) = element, element["_id"] == nil {
+                element = .object([("_id", .string(randomHex(16)))] + members)
+            }
             do {
-                let revision = try WireRevision(element)
+                let revision = newEdits ? try WireRevision(newEdit: element) : try WireRevision(element)
                 if revision.size > gateway.maxDocumentSize {
                     throw GatewayError.tooLarge("document '\(revision.docID)' revision \(revision.rev) is \(revision.size) bytes, over the limit of \(gateway.maxDocumentSize)")
                 }
@@ -88,22 +107,35 @@ enum BulkDocs {
             }
         }
 
+        let named = revisions.reduce(0) { $0 + $1.revision.history.count }
+        guard named <= maximumRevisions else {
+            throw GatewayError.tooLarge("_bulk_docs names \(named) revisions with their histories, over the limit of \(maximumRevisions) per request: send fewer documents per request")
+        }
         if !revisions.isEmpty {
             let results = try await write(revisions.map(\.revision), gateway: gateway, database: database, user: user)
             for (k, entry) in revisions.enumerated() {
-                if let error = results[k] {
-                    outcomes[entry.index] = .failed(id: entry.revision.docID, rev: entry.revision.rev.description, error)
+                switch results[k] {
+                case let .failure(error): outcomes[entry.index] = .failed(id: entry.revision.docID, rev: entry.revision.rev.description, error)
+                case let .success(rev): outcomes[entry.index] = .ok(id: entry.revision.docID, rev: rev.description)
                 }
             }
         }
 
+        return outcomes
+    }
+
+    /// The `_bulk_docs` answer: one entry per document, in order (`"ok": true` on new edits'
+    /// successes, as CouchDB writes them).
+    static func encode(_ outcomes: [Outcome], newEdits: Bool) -> [UInt8] {
         var writer = JSONWriter(capacity: 64 * outcomes.count + 2)
         writer.raw("[")
         for (i, outcome) in outcomes.enumerated() {
             if i > 0 { writer.raw(",") }
             switch outcome {
             case let .ok(id, rev):
-                writer.raw("{\"id\":"); writer.string(id)
+                writer.raw("{")
+                if newEdits { writer.raw("\"ok\":true,") }
+                writer.raw("\"id\":"); writer.string(id)
                 writer.raw(",\"rev\":"); writer.string(rev); writer.raw("}")
             case let .failed(id, rev, error):
                 writer.raw("{")
@@ -118,8 +150,10 @@ enum BulkDocs {
         return writer.bytes
     }
 
-    /// Writes the revisions in one transaction; returns each one's error (nil = success).
-    static func write(_ revisions: [WireRevision], gateway: Gateway, database: String, user: GatewayUser) async throws -> [GatewayError?] {
+    /// Writes the revisions in one transaction; returns each one's outcome: its revision id
+    /// (made in the transaction for a new edit that creates a document over a deleted one), or
+    /// its error.
+    static func write(_ revisions: [WireRevision], gateway: Gateway, database: String, user: GatewayUser) async throws -> [Result<RevisionID, GatewayError>] {
         let db = user.databaseID
         let logger = gateway.logger
         return try await gateway.client.withTransaction(logger: logger) { connection in
@@ -164,15 +198,38 @@ enum BulkDocs {
                 states[docID, default: DocumentState()].known[rev] = KnownRevision(hasBody: hasBody, deleted: deleted, channels: channels)
             }
 
-            var results: [GatewayError?] = Array(repeating: nil, count: revisions.count)
+            var results: [Result<RevisionID, GatewayError>] = revisions.map { .success($0.rev) }
             var inserts = RevisionRows()
             var filled = RevisionRows()
             var noLongerLeaves: (docs: [String], revs: [String]) = ([], [])
             var changed: [String] = []
             var changedSet = Set<String>()
 
-            for (k, revision) in revisions.enumerated() {
-                var state = states[revision.docID] ?? DocumentState()
+            for (k, given) in revisions.enumerated() {
+                var state = states[given.docID] ?? DocumentState()
+                var revision = given
+                if revision.isNewEdit {
+                    // CouchDB's rule for an edit: it names a leaf of the document, or, for a
+                    // document that does not exist or whose winner is deleted, no revision.
+                    if let parent = revision.newEditParent {
+                        guard state.leaves.contains(parent), state.known[parent]?.hasBody == true else {
+                            results[k] = .failure(.conflict("Document update conflict."))
+                            continue
+                        }
+                    } else if let winner = state.winner, let current = state.known[winner] {
+                        guard current.deleted else {
+                            results[k] = .failure(.conflict("Document update conflict."))
+                            continue
+                        }
+                        revision.rev = RevisionID(generation: winner.generation + 1, digest: revision.rev.digest)
+                        revision.history = [revision.rev, winner]
+                    }
+                    guard revision.rev.generation <= RevisionID.maximumGeneration else {
+                        results[k] = .failure(.badRequest("document '\(revision.docID)': generation over \(RevisionID.maximumGeneration)"))
+                        continue
+                    }
+                    results[k] = .success(revision.rev)
+                }
                 let existing = state.known[revision.rev]
                 if let existing, existing.hasBody { continue }  // already present: success, no change
 
@@ -188,11 +245,19 @@ enum BulkDocs {
                     }
                 }
                 if !user.write.canWrite(channels) {
-                    results[k] = .forbidden("user '\(user.name)' may not write channels \(channels) (document '\(revision.docID)')")
+                    results[k] = .failure(.forbidden("user '\(user.name)' may not write channels \(channels) (document '\(revision.docID)')"))
                     continue
                 }
                 if let winner, let current = state.known[winner], !current.deleted, !user.write.canWrite(current.channels) {
-                    results[k] = .forbidden("user '\(user.name)' may not write document '\(revision.docID)', whose current revision is in channels \(current.channels)")
+                    results[k] = .failure(.forbidden("user '\(user.name)' may not write document '\(revision.docID)'"))
+                    continue
+                }
+                // The revision it extends (the newest ancestor of its history the gateway
+                // knows): writing on top of it replaces or deletes that branch, so the user
+                // must be allowed to write it too, winner or not.
+                if let parentRev = revision.history.dropFirst().first(where: { state.known[$0] != nil }),
+                   let parent = state.known[parentRev], parent.hasBody, !user.write.canWrite(parent.channels) {
+                    results[k] = .failure(.forbidden("user '\(user.name)' may not write document '\(revision.docID)' (the revision \(parentRev) it extends)"))
                     continue
                 }
                 let body = String(decoding: revision.body, as: UTF8.self)
@@ -282,4 +347,18 @@ enum BulkDocs {
             return results
         }
     }
+}
+
+/// `count` random bytes as lowercase hex (document ids of `POST /{db}`, `_uuids`).
+func randomHex(_ count: Int) -> String {
+    let hex = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(count * 2)
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<count {
+        let byte = UInt8.random(in: 0...255, using: &generator)
+        out.append(hex[Int(byte >> 4)])
+        out.append(hex[Int(byte & 0xF)])
+    }
+    return String(decoding: out, as: UTF8.self)
 }

@@ -21,7 +21,16 @@ struct PostgresOption: ParsableArguments {
     func settings() throws -> PostgresSettings { try PostgresSettings.resolve(postgres) }
 }
 
+/// Installs the log handler once per process: JSON lines (JSONLogHandler) unless
+/// `LOG_FORMAT=text`.
+private let loggingBootstrap: Void = {
+    if ProcessInfo.processInfo.environment["LOG_FORMAT"] != "text" {
+        LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+    }
+}()
+
 func makeLogger(_ label: String) -> Logger {
+    _ = loggingBootstrap
     var logger = Logger(label: label)
     logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
     return logger

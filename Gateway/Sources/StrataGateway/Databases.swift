@@ -17,6 +17,7 @@ enum Databases {
         guard isValidName(name) else {
             throw CommandError("bad database name '\(name)': it must match ^[a-z][a-z0-9_$()+/-]*$ and be at most 128 bytes")
         }
+        guard name != "metrics" else { throw CommandError("the database name 'metrics' is reserved: GET /metrics serves the gateway's metrics") }
         let rows = try await client.query(
             "INSERT INTO databases (name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING RETURNING id", logger: logger)
         for try await _ in rows.decode(Int64.self) { return true }

@@ -15,4 +15,6 @@ struct Gateway: Sendable {
     var maxDocumentSize: Int
     /// The largest request body (a larger one is refused whole with 413).
     var maxRequestSize: Int
+    /// What `GET /metrics` serves.
+    var metrics: GatewayMetrics
 }

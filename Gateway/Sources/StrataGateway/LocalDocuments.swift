@@ -1,12 +1,15 @@
 import Logging
 import PostgresNIO
 
-/// `GET` and `PUT /{db}/_local/{id}`: per-database documents that are never in `_changes` nor
-/// replicated (replication checkpoints). Their revision is `0-K`, K counting the writes.
+/// `GET`, `PUT` and `DELETE /{db}/_local/{id}`: documents that are never in `_changes` nor
+/// replicated (replication checkpoints). They belong to the user who wrote them (issue 24: a
+/// user who knows another's checkpoint id must not overwrite it): each user of a database has
+/// its own `_local` namespace. Their revision is `0-K`, K counting the writes.
 enum LocalDocuments {
     static func get(gateway: Gateway, user: GatewayUser, id: String) async throws -> [UInt8] {
+        try DocumentIDs.check(id, what: "a local document id")
         let rows = try await gateway.client.query(
-            "SELECT rev, body FROM local_documents WHERE db = \(user.databaseID) AND doc_id = \(id)", logger: gateway.logger)
+            "SELECT rev, body FROM local_documents WHERE db = \(user.databaseID) AND owner = \(user.name) AND doc_id = \(id)", logger: gateway.logger)
         for try await (rev, body) in rows.decode((Int64, String).self) {
             var writer = JSONWriter(capacity: body.utf8.count + 64)
             writeRevision(into: &writer, docID: "_local/" + id, rev: "0-\(rev)", history: nil, body: body)
@@ -16,6 +19,7 @@ enum LocalDocuments {
     }
 
     static func put(gateway: Gateway, user: GatewayUser, id: String, body: ByteBuffer) async throws -> [UInt8] {
+        try DocumentIDs.check(id, what: "a local document id")
         let document: JSON
         do {
             document = try JSONParser.parse(body.readableBytesView)
@@ -43,13 +47,13 @@ enum LocalDocuments {
             rows = try await gateway.client.query(
                 """
                 UPDATE local_documents SET rev = rev + 1, body = \(stored)
-                WHERE db = \(user.databaseID) AND doc_id = \(id) AND rev = \(expected) RETURNING rev
+                WHERE db = \(user.databaseID) AND owner = \(user.name) AND doc_id = \(id) AND rev = \(expected) RETURNING rev
                 """, logger: gateway.logger)
         } else {
             rows = try await gateway.client.query(
                 """
-                INSERT INTO local_documents (db, doc_id, rev, body) VALUES (\(user.databaseID), \(id), 1, \(stored))
-                ON CONFLICT (db, doc_id) DO NOTHING RETURNING rev
+                INSERT INTO local_documents (db, owner, doc_id, rev, body) VALUES (\(user.databaseID), \(user.name), \(id), 1, \(stored))
+                ON CONFLICT (db, owner, doc_id) DO NOTHING RETURNING rev
                 """, logger: gateway.logger)
         }
         for try await rev in rows.decode(Int64.self) {
@@ -62,5 +66,30 @@ enum LocalDocuments {
             throw GatewayError.conflict("_local/\(id): revision 0-\(expected) is not the current one (stale _rev)")
         }
         throw GatewayError.conflict("_local/\(id) exists: give its current _rev to replace it")
+    }
+
+    /// `DELETE /{db}/_local/{id}?rev=0-K` (CouchDB: the current revision is required).
+    static func delete(gateway: Gateway, user: GatewayUser, id: String, rev: String?) async throws -> [UInt8] {
+        try DocumentIDs.check(id, what: "a local document id")
+        guard let rev, rev.hasPrefix("0-"), let k = Int64(rev.dropFirst(2)), k >= 0 else {
+            throw GatewayError.conflict("Document update conflict. (deleting _local/\(id) needs its current rev=0-K)")
+        }
+        let rows = try await gateway.client.query(
+            """
+            DELETE FROM local_documents WHERE db = \(user.databaseID) AND owner = \(user.name) AND doc_id = \(id) AND rev = \(k)
+            RETURNING rev
+            """, logger: gateway.logger)
+        for try await _ in rows.decode(Int64.self) {
+            var writer = JSONWriter()
+            writer.raw("{\"ok\":true,\"id\":"); writer.string("_local/" + id)
+            writer.raw(",\"rev\":\"0-0\"}")
+            return writer.bytes
+        }
+        for try await _ in try await gateway.client.query(
+            "SELECT rev FROM local_documents WHERE db = \(user.databaseID) AND owner = \(user.name) AND doc_id = \(id)", logger: gateway.logger
+        ).decode(Int64.self) {
+            throw GatewayError.conflict("Document update conflict. (_local/\(id): \(rev) is not the current revision)")
+        }
+        throw GatewayError.notFound("missing")
     }
 }

@@ -82,6 +82,28 @@ enum Migrations {
             )
             """,
         ]),
+        (2, [
+            // Issue 24: _local documents belong to the user who wrote them (a user who knew
+            // another's checkpoint id could overwrite it). Rows written before this migration
+            // belong to no user (owner ''): their replications start again from the beginning,
+            // which the replication protocol makes safe (every step is idempotent).
+            "ALTER TABLE local_documents ADD COLUMN owner text NOT NULL DEFAULT ''",
+            "ALTER TABLE local_documents DROP CONSTRAINT local_documents_pkey",
+            "ALTER TABLE local_documents ADD PRIMARY KEY (db, owner, doc_id)",
+        ]),
+        (3, [
+            // CouchDB's cookie sessions (POST /_session): a SHA-256 of the token (never the
+            // token), the user name, and the databases where its password matched.
+            """
+            CREATE TABLE sessions (
+                token_hash text PRIMARY KEY,
+                name text NOT NULL,
+                dbs bigint[] NOT NULL,
+                expires timestamptz NOT NULL
+            )
+            """,
+            "CREATE INDEX sessions_by_expiry ON sessions (expires)",
+        ]),
     ]
 
     /// Applies the migrations not applied yet; returns the versions it applied.

@@ -78,11 +78,15 @@ enum RevisionReader {
         guard let docs = request["docs"]?.arrayValue else {
             throw GatewayError.badRequest("_bulk_get body must be an object with a docs array")
         }
+        guard docs.count <= BulkDocs.maximumDocuments else {
+            throw GatewayError.tooLarge("_bulk_get asks for \(docs.count) revisions, over the limit of \(BulkDocs.maximumDocuments) per request")
+        }
         var asked: [(docID: String, rev: String?)] = []
         for (i, element) in docs.enumerated() {
-            guard let id = element["id"]?.stringValue, !id.isEmpty, !id.utf8.contains(0) else {
-                throw GatewayError.badRequest("_bulk_get docs[\(i)] has no id string (non-empty, without U+0000)")
+            guard let id = element["id"]?.stringValue else {
+                throw GatewayError.badRequest("_bulk_get docs[\(i)] has no id string")
             }
+            try DocumentIDs.check(id, what: "_bulk_get docs[\(i)].id")
             var rev: String? = nil
             if let value = element["rev"] {
                 guard let text = value.stringValue, RevisionID(text) != nil else {
@@ -104,21 +108,21 @@ enum RevisionReader {
             writer.raw("{\"id\":"); writer.string(entry.docID)
             writer.raw(",\"docs\":[")
             var error: GatewayError? = nil
-            if let revision = found[i], let body = revision.body {
-                if user.read.canRead(revision.channels) {
-                    writer.raw("{\"ok\":")
-                    let history = revs ? (start: RevisionID(entry.rev)?.generation ?? 1, ids: revision.history) : nil
-                    writeRevision(into: &writer, docID: entry.docID, rev: entry.rev, history: history, body: body)
-                    writer.raw("}")
-                } else {
-                    error = .forbidden("user '\(user.name)' may not read channels \(revision.channels)")
-                }
+            // A revision the user may not read answers exactly as a missing one: neither its
+            // existence nor its channels are told.
+            if let revision = found[i], let body = revision.body, user.read.canRead(revision.channels) {
+                writer.raw("{\"ok\":")
+                let history = revs ? (start: RevisionID(entry.rev)?.generation ?? 1, ids: revision.history) : nil
+                writeRevision(into: &writer, docID: entry.docID, rev: entry.rev, history: history, body: body)
+                writer.raw("}")
             } else {
-                error = .notFound(entry.rev.isEmpty ? "no document '\(entry.docID)'" : "no revision \(entry.rev) of document '\(entry.docID)'")
+                error = .notFound("missing")
             }
             if let error {
                 writer.raw("{\"error\":{\"id\":"); writer.string(entry.docID)
-                writer.raw(",\"rev\":"); writer.string(entry.rev)
+                // The revision as asked (none for the winner): the winner of a document the
+                // user may not read is not told.
+                writer.raw(",\"rev\":"); writer.string(asked[i].rev ?? "")
                 writer.raw(",\"error\":"); writer.string(error.kind)
                 writer.raw(",\"reason\":"); writer.string(error.reason)
                 writer.raw(",\"status\":"); writer.integer(error.status)
@@ -130,26 +134,26 @@ enum RevisionReader {
         return writer.bytes
     }
 
-    /// `GET /{db}/{docid}?rev=R&revs=true`.
+    /// `GET /{db}/{docid}?rev=R&revs=true`. A document or revision the user may not read
+    /// answers 404 `missing`, exactly as one that does not exist.
     static func getDocument(gateway: Gateway, user: GatewayUser, docID: String, rev: String?, revs: Bool) async throws -> [UInt8] {
         var revText: String
+        var winnerDeleted = false
         if let rev {
             guard RevisionID(rev) != nil else { throw GatewayError.badRequest("bad revision id '\(rev)'") }
             revText = rev
         } else {
             guard let winner = try await winners([docID], db: user.databaseID, client: gateway.client, logger: gateway.logger)[docID] else {
-                throw GatewayError.notFound("no document '\(docID)'")
+                throw GatewayError.notFound("missing")
             }
-            if winner.deleted { throw GatewayError.notFound("document '\(docID)' is deleted") }
             revText = winner.rev
+            winnerDeleted = winner.deleted
         }
         let found = try await read([(docID, revText)], withHistory: revs, db: user.databaseID, client: gateway.client, logger: gateway.logger)
-        guard let revision = found[0], let body = revision.body else {
-            throw GatewayError.notFound("no revision \(revText) of document '\(docID)'")
+        guard let revision = found[0], let body = revision.body, user.read.canRead(revision.channels) else {
+            throw GatewayError.notFound("missing")
         }
-        guard user.read.canRead(revision.channels) else {
-            throw GatewayError.forbidden("user '\(user.name)' may not read channels \(revision.channels) (document '\(docID)')")
-        }
+        if winnerDeleted { throw GatewayError.notFound("deleted") }
         var writer = JSONWriter(capacity: body.utf8.count + 256)
         let history = revs ? (start: RevisionID(revText)?.generation ?? 1, ids: revision.history) : nil
         writeRevision(into: &writer, docID: docID, rev: revText, history: history, body: body)

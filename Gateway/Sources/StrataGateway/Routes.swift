@@ -37,31 +37,62 @@ struct Routes: Sendable {
         }
     }
 
-    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+    /// Answers a request, counts it in the metrics and logs it (at info level, with its route,
+    /// status and duration as metadata).
+    func respond(to request: Request, context: GatewayRequestContext) async -> Response {
+        let started = ContinuousClock.now
+        gateway.metrics.started()
+        let response = await answer(request, context: context)
+        let elapsed = ContinuousClock.now - started
+        let route = Self.routeLabel(request.head.path ?? "/")
+        gateway.metrics.finished(route: route, method: request.method.rawValue, status: response.status.code, duration: elapsed)
+        gateway.logger.info("request", metadata: [
+            "method": .string(request.method.rawValue), "route": .string(route), "status": .stringConvertible(response.status.code),
+            "ms": .stringConvertible(Double((elapsed / .microseconds(1)).rounded()) / 1000),
+            "address": .string(context.remoteAddress?.ipAddress ?? ""),
+        ])
+        return response
+    }
+
+    /// The route of a request target for metrics: the endpoint, never an id (bounded labels).
+    static func routeLabel(_ path: String) -> String {
+        let segments = (path.split(separator: "?", maxSplits: 1).first ?? "").split(separator: "/")
+        guard let first = segments.first else { return "/" }
+        if first.hasPrefix("_") || first == "metrics" { return "/" + first }
+        guard segments.count > 1 else { return "/{db}" }
+        let second = segments[1]
+        if second == "_local" { return "/{db}/_local/{id}" }
+        if second.hasPrefix("_") { return "/{db}/" + second }
+        return segments.count > 2 ? "/{db}/{docid}/{attachment}" : "/{db}/{docid}"
+    }
+
+    private func answer(_ request: Request, context: GatewayRequestContext) async -> Response {
         do {
-            let (status, bytes) = try await route(request)
-            return Self.json(status, bytes)
+            return try await route(request, context: context)
         } catch let error as GatewayError {
             return Self.error(error)
         } catch is NIOTooManyBytesError {
             return Self.error(.tooLarge("the request body is over the limit of \(gateway.maxRequestSize) bytes"))
         } catch let error as PSQLError {
+            // PostgreSQL's text goes to the log only, never to a client.
             gateway.logger.error("PostgreSQL: \(String(reflecting: error))")
-            return Self.error(.unavailable("PostgreSQL failed: \(error.serverInfo?[.message] ?? "\(error.code)")"))
+            return Self.error(.from(error))
         } catch let error as PostgresTransactionError {
             gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
             if let inner = error.closureError as? GatewayError { return Self.error(inner) }
-            let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError
-            return Self.error(.unavailable("PostgreSQL transaction failed: \(inner?.serverInfo?[.message] ?? inner.map { "\($0.code)" } ?? "no answer")"))
+            if let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError {
+                return Self.error(.from(inner))
+            }
+            return Self.error(.unavailable("the database did not answer; retry later"))
         } catch {
             gateway.logger.error("request \(request.method) \(request.head.path ?? ""): \(error)")
             // The pool's errors (PostgreSQL unreachable, its circuit breaker open) are
             // transient: 503, which the replicator retries.
             if String(reflecting: type(of: error)).contains("ConnectionPool") {
                 await gateway.pool.recover()
-                return Self.error(.unavailable("PostgreSQL is unreachable: \(error)"))
+                return Self.error(.unavailable("the database is unreachable; retry later"))
             }
-            return Self.error(.serverError("\(error)"))
+            return Self.error(.serverError("the request failed (see the gateway's log)"))
         }
     }
 
@@ -76,72 +107,214 @@ struct Routes: Sendable {
         if error.status == 401 {
             response.headers[.wwwAuthenticate] = "Basic realm=\"strata-gateway\""
         }
+        if let retryAfter = error.retryAfter {
+            response.headers[.retryAfter] = String(retryAfter)
+        }
         return response
     }
 
-    private func body(_ request: Request) async throws -> ByteBuffer {
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > gateway.maxRequestSize {
-            throw GatewayError.tooLarge("the request body (\(length) bytes) is over the limit of \(gateway.maxRequestSize) bytes")
+    /// The largest body of a request that carries no document (`_revs_diff`, `_bulk_get`,
+    /// `_local`): what a JSON tree of it costs in memory is bounded by this.
+    static let maximumQueryBodySize = 16 * 1024 * 1024
+
+    /// The request's body, refused with 413 past `limit` (the request limit by default) before
+    /// it is read when its Content-Length says so.
+    private func body(_ request: Request, limit: Int? = nil) async throws -> ByteBuffer {
+        let limit = min(limit ?? gateway.maxRequestSize, gateway.maxRequestSize)
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw GatewayError.tooLarge("the request body (\(length) bytes) is over the limit of \(limit) bytes for this endpoint")
         }
-        return try await request.body.collect(upTo: gateway.maxRequestSize)
+        do {
+            return try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw GatewayError.tooLarge("the request body is over the limit of \(limit) bytes for this endpoint")
+        }
     }
 
-    private func route(_ request: Request) async throws -> (Int, [UInt8]) {
+    private func route(_ request: Request, context: GatewayRequestContext) async throws -> Response {
         let target = try Target(request.head.path ?? "/")
         let method = request.method
+        let address = context.remoteAddress?.ipAddress
+        if target.segments == ["metrics"], method == .get || method == .head {
+            let waiting = await gateway.notifier.waiting
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(
+                bytes: gateway.metrics.render(waitingNow: waiting, postgresReachable: gateway.pool.isReachable))))
+        }
         guard let database = target.segments.first else {
-            guard method == .get || method == .head else { throw GatewayError.methodNotAllowed("\(method) / (only GET)") }
-            return (200, Array(#"{"couchdb":"Welcome","vendor":{"name":"strata-gateway","version":"1"}}"#.utf8))
+            guard method == .get || method == .head else { throw GatewayError.methodNotAllowed("Only GET,HEAD allowed") }
+            return Self.json(200, Array(#"{"couchdb":"Welcome","version":"3.3.3","vendor":{"name":"strata-gateway","version":"1"},"features":[]}"#.utf8))
+        }
+        if database.hasPrefix("_") {
+            return try await server(database, target: target, request: request, address: address)
         }
         guard Databases.isValidName(database) else {
-            throw GatewayError.notFound("no database named '\(database)' (not a valid database name)")
+            throw GatewayError.badRequest("Name: '\(database)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
         }
         guard gateway.pool.isReachable else {
             throw GatewayError.unavailable("PostgreSQL is unreachable; the gateway reconnects every 250 ms")
         }
-        let user = try await gateway.authenticator.authenticate(database: database, authorization: request.headers[.authorization])
+        let user = try await gateway.authenticator.authenticate(
+            database: database, authorization: request.headers[.authorization], cookie: request.headers[.cookie], address: address, gateway: gateway)
         let rest = Array(target.segments.dropFirst())
+        let query = target.query
         guard let first = rest.first else {
-            guard method == .get || method == .head else { throw GatewayError.methodNotAllowed("\(method) /\(database)/ (only GET)") }
-            var seq: Int64 = 0
-            for try await value in try await gateway.client.query("SELECT seq FROM databases WHERE id = \(user.databaseID)", logger: gateway.logger).decode(Int64.self) {
-                seq = value
+            switch method {
+            case .get, .head: return Self.json(200, try await Databases.info(database, user: user, gateway: gateway))
+            case .put: throw GatewayError(status: 412, kind: "file_exists", reason: "The database could not be created, the file already exists.")
+            case .post:
+                return try await Documents.saveOne(try parseDocument(try await body(request)), newEdits: true, status: 201, gateway: gateway, database: database, user: user)
+            case .delete: throw GatewayError.forbidden("databases are deleted with the admin command, not over HTTP")
+            default: throw GatewayError.methodNotAllowed("Only GET,HEAD,POST allowed")
             }
-            var writer = JSONWriter()
-            writer.raw("{\"db_name\":"); writer.string(database)
-            writer.raw(",\"update_seq\":"); writer.integer(seq); writer.raw("}")
-            return (200, writer.bytes)
         }
         switch (first, method) {
         case ("_local", _):
-            guard rest.count >= 2 else { throw GatewayError.notFound("no local document id in the path") }
+            guard rest.count >= 2 else { throw GatewayError.notFound("missing") }
             let id = rest.dropFirst().joined(separator: "/")
             switch method {
-            case .get, .head: return (200, try await LocalDocuments.get(gateway: gateway, user: user, id: id))
-            case .put: return (201, try await LocalDocuments.put(gateway: gateway, user: user, id: id, body: try await body(request)))
-            default: throw GatewayError.methodNotAllowed("\(method) on a local document (GET or PUT)")
+            case .get, .head: return Self.json(200, try await LocalDocuments.get(gateway: gateway, user: user, id: id))
+            case .put: return Self.json(201, try await LocalDocuments.put(gateway: gateway, user: user, id: id, body: try await body(request, limit: Self.maximumQueryBodySize)))
+            case .delete: return Self.json(200, try await LocalDocuments.delete(gateway: gateway, user: user, id: id, rev: query["rev"]))
+            default: throw GatewayError.methodNotAllowed("Only GET,HEAD,PUT,DELETE allowed")
             }
-        case ("_changes", .get), ("_changes", .head):
-            return (200, try await ChangesFeed.handle(gateway: gateway, database: database, user: user, query: target.query))
+        case ("_changes", .get), ("_changes", .head), ("_changes", .post):
+            var parsed: JSON? = nil
+            if method == .post {
+                let bytes = try await body(request, limit: Self.maximumQueryBodySize)
+                if bytes.readableBytes > 0 {
+                    do { parsed = try JSONParser.parse(bytes.readableBytesView) } catch { throw GatewayError.badRequest("_changes body: \(error)") }
+                }
+            }
+            return try await ChangesFeed.handle(gateway: gateway, database: database, user: user, query: query, body: parsed)
+        case ("_all_docs", .get), ("_all_docs", .head):
+            return Self.json(200, try await AllDocs.handle(gateway: gateway, user: user, query: query, body: nil))
+        case ("_all_docs", .post):
+            return Self.json(200, try await AllDocs.handle(gateway: gateway, user: user, query: query, body: try await body(request, limit: Self.maximumQueryBodySize)))
         case ("_revs_diff", .post):
-            return (200, try await RevsDiff.handle(gateway: gateway, user: user, body: try await body(request)))
+            return Self.json(200, try await RevsDiff.handle(gateway: gateway, user: user, body: try await body(request, limit: Self.maximumQueryBodySize)))
         case ("_bulk_get", .post):
-            let revs = target.query["revs"].map { $0 == "true" } ?? false
-            return (200, try await RevisionReader.bulkGet(gateway: gateway, user: user, body: try await body(request), revs: revs))
+            let revs = query["revs"].map { $0 == "true" } ?? false
+            return Self.json(200, try await RevisionReader.bulkGet(gateway: gateway, user: user, body: try await body(request, limit: Self.maximumQueryBodySize), revs: revs))
         case ("_bulk_docs", .post):
-            return (201, try await BulkDocs.handle(gateway: gateway, database: database, user: user, body: try await body(request)))
-        case ("_changes", _), ("_revs_diff", _), ("_bulk_get", _), ("_bulk_docs", _):
-            throw GatewayError.methodNotAllowed("\(method) /\(database)/\(first) is not supported")
+            return Self.json(201, try await BulkDocs.handle(gateway: gateway, database: database, user: user, body: try await body(request)))
+        case ("_ensure_full_commit", .post):
+            // Every write is committed (and durable) when it is answered.
+            return Self.json(201, Array(#"{"ok":true,"instance_start_time":"0"}"#.utf8))
+        case ("_changes", _), ("_revs_diff", _), ("_bulk_get", _), ("_bulk_docs", _), ("_all_docs", _), ("_ensure_full_commit", _):
+            throw GatewayError.methodNotAllowed("\(method) /\(database)/\(first) is not allowed")
         default:
-            guard !first.hasPrefix("_") || rest.count > 1 else {
-                throw GatewayError.notFound("no endpoint /\(database)/\(first)")
+            guard !first.hasPrefix("_") else {
+                throw GatewayError.notFound(first == "_design" ? "this gateway has no design documents" : "missing")
             }
-            guard method == .get || method == .head else {
-                throw GatewayError.methodNotAllowed("\(method) on a document (GET only; write with _bulk_docs)")
+            let docID = first
+            try DocumentIDs.check(docID)
+            if rest.count > 1 {
+                let name = rest.dropFirst().joined(separator: "/")
+                switch method {
+                case .get, .head:
+                    return try await Documents.getAttachment(gateway: gateway, user: user, docID: docID, name: name, rev: query["rev"])
+                case .put:
+                    let data = Array(try await body(request).readableBytesView)
+                    return try await Documents.changeAttachment(
+                        gateway: gateway, database: database, user: user, docID: docID, name: name,
+                        rev: query["rev"] ?? request.headers[.ifMatch].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) },
+                        data: data, contentType: request.headers[.contentType])
+                case .delete:
+                    return try await Documents.changeAttachment(
+                        gateway: gateway, database: database, user: user, docID: docID, name: name,
+                        rev: query["rev"] ?? request.headers[.ifMatch].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) },
+                        data: nil, contentType: nil)
+                default: throw GatewayError.methodNotAllowed("Only GET,HEAD,PUT,DELETE allowed")
+                }
             }
-            let docID = rest.joined(separator: "/")
-            let revs = target.query["revs"].map { $0 == "true" } ?? false
-            return (200, try await RevisionReader.getDocument(gateway: gateway, user: user, docID: docID, rev: target.query["rev"], revs: revs))
+            switch method {
+            case .get, .head:
+                return try await Documents.get(gateway: gateway, user: user, docID: docID, query: query, accept: request.headers[.accept])
+            case .put:
+                return try await Documents.put(
+                    gateway: gateway, database: database, user: user, docID: docID, body: try await body(request), query: query,
+                    ifMatch: request.headers[.ifMatch])
+            case .delete:
+                return try await Documents.delete(
+                    gateway: gateway, database: database, user: user, docID: docID,
+                    rev: query["rev"] ?? request.headers[.ifMatch].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) })
+            default: throw GatewayError.methodNotAllowed("Only GET,HEAD,PUT,DELETE allowed")
+            }
         }
+    }
+
+    /// A JSON object body (a document).
+    private func parseDocument(_ bytes: ByteBuffer) throws -> JSON {
+        do {
+            return try JSONParser.parse(bytes.readableBytesView)
+        } catch {
+            throw GatewayError.badRequest("the document: \(error)")
+        }
+    }
+
+    /// The server-wide endpoints (`/_...`).
+    private func server(_ name: String, target: Target, request: Request, address: String?) async throws -> Response {
+        let method = request.method
+        switch (name, method) {
+        case ("_up", .get), ("_up", .head):
+            guard gateway.pool.isReachable else {
+                return Self.json(503, Array(#"{"status":"unavailable","reason":"PostgreSQL is unreachable"}"#.utf8))
+            }
+            return Self.json(200, Array(#"{"status":"ok"}"#.utf8))
+        case ("_uuids", .get):
+            let count = target.query["count"].flatMap { Int($0) } ?? 1
+            guard (1...1000).contains(count) else { throw GatewayError.badRequest("count must be 1...1000") }
+            var writer = JSONWriter(capacity: 36 * count + 16)
+            writer.raw("{\"uuids\":[")
+            for i in 0..<count {
+                if i > 0 { writer.raw(",") }
+                writer.string(randomHex(16))
+            }
+            writer.raw("]}")
+            return Self.json(200, writer.bytes)
+        case ("_session", .post):
+            return try await Sessions.open(gateway: gateway, body: try await body(request, limit: 64 * 1024), contentType: request.headers[.contentType], address: address)
+        case ("_session", .get):
+            return try await Sessions.info(gateway: gateway, request: request, address: address)
+        case ("_session", .delete):
+            return try await Sessions.close(gateway: gateway, request: request)
+        case ("_all_dbs", .get):
+            return Self.json(200, try await Sessions.allDatabases(gateway: gateway, request: request, address: address))
+        case ("_uuids", _), ("_session", _), ("_all_dbs", _), ("_up", _):
+            throw GatewayError.methodNotAllowed("\(method) /\(name) is not allowed")
+        default:
+            throw GatewayError.notFound("no endpoint /\(name)")
+        }
+    }
+}
+
+/// The request context: Hummingbird's core context and the client's address (for the login
+/// limits of LoginLimiter).
+struct GatewayRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The peer's address, nil when the channel has none.
+    var remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// The rules every document id obeys on every path (PROTOCOL.md "Documents on the wire").
+enum DocumentIDs {
+    /// The longest id, in UTF-8 bytes (PostgreSQL's btree rows bound what an index can hold).
+    static let maximumLength = 1024
+
+    /// Throws 400 naming the rule `id` breaks: empty, longer than `maximumLength` bytes, or
+    /// containing U+0000.
+    static func check(_ id: String, what: String = "a document id") throws(GatewayError) {
+        guard !id.isEmpty else { throw .badRequest("\(what) is empty") }
+        guard id.utf8.count <= maximumLength else {
+            throw .badRequest("\(what) is \(id.utf8.count) bytes long, over the limit of \(maximumLength)")
+        }
+        guard !id.utf8.contains(0) else { throw .badRequest("\(what) must not contain U+0000") }
     }
 }

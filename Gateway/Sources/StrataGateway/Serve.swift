@@ -17,11 +17,17 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest revision _bulk_docs accepts, in bytes (JSON with attachment data).") var maxDocumentSize = 20 * 1024 * 1024
     @Option(help: "The largest request body, in bytes.") var maxRequestSize = 64 * 1024 * 1024
     @Option(help: "PostgreSQL connections in this process's pool.") var connections = 16
+    @Option(help: "Failed logins of one user allowed per window, then 429 until it ends.") var loginFailuresPerUser = 10
+    @Option(help: "Failed logins from one address allowed per window, then 429 until it ends.") var loginFailuresPerAddress = 50
+    @Option(help: "The window of the login limits, in seconds.") var loginWindow = 60
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard maxDocumentSize > 0, maxRequestSize > 0 else { throw ValidationError("size limits must be positive") }
         guard connections >= 1 else { throw ValidationError("--connections must be at least 1") }
+        guard loginFailuresPerUser >= 1, loginFailuresPerAddress >= 1, loginWindow >= 1 else {
+            throw ValidationError("the login limits and their window must be at least 1")
+        }
     }
 
     func run() async throws {
@@ -31,12 +37,13 @@ struct Serve: AsyncParsableCommand {
         let notifier = ChangeNotifier()
         let gateway = Gateway(
             pool: pool, logger: logger, notifier: notifier,
-            authenticator: Authenticator(pool: pool, logger: logger),
-            maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize)
+            authenticator: Authenticator(pool: pool, logger: logger, limiter: LoginLimiter(
+                perUser: loginFailuresPerUser, perAddress: loginFailuresPerAddress, window: .seconds(loginWindow))),
+            maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize, metrics: GatewayMetrics(poolConnections: connections))
         let routes = Routes(gateway: gateway)
         let host = self.host
         let app = Application(
-            responder: CallbackResponder<BasicRequestContext> { request, context in
+            responder: CallbackResponder<GatewayRequestContext> { request, context in
                 await routes.respond(to: request, context: context)
             },
             configuration: .init(address: .hostname(host, port: port), serverName: nil),

@@ -16,13 +16,66 @@ struct WireRevision: Sendable {
     /// The size counted against the document limit: the revision's JSON as stored and served.
     var size: Int
 
+    /// For a new edit (`new_edits` true, CouchDB's document API): the revision it replaces as
+    /// the client named it (`_rev`), nil for a new document; the write checks it against the
+    /// document's leaves in its transaction (409 when it is not one).
+    var newEditParent: RevisionID? = nil
+    /// True for a new edit: `rev` was made here (generation of the parent + 1, digest the MD5 of
+    /// the parent, the deletion flag and the body, as CouchDB derives it from the content).
+    var isNewEdit = false
+
+    /// Checks `value` (one element of `docs`) for a new edit (`new_edits` true); throws a 400
+    /// GatewayError naming what is wrong. `_revisions` is ignored, as CouchDB ignores it there;
+    /// inline attachments get their `digest`, `length` and `revpos`.
+    init(newEdit value: JSON) throws(GatewayError) {
+        guard var members = value.objectMembers else { throw .badRequest("a document must be a JSON object") }
+        guard let id = value["_id"]?.stringValue else { throw .badRequest("a document has no _id string") }
+        var parent: RevisionID? = nil
+        switch value["_rev"] {
+        case nil, .null: break
+        case let .string(text):
+            guard let rev = RevisionID(text) else { throw .badRequest("document '\(id)': bad revision id '\(text)'") }
+            parent = rev
+        default: throw .badRequest("document '\(id)': _rev must be a string")
+        }
+        let generation = (parent?.generation ?? 0) + 1
+        if let attachments = value["_attachments"] {
+            guard let entries = attachments.objectMembers else { throw .badRequest("document '\(id)': _attachments must be an object") }
+            var filled: [(String, JSON)] = []
+            for (name, entry) in entries {
+                if entry["stub"] == .bool(true) {
+                    throw .badRequest("document '\(id)': attachment '\(name)' is a stub; this gateway stores attachments inline: send its data")
+                }
+                guard let data = entry["data"]?.stringValue, let bytes = base64Decode(data) else {
+                    throw .badRequest("document '\(id)': attachment '\(name)' has no base64 data")
+                }
+                let contentType = entry["content_type"]?.stringValue ?? "application/octet-stream"
+                filled.append((name, attachmentEntry(contentType: contentType, bytes: bytes, base64: data, revpos: entry["revpos"]?.integerValue ?? generation)))
+            }
+            members = members.map { $0.0 == "_attachments" ? ("_attachments", .object(filled)) : $0 }
+        }
+        members = members.filter { $0.0 != "_rev" && $0.0 != "_revisions" }
+        // The revision id is filled below from the body; a placeholder lets init(_:) check
+        // the rest exactly as for a replicated revision.
+        members = members.filter { $0.0 != "_id" }
+        members.insert(("_id", .string(id)), at: 0)
+        members.insert(("_rev", .string("\(generation)-0")), at: 1)
+        try self.init(.object(members))
+        var digestInput = Array((parent?.description ?? "").utf8)
+        digestInput.append(deleted ? 1 : 0)
+        digestInput.append(contentsOf: body)
+        rev = RevisionID(generation: generation, digest: md5Hex(digestInput))
+        history = parent.map { [rev, $0] } ?? [rev]
+        newEditParent = parent
+        isNewEdit = true
+    }
+
     /// Checks `value` (one element of `docs`); throws a 400 GatewayError naming what is wrong.
     init(_ value: JSON) throws(GatewayError) {
         guard let members = value.objectMembers else { throw .badRequest("a document must be a JSON object") }
         guard let id = value["_id"]?.stringValue, !id.isEmpty else { throw .badRequest("a document has no _id string") }
         guard !id.hasPrefix("_local/") else { throw .badRequest("document '\(id)': local documents are written with PUT /{db}/_local/{id}") }
-        guard id.utf8.count <= 1024 else { throw .badRequest("document id longer than 1024 bytes") }
-        guard !id.utf8.contains(0) else { throw .badRequest("a document id must not contain U+0000") }
+        try DocumentIDs.check(id)
         docID = id
         guard let revText = value["_rev"]?.stringValue else { throw .badRequest("document '\(id)' has no _rev") }
         guard let rev = RevisionID(revText) else { throw .badRequest("document '\(id)': bad revision id '\(revText)'") }
@@ -38,7 +91,9 @@ struct WireRevision: Sendable {
             guard ids.count <= start else {
                 throw .badRequest("document '\(id)': _revisions has \(ids.count) ids for generation \(start)")
             }
-            for (i, element) in ids.enumerated().dropFirst() {
+            // A longer history is stemmed to the newest `maximumHistory` revisions, as CouchDB
+            // stems to its revs_limit: what one revision costs is bounded.
+            for (i, element) in ids.prefix(RevisionReader.maximumHistory).enumerated().dropFirst() {
                 guard let digest = element.stringValue, RevisionID.isValidDigest(digest) else {
                     throw .badRequest("document '\(id)': _revisions.ids[\(i)] is not a revision digest")
                 }
@@ -103,4 +158,33 @@ func writeRevision(
     } else {
         writer.raw("}")
     }
+}
+
+import Crypto
+import Foundation
+
+/// The 32 lowercase hex digits of the MD5 of `bytes`.
+func md5Hex(_ bytes: [UInt8]) -> String {
+    let hex = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(32)
+    for byte in Insecure.MD5.hash(data: bytes) {
+        out.append(hex[Int(byte >> 4)])
+        out.append(hex[Int(byte & 0xF)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// The bytes of standard base64 text, nil when it is not base64.
+func base64Decode(_ text: String) -> [UInt8]? {
+    Data(base64Encoded: text, options: .ignoreUnknownCharacters).map { Array($0) }
+}
+
+/// An attachment as stored and served (PROTOCOL.md "Documents on the wire"): always inline.
+func attachmentEntry(contentType: String, bytes: [UInt8], base64: String, revpos: Int) -> JSON {
+    let digest = "md5-" + Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()
+    return .object([
+        ("content_type", .string(contentType)), ("digest", .string(digest)), ("length", .number(String(bytes.count))),
+        ("revpos", .number(String(revpos))), ("data", .string(base64)),
+    ])
 }
