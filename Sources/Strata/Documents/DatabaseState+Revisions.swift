@@ -165,7 +165,7 @@ extension DatabaseState {
             for plan in plans where try snapshot.get(plan.key) != plan.oldValue { return false }
             var staged = w
             var batch = CommitBatch()
-            stage(plans, rows: rows, indexes: current, isExternal: isExternal, writer: &staged, into: &batch)
+            try stage(plans, rows: rows, indexes: current, isExternal: isExternal, writer: &staged, into: &batch)
             try engine.commit(batch)
             w = staged
             return true
@@ -174,7 +174,10 @@ extension DatabaseState {
 
     /// Adds the records of checked plans to `commit`, and advances `w` as if they committed.
     func stage(_ plans: [RevisionPlan], rows: [RowChanges], indexes active: [String: ActiveIndex], isExternal: Bool,
-               writer w: inout WriterState, into commit: inout CommitBatch) {
+               writer w: inout WriterState, into commit: inout CommitBatch) throws {
+        // One change sequence per plan, refused before anything is staged past the limit.
+        var probe = w.nextSequence
+        try CounterLimit.take(UInt64(plans.count), from: &probe, "change sequence")
         let observing = broadcaster.wantsChanges(of: engine, kind: .documentDatabase, name: name)
         var batch = WriteBatch()
         swap(&batch, &commit.records)

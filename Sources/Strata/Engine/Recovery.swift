@@ -68,8 +68,13 @@ struct EngineRecovery {
         var torn = false
     }
 
-    static func recover(directory: String, options: EngineOptions, cache: BlockCache?) throws -> EngineRecovery {
+    static func recover(directory: String, options: EngineOptions, cache: BlockCache?,
+                        check: (Snapshot) throws -> Void = { _ in }) throws -> EngineRecovery {
         let plan = try read(directory: directory, options: options, cache: cache)
+        // The collections read what they load at open from the recovered state, still in phase 1:
+        // a fault they find refuses the open with nothing written (FORMAT.md 4.5, step 6a).
+        try check(Snapshot(sequence: plan.lastSequence, memtables: [plan.active] + plan.immutables,
+                           version: Version(runs: plan.runs)))
         return try write(plan, directory: directory, options: options, cache: cache)
     }
 
@@ -175,6 +180,10 @@ struct EngineRecovery {
 
         // The new log's number, unless phase 2 writes segments first (then no memtable keeps it).
         let nextFileNumber = max(m.nextFileNumber, maxNumber + 1)
+        // The new log takes a number, and the manifest's nextFileNumber after it must stay within
+        // the limit (section 2): refused here, before anything is written.
+        var probe = nextFileNumber
+        try CounterLimit.take(from: &probe, "file number for the new log", last: CounterLimit.max - 1)
         let (active, immutables) = try memtables(replaying: logs, newLog: nextFileNumber, options: options)
         let empty = logs.filter { $0.batches.isEmpty }.map(\.number)
 
@@ -249,8 +258,7 @@ struct EngineRecovery {
                 for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
                     let run = try Engine.writeRun(from: memtable, directory: directory, options: options,
                                                  transforms: [:]) {
-                        defer { nextNumber += 1 }
-                        return nextNumber
+                        try CounterLimit.take(from: &nextNumber, "file number", last: CounterLimit.max - 1)
                     }
                     if !run.isEmpty { written.insert(run, at: 0) }
                 }

@@ -4,12 +4,12 @@ final class RunWriter {
     private let directory: String
     private let options: SegmentWriterOptions
     private let targetFileSize: Int
-    private let allocateNumber: () -> UInt64
+    private let allocateNumber: () throws -> UInt64
     private var current: SegmentWriter?
     private var finished: [SegmentMetadata] = []
     private var pendingTombstones: [RangeTombstone] = []
 
-    init(directory: String, options: SegmentWriterOptions, targetFileSize: Int, allocateNumber: @escaping () -> UInt64) {
+    init(directory: String, options: SegmentWriterOptions, targetFileSize: Int, allocateNumber: @escaping () throws -> UInt64) {
         self.directory = directory
         self.options = options
         self.targetFileSize = targetFileSize
@@ -18,7 +18,7 @@ final class RunWriter {
 
     private func writer() throws -> SegmentWriter {
         if let current { return current }
-        let w = try SegmentWriter(directory: directory, number: allocateNumber(), options: options)
+        let w = try SegmentWriter(directory: directory, number: try allocateNumber(), options: options)
         // The run's range tombstones go into its first segment; they apply to older runs only.
         for t in pendingTombstones { w.addRangeTombstone(start: t.start, end: t.end) }
         pendingTombstones = []
