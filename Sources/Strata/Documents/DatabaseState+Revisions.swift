@@ -65,6 +65,7 @@ extension DatabaseState {
     /// tree `oldTree`; `contents` are the new leaves' contents.
     func plan(_ documentID: String, key: [UInt8], oldValue: [UInt8]?, old: DocumentRecord?, oldTree: RevisionTree?,
               tree: RevisionTree, contents: [RevisionID: LeafRevision], snapshot: Snapshot) throws -> RevisionPlan {
+        try checkConflictEntries(of: documentID, tree: oldTree, snapshot: snapshot)
         let winner = tree.winner
         let oldWinner = oldTree?.winner
         let winnerChanged = oldWinner?.revision != winner.revision
@@ -316,6 +317,7 @@ extension DatabaseState {
         let snapshot = try engine.snapshot()
         guard let value = try snapshot.get(DocumentLayout.documentKey(id, documentID)) else { return [] }
         let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
+        try checkConflictEntries(of: documentID, tree: record.tree, snapshot: snapshot)
         guard let tree = record.tree else { return [] }
         var out: [Document] = []
         for node in tree.nodes.dropFirst() where node.isLeaf && !node.isDeleted {

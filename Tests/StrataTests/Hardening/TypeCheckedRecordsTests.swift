@@ -4,7 +4,8 @@ import Testing
 @testable import StrataInspection
 
 // Issue 23: records are checked against the type their collection gives them — a chunk's value
-// kind against its series' value type (FORMAT.md §14.6).
+// kind against its series' value type (FORMAT.md §14.6), a conflicting-revision entry against the
+// document's revision tree (§16.6).
 
 @Suite struct TypeCheckedRecordsTests {
     /// A closed store with series `x` of `Value` whose events 1…10 are one chunk; the chunk's key
@@ -77,5 +78,40 @@ import Testing
         let store = try Store.open(at: dir.url)
         defer { try? store.close() }
         #expect(try store.timeSeries("x", of: Double.self).query(.values).events.map(\.value) == (1...10).map { Double($0) })
+    }
+
+    @Test("a conflicting-revision entry whose revision is not a losing leaf (the winner, or one the tree does not hold): conflicts and writes refuse it")
+    func conflictEntryMustBeALosingLeaf() throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        var id: UInt64 = 0
+        var winner = ""
+        do {
+            let store = try Store.open(at: base.url)
+            defer { try? store.close() }
+            let saved = try store.documents("db").save(Document(id: "a", fields: ["n": .int(1)]))
+            winner = saved.metadata.revisionID
+            let prefix = Keyspace.documentChanges.prefix
+            let cursor = try store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+            #expect(try cursor.next())
+            let key = cursor.withKey { Array($0) }
+            var d = TupleKeyDecoder(key[prefix.count...])
+            id = try d.nextUInt()
+        }
+        for revision in [winner, "1-abc", "7-ffff"] {
+            let dir = try Hardening.copy(base)
+            defer { dir.remove() }
+            let r = try #require(RevisionID(revision))
+            try Hardening.writeRaw(dir, [(DocumentLayout.conflictKey(id, "a", r), [0])])
+            let store = try Store.open(at: dir.url)
+            defer { try? store.close() }
+            let db = try store.documents("db")
+            guard case .corrupted(_, _, let reason)? = Hardening.typed("conflicts", { _ = try db.conflicts(id: "a") }) else {
+                Issue.record("\(revision): conflicts: expected .corrupted")
+                continue
+            }
+            #expect(reason.contains("not a losing leaf"), "\(reason)")
+            #expect(Hardening.typed("resolve") { _ = try db.resolveConflict(id: "a", with: Document(id: "a", fields: [:])) } != nil)
+        }
     }
 }
