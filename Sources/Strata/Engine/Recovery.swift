@@ -151,10 +151,12 @@ struct EngineRecovery {
         // Read and check every log to replay before applying any of it.
         var report = RecoveryReport()
         var check = LogReplayCheck()
+        var versions = LogVersionOrder(manifestVersion: m.formatVersion)
         var logs: [ReplayedLog] = []
         for n in replay {
             let path = directory + "/" + FileNames.log(n)
             let reader = try LogReader(path: path)
+            try versions.check(version: reader.formatVersion, path: path)
             if reader.formatVersion != nil && reader.logNumber != n {
                 throw StrataError.corrupted(file: path, offset: 12,
                                             reason: "header says log \(reader.logNumber), the file name says \(n)")
@@ -176,6 +178,7 @@ struct EngineRecovery {
             report.logsReplayed += 1
             logs.append(log)
         }
+        try versions.finish()
         report.batchesReplayed = check.batches
 
         // The new log's number, unless phase 2 writes segments first (then no memtable keeps it).
