@@ -232,4 +232,42 @@ import Testing
             return
         }
     }
+
+    // MARK: Catalog
+
+    @Test("a collection id counter at 2^63 − 1: the last id is given, then creating a collection is refused (nothing written) and the store keeps working")
+    func catalogCounter() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        do {
+            let store = try Store.open(at: dir.url)
+            _ = try store.timeSeries("first", of: Double.self)
+            try store.close()
+        }
+        var counter: [UInt8] = []
+        Varint.append(Self.two63 - 1, to: &counter)
+        try Hardening.writeRaw(dir, [(Catalog.counterKey, counter)])
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        _ = try store.timeSeries("last", of: Double.self).append(1)
+        #expect(try store.catalog.entry(kind: .timeSeries, name: "last")?.id == Self.two63 - 1)
+        let before = try Hardening.files(dir)
+        guard case .invalidArgument? = Hardening.typed("create", { _ = try store.channel("more", of: String.self) }) else {
+            Issue.record("expected .invalidArgument")
+            return
+        }
+        #expect(try Hardening.files(dir) == before)
+        _ = try store.timeSeries("first", of: Double.self).append(2)
+        _ = try store.timeSeries("last", of: Double.self).append(3)
+        // A counter past the limit (what the old writer could leave) is refused as corruption.
+        var bad: [UInt8] = []
+        Varint.append(UInt64.max - 1, to: &bad)
+        var batch = WriteBatch()
+        batch.putRaw(Catalog.counterKey, bad)
+        _ = try store.engine.commit(CommitBatch(records: batch))
+        guard case .corrupted? = Hardening.typed("create", { _ = try store.channel("more", of: String.self) }) else {
+            Issue.record("counter 2^64 − 2: expected .corrupted")
+            return
+        }
+    }
 }
