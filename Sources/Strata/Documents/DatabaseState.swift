@@ -73,13 +73,15 @@ package final class DatabaseState: CollectionState {
             return DocumentLayout.databasePayload()
         }
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
+        var upgrade: CommitBatch?
         if entry.payload != DocumentLayout.databasePayload() {
             // Layout 1 (FORMAT.md §16.1): from now on records may hold revision trees, which a
-            // build reading only layout 1 must refuse rather than call corrupt.
+            // build reading only layout 1 must refuse rather than call corrupt. Committed once
+            // the reads below found nothing wrong: an open that fails writes nothing.
             var batch = CommitBatch()
             Catalog.put(CatalogEntry(id: entry.id, payload: DocumentLayout.databasePayload()), kind: .documentDatabase,
                         name: name, into: &batch.records)
-            try store.engine.commit(batch)
+            upgrade = batch
         }
         self.id = entry.id
         // The feed's last key is the highest sequence ever used (a document's newest entry is
@@ -103,6 +105,7 @@ package final class DatabaseState: CollectionState {
         where payload.state == DocumentLayout.indexReady {
             unconverted[indexName] = (entry.id, payload)
         }
+        if let upgrade { try store.engine.commit(upgrade) }
         self.writer = CollectionLock(WriterState(nextSequence: next, unconverted: unconverted),
                                      what: "document database \(name.debugDescription)")
     }
