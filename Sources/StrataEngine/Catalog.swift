@@ -78,15 +78,17 @@ package final class Catalog: Sendable {
             var next: UInt64 = 1
             if let bytes = try engine.get(Self.counterKey) {
                 var position = 0
-                guard let n = bytes.withUnsafeBytes({ Varint.read($0, at: &position) }), n > 0, n < .max else {
+                guard let n = bytes.withUnsafeBytes({ Varint.read($0, at: &position) }), n > 0 else {
                     throw StrataError.corrupted(file: "catalog", offset: 0, reason: "bad collection id counter")
                 }
-                next = n
+                next = try CounterLimit.checkNext(n, "collection id counter", file: "catalog")
             }
+            var after = next
+            try CounterLimit.take(from: &after, "collection id")
             let entry = CatalogEntry(id: next, payload: try payload())
             var batch = WriteBatch()
             var counter: [UInt8] = []
-            Varint.append(next + 1, to: &counter)
+            Varint.append(after, to: &counter)
             batch.putRaw(Self.counterKey, counter)
             batch.putRaw(Self.key(kind: kind, name: name), Self.encode(entry))
             try engine.commit(CommitBatch(records: batch))

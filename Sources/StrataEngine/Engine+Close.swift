@@ -106,7 +106,14 @@ extension Engine {
         }
         guard needsRotation || waiting > 0 else { return }
         if needsRotation {
-            let number = allocateFileNumber()
+            let number: UInt64
+            do {
+                number = try allocateFileNumber()
+            } catch {
+                // No file number left: the memtables stay in their (synced) logs.
+                lock.withLock { noteBackgroundFailure(Self.strataError(error, path: directory, operation: "flush"), during: "flush at close") }
+                return
+            }
             let path = directory + "/" + FileNames.log(number)
             let newLog: LogWriter
             do {

@@ -87,6 +87,10 @@ extension Engine {
         }
         // This writer leads: it commits its own batch and those queued behind it.
         do {
+            // Sequence numbers past the limit a reader enforces are refused before anything is
+            // written (FORMAT.md 4.2); the batches queued behind wait for the next leader.
+            var next = lastSequence + 1
+            try CounterLimit.take(UInt64(w.batch.count), from: &next, "sequence number")
             try makeRoomForWrite(force: w.rotation)
         } catch {
             writers.removeFirst()
@@ -104,8 +108,12 @@ extension Engine {
         var bytes = w.batch.byteSize
         var needSync = w.sync
         let cap = bytes <= 128 << 10 ? bytes + (128 << 10) : 1 << 20
+        var count = UInt64(w.batch.count)
         for other in writers.dropFirst() {
             if other.rotation || bytes + other.batch.byteSize > cap { break }
+            // A batch that would pass the sequence limit leads a group of its own, and is refused.
+            if UInt64(other.batch.count) > CounterLimit.max - lastSequence - count { break }
+            count += UInt64(other.batch.count)
             group.append(other)
             bytes += other.batch.byteSize
             needSync = needSync || other.sync
@@ -209,8 +217,8 @@ extension Engine {
                 lock.wait()
                 continue
             }
-            let number = manifest.nextFileNumber
-            manifest.nextFileNumber += 1
+            // The manifest's nextFileNumber, which follows it, must stay within the limit.
+            let number = try CounterLimit.take(from: &manifest.nextFileNumber, "file number", last: CounterLimit.max - 1)
             let newLog: LogWriter
             do {
                 // The old log is complete: make it durable before writes move on to the new one.

@@ -89,7 +89,7 @@ extension Engine {
             "bottommost": "\(bottommost)",
         ])
         let writer = RunWriter(directory: directory, fileSystem: options.fileSystem, options: options.segment,
-                               targetFileSize: options.targetSegmentSize) { [self] in allocateFileNumber() }
+                               targetFileSize: options.targetSegmentSize) { [self] in try allocateFileNumber() }
         var written: [SegmentMetadata] = []
         do {
             if !bottommost {

@@ -22,17 +22,18 @@ extension Engine {
         }
     }
 
-    package func allocateFileNumber() -> UInt64 {
-        lock.withLock {
-            defer { manifest.nextFileNumber += 1 }
-            return manifest.nextFileNumber
+    /// The next file number; refused (nothing written) when the manifest's `nextFileNumber`
+    /// after it would pass the limit (FORMAT.md 2).
+    package func allocateFileNumber() throws -> UInt64 {
+        try lock.withLock {
+            try CounterLimit.take(from: &manifest.nextFileNumber, "file number", last: CounterLimit.max - 1)
         }
     }
 
     /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
     package static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
                          transforms: [UInt64: any RecordTransform],
-                         allocate: @escaping () -> UInt64,
+                         allocate: @escaping () throws -> UInt64,
                          cleanupFailed: (StrataError) -> Void = { _ in }) throws -> [SegmentMetadata] {
         let writer = RunWriter(directory: directory, fileSystem: options.fileSystem, options: options.segment,
                                targetFileSize: options.targetSegmentSize, allocateNumber: allocate)
@@ -59,7 +60,7 @@ extension Engine {
         do {
             let written = try Self.writeRun(from: memtable, directory: directory, options: options,
                                             transforms: lock.withLock { transforms },
-                                            allocate: { [self] in allocateFileNumber() },
+                                            allocate: { [self] in try allocateFileNumber() },
                                             cleanupFailed: { [self] e in
                                                 lock.withLock { noteBackgroundFailure(e, during: "flush cleanup") }
                                             })

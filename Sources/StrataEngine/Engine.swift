@@ -101,7 +101,10 @@ package final class Engine: @unchecked Sendable {
 
     /// Opens (creating if needed) the store in `directory`, replaying its logs into memtables
     /// (``EngineRecovery``); it writes no segment unless the logs of many crashed opens piled up.
-    package init(directory: String, options: EngineOptions) throws {
+    ///
+    /// `check` reads the recovered state before recovery writes anything (the collections' state
+    /// loaded at open): when it throws, opening fails and the directory is left as it was.
+    package init(directory: String, options: EngineOptions, check: (Snapshot) throws -> Void = { _ in }) throws {
         self.directory = directory
         self.options = options
         self.diagnostics = EngineLog(logger: options.logger, directory: directory)
@@ -110,7 +113,7 @@ package final class Engine: @unchecked Sendable {
         fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
         do {
             try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
-            let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache)
+            let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache, check: check)
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
             self.log = r.log

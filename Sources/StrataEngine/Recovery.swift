@@ -71,8 +71,13 @@ package struct EngineRecovery {
         var torn = false
     }
 
-    package static func recover(directory: String, options: EngineOptions, cache: BlockCache?) throws -> EngineRecovery {
+    package static func recover(directory: String, options: EngineOptions, cache: BlockCache?,
+                                check: (Snapshot) throws -> Void = { _ in }) throws -> EngineRecovery {
         let plan = try read(directory: directory, options: options, cache: cache)
+        // The collections read what they load at open from the recovered state, still in phase 1:
+        // a fault they find refuses the open with nothing written (FORMAT.md 4.5, step 6a).
+        try check(Snapshot(sequence: plan.lastSequence, memtables: [plan.active] + plan.immutables,
+                           version: Version(runs: plan.runs)))
         return try write(plan, directory: directory, options: options, cache: cache)
     }
 
@@ -149,10 +154,12 @@ package struct EngineRecovery {
         // Read and check every log to replay before applying any of it.
         var report = RecoveryReport()
         var check = LogReplayCheck()
+        var versions = LogVersionOrder(manifestVersion: m.formatVersion)
         var logs: [ReplayedLog] = []
         for n in replay {
             let path = directory + "/" + FileNames.log(n)
             let reader = try LogReader(path: path, fileSystem: options.fileSystem)
+            try versions.check(version: reader.formatVersion, path: path)
             if reader.formatVersion != nil && reader.logNumber != n {
                 throw StrataError.corrupted(file: path, offset: 12,
                                             reason: "header says log \(reader.logNumber), the file name says \(n)")
@@ -174,10 +181,15 @@ package struct EngineRecovery {
             report.logsReplayed += 1
             logs.append(log)
         }
+        try versions.finish()
         report.batchesReplayed = check.batches
 
         // The new log's number, unless phase 2 writes segments first (then no memtable keeps it).
         let nextFileNumber = max(m.nextFileNumber, maxNumber + 1)
+        // The new log takes a number, and the manifest's nextFileNumber after it must stay within
+        // the limit (section 2): refused here, before anything is written.
+        var probe = nextFileNumber
+        try CounterLimit.take(from: &probe, "file number for the new log", last: CounterLimit.max - 1)
         let (active, immutables) = try memtables(replaying: logs, newLog: nextFileNumber, options: options)
         let empty = logs.filter { $0.batches.isEmpty }.map(\.number)
 
@@ -252,8 +264,7 @@ package struct EngineRecovery {
                 for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
                     let run = try Engine.writeRun(from: memtable, directory: directory, options: options,
                                                  transforms: [:]) {
-                        defer { nextNumber += 1 }
-                        return nextNumber
+                        try CounterLimit.take(from: &nextNumber, "file number", last: CounterLimit.max - 1)
                     }
                     if !run.isEmpty { written.insert(run, at: 0) }
                 }

@@ -8,13 +8,13 @@ package final class RunWriter {
     private let fileSystem: FileSystem
     private let options: SegmentWriterOptions
     private let targetFileSize: Int
-    private let allocateNumber: () -> UInt64
+    private let allocateNumber: () throws -> UInt64
     private var current: SegmentWriter?
     private var finished: [SegmentMetadata] = []
     private var pendingTombstones: [RangeTombstone] = []
 
     package init(directory: String, fileSystem: FileSystem, options: SegmentWriterOptions, targetFileSize: Int,
-                 allocateNumber: @escaping () -> UInt64) {
+                 allocateNumber: @escaping () throws -> UInt64) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.options = options
@@ -24,7 +24,7 @@ package final class RunWriter {
 
     private func writer() throws -> SegmentWriter {
         if let current { return current }
-        let w = try SegmentWriter(directory: directory, number: allocateNumber(), options: options, fileSystem: fileSystem)
+        let w = try SegmentWriter(directory: directory, number: try allocateNumber(), options: options, fileSystem: fileSystem)
         // The run's range tombstones go into its first segment; they apply to older runs only.
         for t in pendingTombstones { w.addRangeTombstone(start: t.start, end: t.end) }
         pendingTombstones = []

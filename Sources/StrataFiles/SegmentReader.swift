@@ -104,6 +104,8 @@ package final class SegmentReader: @unchecked Sendable {
             file.close()
             throw error
         }
+        // Fully initialized: a fault found here unmaps and closes through deinit.
+        try checkKeyBounds()
     }
 
     /// Version 2: the root entries' counts add up to the properties' (FORMAT.md 5.5), so that no

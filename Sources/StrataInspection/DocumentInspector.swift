@@ -146,8 +146,8 @@ public enum DocumentInspector {
             documents.append(DocumentDump(
                 id: id, revision: record.revision, revisionID: revisions.revisionID, conflicts: revisions.conflicts,
                 revisionsKept: revisions.kept, deleted: record.isDeleted,
-                createDate: Int64((record.createDate.timeIntervalSince1970 * 1000).rounded()),
-                lastChange: Int64((record.lastChange.timeIntervalSince1970 * 1000).rounded()),
+                createDate: try InspectedTime.milliseconds(record.createDate, "document \(id.debugDescription)"),
+                lastChange: try InspectedTime.milliseconds(record.lastChange, "document \(id.debugDescription)"),
                 type: record.type, channels: record.channels,
                 attachments: record.attachments.map { "\($0.name) (\($0.contentType), \($0.length) bytes)" },
                 fields: fields))

@@ -109,7 +109,7 @@ public enum PushInspector {
             devices.append(.init(id: PushLayout.deviceID(n), platform: d.device.platform.rawValue,
                                  applicationID: d.device.applicationID, deviceToken: d.device.deviceToken,
                                  status: d.suspended ? "suspended" : "registered", badge: d.badge))
-            counters.device = max(counters.device, n + 1)
+            counters.device = max(counters.device, try CounterLimit.next(after: n, "device number", file: "push device \(n)"))
         }
         var subscriptions: [InspectedPush.Subscription] = []
         try PushLayout.scan(snapshot, kind: 2) { n, bytes in
@@ -117,10 +117,10 @@ public enum PushInspector {
             subscriptions.append(.init(
                 id: PushLayout.subscriptionID(n), device: PushLayout.deviceID(device), mode: s.mode.rawValue,
                 adapter: s.dataAdapter.rawValue, items: s.items, fields: s.fields, status: s.status.rawValue,
-                statusTime: s.statusTimestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
+                statusTime: try s.statusTimestamp.map { try InspectedTime.milliseconds($0, "push subscription \(n)") },
                 trigger: s.triggerExpression, format: s.notificationFormat ?? "",
                 bufferSize: describe(s.requestedBufferSize), maxFrequency: describe(s.requestedMaxFrequency), pending: 0))
-            counters.subscription = max(counters.subscription, n + 1)
+            counters.subscription = max(counters.subscription, try CounterLimit.next(after: n, "subscription number", file: "push subscription \(n)"))
         }
         var outbox: [InspectedPush.Notification] = []
         var pendingBySubscription: [String: Int] = [:]
@@ -131,9 +131,9 @@ public enum PushInspector {
             pendingBySubscription[n.subscriptionID, default: 0] += 1
             if limit.map({ outbox.count < $0 }) ?? true {
                 outbox.append(.init(id: id, device: n.deviceID, subscription: n.subscriptionID, item: n.item,
-                                    created: Int64((n.created.timeIntervalSince1970 * 1000).rounded()), payload: n.payload))
+                                    created: try InspectedTime.milliseconds(n.created, "push notification \(id)"), payload: n.payload))
             }
-            counters.notification = max(counters.notification, id &+ 1)
+            counters.notification = max(counters.notification, try CounterLimit.next(after: id, "notification number", file: "push notification \(id)"))
         }
         for i in subscriptions.indices { subscriptions[i].pending = pendingBySubscription[subscriptions[i].id] ?? 0 }
         return InspectedPush(nextDevice: counters.device, nextSubscription: counters.subscription,

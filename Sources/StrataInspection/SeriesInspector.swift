@@ -121,7 +121,8 @@ public enum SeriesInspector {
         throws -> (SeriesSummary, SeriesReader, SeriesPayload) {
         let payload = try SeriesPayload.decode(entry.payload, name: path)
         let (head, _) = try SeriesState.recover(snapshot: snapshot, id: entry.id, payload: payload, path: path)
-        let reader = SeriesReader(snapshot: snapshot, id: entry.id, head: head, baseTimestamp: payload.baseTimestamp ?? 0, path: path)
+        let reader = SeriesReader(snapshot: snapshot, id: entry.id, head: head, baseTimestamp: payload.baseTimestamp ?? 0, path: path,
+                                  valueKind: SeriesReader.valueKind(typeName: payload.typeName))
         let stored = try reader.storedForm()
         let storage = SeriesStorage(chunks: stored.chunks, chunkedEvents: stored.chunkedEvents, eventRecords: stored.eventRecords,
                                     timestampBits: stored.timestampBits, valueBits: stored.valueBits, otherBits: stored.otherBits)

@@ -150,33 +150,34 @@ public enum StoreInspector {
         for (runIndex, run) in manifest.runs.enumerated() {
             var r = StoreSummary.Run(index: runIndex)
             for meta in run {
+                var sums = OverflowingSum()
                 let name = FileNames.segment(meta.number)
                 var s = StoreSummary.RunSegment(number: meta.number, name: name, size: meta.fileSize, records: meta.records,
                                                 smallestKey: InspectedKey(meta.smallestKey), largestKey: InspectedKey(meta.largestKey))
-                r.size += meta.fileSize
-                r.records += meta.records
+                sums.add(&r.size, meta.fileSize)
+                sums.add(&r.records, meta.records)
                 do {
                     let reader = try SegmentReader(path: dir + "/" + name, number: meta.number, cache: nil, fileSystem: .real)
                     let p = reader.properties
                     s.tombstones = p.tombstones
                     s.rangeTombstones = UInt64(reader.rangeTombstones.count)
                     summary.segments += 1
-                    summary.segmentBytes += UInt64(reader.fileSize)
-                    summary.records += p.records
-                    summary.tombstones += p.tombstones
-                    summary.rangeTombstones += UInt64(reader.rangeTombstones.count)
-                    summary.keyBytes += p.keyBytes
-                    summary.valueBytes += p.valueBytes
-                    summary.storedDataBytes += p.storedDataBytes
-                    summary.uncompressedDataBytes += p.uncompressedDataBytes
-                    summary.dataBlocks += p.dataBlocks
-                    summary.indexBlocks += p.indexBlocks
+                    sums.add(&summary.segmentBytes, UInt64(reader.fileSize))
+                    sums.add(&summary.records, p.records)
+                    sums.add(&summary.tombstones, p.tombstones)
+                    sums.add(&summary.rangeTombstones, UInt64(reader.rangeTombstones.count))
+                    sums.add(&summary.keyBytes, p.keyBytes)
+                    sums.add(&summary.valueBytes, p.valueBytes)
+                    sums.add(&summary.storedDataBytes, p.storedDataBytes)
+                    sums.add(&summary.uncompressedDataBytes, p.uncompressedDataBytes)
+                    sums.add(&summary.dataBlocks, p.dataBlocks)
+                    sums.add(&summary.indexBlocks, p.indexBlocks)
                     for k in p.keyspaces {
                         var e = keyspaces[k.id] ?? StoreSummary.Keyspace(id: k.id, name: Keyspace.name(of: k.id))
-                        e.records += k.records
-                        e.tombstones += k.tombstones
-                        e.keyBytes += k.keyBytes
-                        e.valueBytes += k.valueBytes
+                        sums.add(&e.records, k.records)
+                        sums.add(&e.tombstones, k.tombstones)
+                        sums.add(&e.keyBytes, k.keyBytes)
+                        sums.add(&e.valueBytes, k.valueBytes)
                         e.segments += 1
                         keyspaces[k.id] = e
                         if smallest[k.id].map({ ByteComparison.compare(k.smallestKey, $0) < 0 }) ?? true { smallest[k.id] = k.smallestKey }
@@ -184,6 +185,10 @@ public enum StoreInspector {
                     }
                 } catch {
                     summary.problems.append(StoreSummary.Problem(file: name, message: "\(error)"))
+                }
+                if sums.overflowed {
+                    summary.problems.append(StoreSummary.Problem(
+                        file: name, message: "counts of the segment (its properties or manifest entry) overflow 64 bits when added up; totals stop at \(UInt64.max)"))
                 }
                 r.segments.append(s)
             }

@@ -161,9 +161,16 @@ public enum StoreVerifier {
             }
         }
         var replay = LogReplayCheck()
+        // No manifest: nothing says which log versions its builds wrote.
+        var versions = LogVersionOrder(manifestVersion: manifest?.formatVersion ?? 1)
         for n in logs where n <= LogFormat.maxCounter {
-            checkLog(path: dir + "/" + FileNames.log(n), number: n, replay: &replay, into: &report)
+            let path = dir + "/" + FileNames.log(n)
+            let version = checkLog(path: path, number: n, replay: &replay, into: &report)
+            do { try versions.check(version: version, path: path) } catch { report.fault(path, FileFault(error, at: 8)) }
         }
+        do { try versions.finish() } catch StrataError.corrupted(let path, let offset, let reason) {
+            report.fault(path, FileFault(offset: offset, reason: reason))
+        } catch {}
         report.finish()
         return report
     }
@@ -358,16 +365,18 @@ public enum StoreVerifier {
 
     /// Checks one log as recovery reads it: the header, where a torn tail starts, and each record
     /// with `LogReplayCheck` — the function recovery uses — continuing `replay` across logs.
-    static func checkLog(path: String, number: UInt64?, replay: inout LogReplayCheck, into report: inout VerifyReport) {
+    /// Returns the log's format version (nil when the header is torn or the log does not read).
+    @discardableResult
+    static func checkLog(path: String, number: UInt64?, replay: inout LogReplayCheck, into report: inout VerifyReport) -> UInt32? {
         let reader: LogReader
         do {
             reader = try LogReader(path: path, fileSystem: .real)
         } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "log is missing"))
-            return
+            return nil
         } catch {
             report.fault(path, FileFault(error, at: 0))
-            return
+            return nil
         }
         report.logsChecked += 1
         if let number, reader.formatVersion != nil, reader.logNumber != number {
@@ -385,6 +394,7 @@ public enum StoreVerifier {
                 report.fault(path, FileFault(error, at: record.offset))
             }
         }
+        return reader.formatVersion
     }
 }
 

@@ -68,6 +68,7 @@ extension DatabaseState {
     /// tree `oldTree`; `contents` are the new leaves' contents.
     func plan(_ documentID: String, key: [UInt8], oldValue: [UInt8]?, old: DocumentRecord?, oldTree: RevisionTree?,
               tree: RevisionTree, contents: [RevisionID: LeafRevision], snapshot: Snapshot) throws -> RevisionPlan {
+        try checkConflictEntries(of: documentID, tree: oldTree, snapshot: snapshot)
         let winner = tree.winner
         let oldWinner = oldTree?.winner
         let winnerChanged = oldWinner?.revision != winner.revision
@@ -168,7 +169,7 @@ extension DatabaseState {
             for plan in plans where try snapshot.get(plan.key) != plan.oldValue { return false }
             var staged = w
             var batch = CommitBatch()
-            stage(plans, rows: rows, indexes: current, isExternal: isExternal, writer: &staged, into: &batch)
+            try stage(plans, rows: rows, indexes: current, isExternal: isExternal, writer: &staged, into: &batch)
             try engine.commit(batch)
             w = staged
             return true
@@ -177,7 +178,10 @@ extension DatabaseState {
 
     /// Adds the records of checked plans to `commit`, and advances `w` as if they committed.
     func stage(_ plans: [RevisionPlan], rows: [RowChanges], indexes active: [String: ActiveIndex], isExternal: Bool,
-               writer w: inout WriterState, into commit: inout CommitBatch) {
+               writer w: inout WriterState, into commit: inout CommitBatch) throws {
+        // One change sequence per plan, refused before anything is staged past the limit.
+        var probe = w.nextSequence
+        try CounterLimit.take(UInt64(plans.count), from: &probe, "change sequence")
         let observing = broadcaster.wantsChanges(of: engine, kind: .documentDatabase, name: name)
         var batch = WriteBatch()
         swap(&batch, &commit.records)
@@ -316,6 +320,7 @@ extension DatabaseState {
         let snapshot = try engine.snapshot()
         guard let value = try snapshot.get(DocumentLayout.documentKey(id, documentID)) else { return [] }
         let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
+        try checkConflictEntries(of: documentID, tree: record.tree, snapshot: snapshot)
         guard let tree = record.tree else { return [] }
         var out: [Document] = []
         for node in tree.nodes.dropFirst() where node.isLeaf && !node.isDeleted {

@@ -82,13 +82,15 @@ package final class DatabaseState: CollectionState {
             return DocumentLayout.databasePayload()
         }
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
+        var upgrade: CommitBatch?
         if entry.payload != DocumentLayout.databasePayload() {
             // Layout 1 (FORMAT.md §16.1): from now on records may hold revision trees, which a
-            // build reading only layout 1 must refuse rather than call corrupt.
+            // build reading only layout 1 must refuse rather than call corrupt. Committed once
+            // the reads below found nothing wrong: an open that fails writes nothing.
             var batch = CommitBatch()
             Catalog.put(CatalogEntry(id: entry.id, payload: DocumentLayout.databasePayload()), kind: .documentDatabase,
                         name: name, into: &batch.records)
-            try store.engine.commit(batch)
+            upgrade = batch
         }
         self.id = entry.id
         // The feed's last key is the highest sequence ever used (a document's newest entry is
@@ -100,17 +102,19 @@ package final class DatabaseState: CollectionState {
         if try cursor.next() {
             let key = cursor.withKey { Array($0) }
             var decoder = TupleKeyDecoder(key[prefix.count...])
-            guard let last = try? decoder.nextUInt(), decoder.isAtEnd, last < .max else {
+            guard let last = try? decoder.nextUInt(), decoder.isAtEnd else {
                 throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
                                             reason: "bad change key \(TupleKey.describe(key))")
             }
-            next = last + 1
+            next = try CounterLimit.next(after: last, "change sequence",
+                                         file: "change feed of document database \(name.debugDescription)")
         }
         var unconverted: [String: (id: UInt64, payload: DocumentLayout.IndexPayload)] = [:]
         for (indexName, entry, payload) in try Self.storedIndexes(database: name, in: snapshot)
         where payload.state == DocumentLayout.indexReady {
             unconverted[indexName] = (entry.id, payload)
         }
+        if let upgrade { try store.engine.commit(upgrade) }
         self.writer = CollectionLock(WriterState(nextSequence: next, unconverted: unconverted),
                                      what: "document database \(name.debugDescription)")
     }
@@ -292,6 +296,9 @@ package final class DatabaseState: CollectionState {
         var out: [Step] = []
         out.reserveCapacity(documents.count)
         var sequence = firstSequence
+        // One change sequence per document, refused before anything is staged past the limit.
+        var probe = firstSequence
+        try CounterLimit.take(UInt64(documents.count), from: &probe, "change sequence")
         for (i, var document) in documents.enumerated() {
             let documentID = document.metadata.id
             let key = DocumentLayout.documentKey(id, documentID)
@@ -604,7 +611,10 @@ package final class DatabaseState: CollectionState {
     private func stageDelete(_ documentID: String, record: DocumentRecord, rows: [String: [IndexRow]],
                              indexes current: [String: ActiveIndex], now: Date, writer w: inout WriterState,
                              into commit: inout CommitBatch) throws {
-        // The tombstone's revision first: the only step that can throw, before anything is staged.
+        // The change sequence and the tombstone's revision first: the only steps that can throw,
+        // before anything is staged.
+        var probe = w.nextSequence
+        try CounterLimit.take(from: &probe, "change sequence")
         var tree = record.treeOrLegacy(documentID: documentID)
         let parent = tree.winner.revision
         let digest = RevisionDigest.make(parent: parent, isDeleted: true, body: [], type: nil, channels: [], attachments: [])
@@ -688,7 +698,7 @@ package final class DatabaseState: CollectionState {
             let snapshot = try engine.snapshot()
             let tombstone = LeafRevision.tombstone(revision: record.revision &+ 1, createDate: record.createDate, lastChange: clock())
             let plans = try planRevisions([try child(of: 0, in: tree, documentID: documentID, content: tombstone)], snapshot: snapshot)
-            stage(plans, rows: try rowChanges(of: plans, indexes: active), indexes: active, isExternal: false, writer: &w, into: &batch)
+            try stage(plans, rows: try rowChanges(of: plans, indexes: active), indexes: active, isExternal: false, writer: &w, into: &batch)
             return
         }
         var rows: [String: [IndexRow]] = [:]

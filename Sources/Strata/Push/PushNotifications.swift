@@ -41,8 +41,7 @@ public struct PushNotifications: Sendable {
                 entry.suspended = false
                 statuses.append(.resumed(deviceID: PushLayout.deviceID(n)))
             } else {
-                n = m.nextDevice
-                next.nextDevice += 1
+                n = try CounterLimit.take(from: &next.nextDevice, "device number")
                 entry = PushState.DeviceEntry(device: device, suspended: false, badge: 0)
                 PushState.putCounters(next, into: &batch)
             }
@@ -146,8 +145,8 @@ public struct PushNotifications: Sendable {
                 timing = existing.timing
                 statuses.append(.modified(subscriptionID: PushLayout.subscriptionID(number), deviceID: id))
             } else {
-                statuses.append(.subscribed(subscriptionID: PushLayout.subscriptionID(next.nextSubscription), deviceID: id))
-                next.nextSubscription += 1
+                try CounterLimit.take(from: &next.nextSubscription, "subscription number")
+                statuses.append(.subscribed(subscriptionID: PushLayout.subscriptionID(number), deviceID: id))
                 PushState.putCounters(next, into: &batch)
             }
             var s = subscription
@@ -384,9 +383,11 @@ extension Store {
     /// Starts, at open, what must see every commit from the first: the push subscriptions'
     /// matching, when the store has any subscription, so that an update made before the program
     /// asks for ``pushNotifications(options:)`` still creates its notifications.
-    func startParticipants() throws {
-        let prefix = PushLayout.prefix(2)
-        let cursor = try engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-        if try cursor.next() { _ = try pushNotifications() }
+    /// `push` is the push state open loaded in recovery's first phase (``loadAtOpen(_:)``).
+    func startParticipants(push: PushState.Model?) throws {
+        guard let push else { return }
+        _ = try collections.state(kind: .push, name: PushState.registryName, as: PushState.self) {
+            try PushState(store: self, loaded: push)
+        }
     }
 }

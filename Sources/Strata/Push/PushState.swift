@@ -74,12 +74,13 @@ final class PushState: CollectionState, CommitParticipant {
     /// `model.subscriptions.count`, read without the lock on every commit.
     private let subscriptionCount = Atomic<Int>(0)
 
-    init(store: Store) throws {
+    /// `loaded`: the model open read in recovery's first phase (``Store/loadAtOpen(_:)``), if any.
+    init(store: Store, loaded: Model? = nil) throws {
         engine = store.engine
         executor = store.executor
         broadcaster = store.broadcaster
         clock = store.options.clock
-        model = Mutex(try Self.load(from: store.engine.snapshot()))
+        model = Mutex(try loaded ?? Self.load(from: store.engine.snapshot()))
         subscriptionCount.store(model.withLock { $0.subscriptions.count }, ordering: .relaxed)
         engine.register(self)
     }
@@ -100,16 +101,16 @@ final class PushState: CollectionState, CommitParticipant {
         var m = Model()
         if let bytes = try snapshot.get(PushLayout.countersKey) {
             var r = try PushLayout.Reader(bytes, what: "push counters")
-            m.nextDevice = try r.varint()
-            m.nextSubscription = try r.varint()
-            m.nextNotification = try r.varint()
+            m.nextDevice = try CounterLimit.checkNext(try r.varint(), "next device number", file: "push counters")
+            m.nextSubscription = try CounterLimit.checkNext(try r.varint(), "next subscription number", file: "push counters")
+            m.nextNotification = try CounterLimit.checkNext(try r.varint(), "next notification number", file: "push counters")
             try r.end()
         }
         try PushLayout.scan(snapshot, kind: 1) { n, bytes in
             let entry = try PushRecords.decodeDevice(bytes, number: n)
             m.devices[n] = entry
             m.deviceByKey[entry.device] = n
-            m.nextDevice = max(m.nextDevice, n + 1)
+            m.nextDevice = max(m.nextDevice, try CounterLimit.next(after: n, "device number", file: "push device \(n)"))
         }
         var cache = PushRecords.CompileCache()
         try PushLayout.scan(snapshot, kind: 2) { n, bytes in
@@ -121,7 +122,8 @@ final class PushState: CollectionState, CommitParticipant {
             for key in Set(entry.subscription.items.map { ItemKey(adapter: entry.subscription.dataAdapter, item: $0) }) {
                 m.byItem[key, default: []].append(n)
             }
-            m.nextSubscription = max(m.nextSubscription, n + 1)
+            m.nextSubscription = max(m.nextSubscription, try CounterLimit.next(after: n, "subscription number",
+                                                                                file: "push subscription \(n)"))
         }
         let statePrefix = PushLayout.prefix(3)
         let cursor = snapshot.cursor(lower: statePrefix, upper: TupleKey.prefixSuccessor(statePrefix))
@@ -143,7 +145,11 @@ final class PushState: CollectionState, CommitParticipant {
         if try last.next() {
             let key = last.withKey { Array($0) }
             var d = TupleKeyDecoder(key[outbox.count...])
-            if let n = try? d.nextUInt(), n < .max { m.nextNotification = max(m.nextNotification, n + 1) }
+            guard let n = try? d.nextUInt(), d.isAtEnd else {
+                throw StrataError.corrupted(file: "push outbox", offset: 0, reason: "bad key \(TupleKey.describe(key))")
+            }
+            m.nextNotification = max(m.nextNotification, try CounterLimit.next(after: n, "notification number",
+                                                                                file: "push notification \(n)"))
         }
         return m
     }
@@ -309,7 +315,7 @@ final class PushState: CollectionState, CommitParticipant {
                 staging.subscriptions[n]!.timing[itemIndex] = timing
             }
         }
-        return staging.finish(m)
+        return try staging.finish(m)
     }
 
     /// What a commit's matching (or a release of waiting updates) adds to a batch, and the
@@ -330,6 +336,8 @@ final class PushState: CollectionState, CommitParticipant {
         var next: UInt64
         var records: [([UInt8], [UInt8])] = []
         var notifications: [PushNotification] = []
+        /// An emit found no notification number left (``CounterLimit``): ``finish(_:)`` refuses.
+        var exhausted = false
         var statuses: [PushStatusChange] = []
         var changedStates = Set<StateKey>()
         var changedSubscriptions = Set<UInt64>()
@@ -372,6 +380,10 @@ final class PushState: CollectionState, CommitParticipant {
         }
 
         mutating func emit(_ values: [String], _ x: Emitter) {
+            guard next <= CounterLimit.max else {
+                exhausted = true
+                return
+            }
             guard var device = devices[x.device] ?? base.devices[x.device] else { return }
             var badge: UInt64 = 0
             if x.template.usesBadge {
@@ -419,7 +431,10 @@ final class PushState: CollectionState, CommitParticipant {
         }
 
         /// The records of everything staged, and the model change.
-        func finish(_ m: Model) -> Staged {
+        func finish(_ m: Model) throws -> Staged {
+            if exhausted {
+                throw StrataError.invalidArgument("no notification number is left: the next, \(next), would pass the limit \(CounterLimit.max) (FORMAT.md 2, \"Limit\")")
+            }
             var records = self.records
             for key in changedStates {
                 guard let entry = subscriptions[key.subscription] else { continue }
@@ -507,7 +522,7 @@ final class PushState: CollectionState, CommitParticipant {
             if released == before { break }
         }
         guard released > 0 else { return 0 }
-        let staged = staging.finish(m)
+        let staged = try staging.finish(m)
         var batch = CommitBatch(records: WriteBatch())
         for (key, value) in staged.records { batch.records.putRaw(key, value) }
         batch.changes.append(NotificationsAdded(notifications: staged.notifications))

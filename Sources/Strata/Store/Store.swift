@@ -146,10 +146,11 @@ public final class Store: Sendable {
                 defer { gate.open() }
                 let store: Store
                 do {
-                    let engine = try Engine(directory: path, options: engineOptions)
+                    var push: PushState.Model?
+                    let engine = try Engine(directory: path, options: engineOptions) { push = try Store.loadAtOpen($0) }
                     store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
                     do {
-                        try store.startParticipants()
+                        try store.startParticipants(push: push)
                     } catch {
                         try? store.engine.close()
                         throw error

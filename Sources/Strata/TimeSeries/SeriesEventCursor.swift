@@ -26,9 +26,14 @@ struct SeriesEventCursor {
     private var scratch: [UInt8] = []
     private var scratchIndex = -1
     private(set) var sequence: Int64 = -1
+    /// The value column kind the series' type stores (§14.6); nil: not checked.
+    private let valueKind: UInt8?
 
     /// A walk of the events `from…through` of the series whose event keys start with `prefix`.
-    init(snapshot: Snapshot, prefix: [UInt8], from: Int64, through: Int64, reverse: Bool, path: String) throws {
+    /// A chunk whose value kind is not `valueKind` (when given) is corruption of the series.
+    init(snapshot: Snapshot, prefix: [UInt8], from: Int64, through: Int64, reverse: Bool, path: String,
+         valueKind: UInt8? = nil) throws {
+        self.valueKind = valueKind
         self.prefixLength = prefix.count
         self.from = max(from, 0)
         self.through = through
@@ -86,6 +91,7 @@ struct SeriesEventCursor {
                 guard columns.header.lastSequence == UInt64(k) else {
                     throw corrupted("chunk ending at \(k) holds \(columns.firstSequence)…\(columns.header.lastSequence)", k)
                 }
+                if let valueKind { try SeriesChunk.checkValueKind(columns.header.kind, expected: valueKind, chunkEnd: k, path: path) }
                 let first = Int64(columns.firstSequence)
                 let lo = max(first, from), hi = min(k, through)
                 if lo > hi {
@@ -137,9 +143,10 @@ struct SeriesEventCursor {
     }
 
     /// The record of event `sequence`, nil if the snapshot holds none.
-    static func record(_ sequence: Int64, snapshot: Snapshot, prefix: [UInt8], path: String) throws -> [UInt8]? {
+    static func record(_ sequence: Int64, snapshot: Snapshot, prefix: [UInt8], path: String,
+                       valueKind: UInt8? = nil) throws -> [UInt8]? {
         var c = try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: sequence, through: sequence,
-                                      reverse: false, path: path)
+                                      reverse: false, path: path, valueKind: valueKind)
         guard try c.next(), c.sequence == sequence else { return nil }
         return c.withRecord { Array($0) }
     }

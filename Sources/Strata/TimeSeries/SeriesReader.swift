@@ -16,8 +16,12 @@ package struct SeriesReader {
     let prefix: [UInt8]
     /// `(8, id)`.
     let indexPrefix: [UInt8]
+    /// The value column kind of the series' type (§14.6): a chunk of another kind is corruption.
+    let valueKind: UInt8?
 
-    package init(snapshot: Snapshot, id: UInt64, head: SeriesHead, baseTimestamp: Int64, path: String) {
+    package init(snapshot: Snapshot, id: UInt64, head: SeriesHead, baseTimestamp: Int64, path: String,
+                 valueKind: UInt8? = nil) {
+        self.valueKind = valueKind
         self.snapshot = snapshot
         self.id = id
         self.head = head
@@ -43,7 +47,7 @@ package struct SeriesReader {
     /// The record of a retained event (§14.2, or cut from its chunk, §14.6); throws if it is
     /// missing.
     func record(_ sequence: Int64) throws -> [UInt8] {
-        guard let bytes = try SeriesEventCursor.record(sequence, snapshot: snapshot, prefix: prefix, path: path) else {
+        guard let bytes = try SeriesEventCursor.record(sequence, snapshot: snapshot, prefix: prefix, path: path, valueKind: valueKind) else {
             throw corrupted("missing", sequence: sequence)
         }
         return bytes
@@ -51,7 +55,8 @@ package struct SeriesReader {
 
     /// A walk of the stored events `from…through`.
     func events(from: Int64, through: Int64, reverse: Bool = false) throws -> SeriesEventCursor {
-        try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: from, through: through, reverse: reverse, path: path)
+        try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: from, through: through, reverse: reverse, path: path,
+                              valueKind: valueKind)
     }
 
     /// The first sequence and the absolute timestamps of the stored entry holding event
@@ -73,6 +78,7 @@ package struct SeriesReader {
             guard header.firstSequence <= UInt64(sequence), header.lastSequence == k else {
                 throw corrupted("missing (the chunk ending at \(k) holds \(header.firstSequence)…\(header.lastSequence))", sequence: sequence)
             }
+            if let valueKind { try SeriesChunk.checkValueKind(header.kind, expected: valueKind, chunkEnd: k, path: path) }
             return (Int64(header.firstSequence), times)
         }
         guard k == UInt64(sequence) else { throw corrupted("missing", sequence: sequence) }

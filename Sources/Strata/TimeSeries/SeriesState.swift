@@ -128,8 +128,9 @@ package final class SeriesState: CollectionState {
                               lastEditSequence: payload.lastEditSequence)
         var latest: [UInt8]?
         // The last event, whatever its form (an event record, or the last event of a chunk).
+        let kind = SeriesChunk.valueKind(typeName: payload.typeName)
         var last = try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: 0, through: Int64.max - 1,
-                                         reverse: true, path: path)
+                                         reverse: true, path: path, valueKind: kind)
         if try last.next() {
             let s = UInt64(last.sequence)
             let record = last.withRecord { Array($0) }
@@ -140,14 +141,15 @@ package final class SeriesState: CollectionState {
                 head.latestTimestamp = (payload.baseTimestamp ?? 0) &+ Int64(truncatingIfNeeded: h.timestampDelta)
             }
             var first = try SeriesEventCursor(snapshot: snapshot, prefix: prefix, from: 0, through: Int64.max - 1,
-                                              reverse: false, path: path)
+                                              reverse: false, path: path, valueKind: kind)
             if try first.next() {
                 head.cutoff = max(head.cutoff, UInt64(first.sequence))
             }
         }
         head.cutoff = min(head.cutoff, head.next)
         if latest == nil { head.cutoff = head.next }
-        let reader = SeriesReader(snapshot: snapshot, id: id, head: head, baseTimestamp: payload.baseTimestamp ?? 0, path: path)
+        let reader = SeriesReader(snapshot: snapshot, id: id, head: head, baseTimestamp: payload.baseTimestamp ?? 0, path: path,
+                                  valueKind: kind)
         head.cutoff = try retainedCutoff(payload: payload, head: head, reader: reader)
         return (head, latest)
     }
@@ -161,7 +163,8 @@ package final class SeriesState: CollectionState {
         if let ms = payload.retainedMilliseconds, let latest = head.latestTimestamp {
             var h = head
             h.cutoff = cutoff
-            let r = SeriesReader(snapshot: reader.snapshot, id: reader.id, head: h, baseTimestamp: reader.baseTimestamp, path: reader.path)
+            let r = SeriesReader(snapshot: reader.snapshot, id: reader.id, head: h, baseTimestamp: reader.baseTimestamp, path: reader.path,
+                                 valueKind: reader.valueKind)
             cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: latest - ms)))
         }
         return min(cutoff, head.next - 1)
@@ -183,7 +186,7 @@ package final class SeriesState: CollectionState {
             // Nil only when several commits of the series came between the two reads: try again.
             guard let version else { continue }
             return (SeriesReader(snapshot: snapshot, id: id, head: version.head, baseTimestamp: version.decoding.base,
-                                 path: path), version.decoding, snapshot.sequence)
+                                 path: path, valueKind: SeriesChunk.valueKind(typeName: typeName)), version.decoding, snapshot.sequence)
         }
     }
 
@@ -470,7 +473,8 @@ package final class SeriesState: CollectionState {
             w.bufferSize = options.subscriberBufferSize
             guard payload != w.payload else { return }
             let snapshot = try engine.snapshot()
-            let reader = SeriesReader(snapshot: snapshot, id: id, head: w.head, baseTimestamp: payload.baseTimestamp ?? 0, path: path)
+            let reader = SeriesReader(snapshot: snapshot, id: id, head: w.head, baseTimestamp: payload.baseTimestamp ?? 0, path: path,
+                                      valueKind: SeriesChunk.valueKind(typeName: payload.typeName))
             let cutoff = try Self.retainedCutoff(payload: payload, head: w.head, reader: reader)
             payload.cutoff = cutoff
             var staged = w

@@ -465,7 +465,8 @@ private func storeWithLog(_ dir: TemporaryDirectory, count: Int = 10) throws -> 
     func garbageTail(version: Int) throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        try dir.write("MANIFEST", manifestBytes(nextFileNumber: 2, logNumber: 1))
+        // A version 1 log is only ever the newest under a version 1 manifest (FORMAT.md §8).
+        try dir.write("MANIFEST", manifestBytes(nextFileNumber: 2, logNumber: 1, version: UInt8(version)))
         let payloads = (0..<20).map { batchPayload(first: UInt64(1 + $0), keys: ["k\($0)"]) }
         var (bytes, offsets) = version == 1 ? v1Log(number: 1, payloads) : v2Log(number: 1, payloads)
         let torn = offsets[19]

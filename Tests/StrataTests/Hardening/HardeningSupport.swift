@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+@testable import Strata
+@testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
+// Crafting stores for the hardening tests (issue 23): records written through the engine's commit
+// path (so every log record's checksums are valid), files patched with their checksums
+// recomputed, and the byte-for-byte check that a refused open changed nothing. (The helpers of
+// BadInputTests, RecoveryTests and FormatRulesTests are private to their files.)
+
+enum Hardening {
+    static let two63: UInt64 = 1 << 63
+    /// The numbers every numeric field is tried with.
+    static let extremes: [UInt64] = [0, 1, two63 - 1, two63, .max]
+
+    /// Every file of the store directory but `LOCK` (whose content is for people only), by name.
+    static func files(_ dir: TemporaryDirectory) throws -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        for name in dir.list() where name != FileNames.lock { out[name] = try dir.read(name) }
+        return out
+    }
+
+    /// Opens the store expecting a refusal: the error (always a `StrataError`), after checking
+    /// that every file is as it was, byte for byte, with the same names.
+    @discardableResult
+    static func expectRefusedOpen(_ dir: TemporaryDirectory, options: StoreOptions = StoreOptions(),
+                                  sourceLocation: SourceLocation = #_sourceLocation) throws -> StrataError? {
+        let before = try files(dir)
+        var refusal: StrataError?
+        do {
+            let store = try Store.open(at: dir.url, options: options)
+            try? store.close()
+            Issue.record("the open succeeded", sourceLocation: sourceLocation)
+        } catch let e as StrataError {
+            refusal = e
+        } catch {
+            Issue.record("not a StrataError: \(error)", sourceLocation: sourceLocation)
+        }
+        let after = try files(dir)
+        #expect(after.keys.sorted() == before.keys.sorted(), "file names changed", sourceLocation: sourceLocation)
+        for (name, bytes) in before where after[name] != bytes {
+            Issue.record("\(name) changed (\(bytes.count) → \(after[name]?.count ?? -1) bytes)", sourceLocation: sourceLocation)
+        }
+        return refusal
+    }
+
+    /// Opens the store, commits `records` (stored keys and values, as given) in one batch, closes.
+    static func writeRaw(_ dir: TemporaryDirectory, _ records: [([UInt8], [UInt8])]) throws {
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        var batch = WriteBatch()
+        for (k, v) in records { batch.putRaw(k, v) }
+        _ = try store.engine.commit(CommitBatch(records: batch))
+    }
+
+    /// A closed store with device D1 (Apple, `com.example`, `ab12`) and subscription S1 (MERGE of
+    /// `value` of the series `AAPL`), as the API writes them.
+    static func pushStore() throws -> TemporaryDirectory {
+        let dir = try TemporaryDirectory()
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        let push = try store.pushNotifications()
+        let device = try push.register(PushDevice(platform: .apple, applicationID: "com.example", deviceToken: "ab12"))
+        var subscription = PushSubscription(mode: .merge, items: ["AAPL"], fields: ["value"])
+        subscription.notificationFormat = PushFormat.apple(alert: "AAPL ${value}")
+        _ = try push.subscribe(subscription, device: device.id)
+        return dir
+    }
+
+    /// A copy of `source` in a new directory.
+    static func copy(_ source: TemporaryDirectory) throws -> TemporaryDirectory {
+        let dir = try TemporaryDirectory()
+        for (name, bytes) in try files(source) { try dir.write(name, bytes) }
+        return dir
+    }
+
+    /// The stored value of `key` in a closed store (opened and closed for it).
+    static func stored(_ dir: TemporaryDirectory, _ key: [UInt8]) throws -> [UInt8]? {
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        return try store.engine.get(key)
+    }
+
+    /// Runs `body`; a thrown error must be a `StrataError` (a refusal), never anything else.
+    /// Returns the error, if any.
+    @discardableResult
+    static func typed(_ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> StrataError? {
+        do {
+            try body()
+            return nil
+        } catch let e as StrataError {
+            return e
+        } catch {
+            Issue.record("\(what): not a StrataError: \(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+
+    /// Every verb of `strata-dump` on a closed store, through the inspectors it prints: each may
+    /// report a finding (a thrown `StrataError` or `InspectionError`, or faults in its report)
+    /// but must not trap.
+    static func everyDumpVerb(_ dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) {
+        func run(_ what: String, _ body: () throws -> Void) {
+            do { try body() } catch is StrataError {} catch is InspectionError {} catch {
+                Issue.record("strata-dump \(what): unexpected error \(error)", sourceLocation: sourceLocation)
+            }
+        }
+        run("summary") { _ = try StoreInspector.summary(ofStoreAt: dir.path) }
+        run("verify") { _ = try StoreVerifier.verify(storeAt: dir.path) }
+        for name in dir.list() {
+            switch FileNames.parse(name) {
+            case .log:
+                run("log") { _ = try LogInspector.dump(logAt: dir.file(name), includeOperations: true) }
+                run("verify log") { _ = try StoreVerifier.verify(fileAt: dir.file(name)) }
+            case .segment:
+                run("segment") { _ = try SegmentInspector.dump(segmentAt: dir.file(name), includeRecords: true) }
+                run("verify segment") { _ = try StoreVerifier.verify(fileAt: dir.file(name)) }
+            default: break
+            }
+        }
+        run("push") { _ = try PushInspector.push(ofStoreAt: dir.path) }
+        run("security") { _ = try SecurityInspector.policy(ofStoreAt: dir.path) }
+        run("series") {
+            for s in try SeriesInspector.series(ofStoreAt: dir.path) {
+                run("series dump") { _ = try SeriesInspector.dump(series: s.path, ofStoreAt: dir.path) }
+            }
+        }
+        run("channels") {
+            for c in try ChannelInspector.channels(ofStoreAt: dir.path) {
+                run("channel dump") { _ = try ChannelInspector.dump(channel: c.name, ofStoreAt: dir.path) }
+            }
+        }
+        run("documents") {
+            for d in try DocumentInspector.databases(ofStoreAt: dir.path) {
+                run("documents dump") { _ = try DocumentInspector.dump(database: d.name, ofStoreAt: dir.path) }
+            }
+        }
+    }
+
+    /// A u64 as a tuple-encoded unsigned integer element.
+    static func uint(_ v: UInt64) -> [UInt8] {
+        var e = TupleKeyEncoder(reservingCapacity: 9)
+        e.append(v)
+        return e.bytes
+    }
+}
