@@ -35,13 +35,13 @@
 import Foundation
 import Strata
 
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 /// Writes `line` plus a newline to standard output with one unbuffered write.

@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
-#if canImport(FoundationNetworking)
-import FoundationNetworking
 import StrataFormat
 import StrataFiles
 import StrataEngine
+#if canImport(FoundationNetworking)
+import FoundationNetworking
 #endif
 
 /// The HTTP side of a replication: requests to one gateway database (`Gateway/PROTOCOL.md`,

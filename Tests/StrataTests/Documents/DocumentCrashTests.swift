@@ -1,13 +1,13 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 // kill -9 while `strata-crash-helper documents` writes batches of documents with an index: after

@@ -3,13 +3,13 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 // Crash tests: a child process (`strata-crash-helper write`) writes acknowledged batches with

@@ -2,13 +2,13 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 // Recovery that writes no segment (FORMAT.md 4.5, 9.4): open replays the logs into memtables and

@@ -2,13 +2,13 @@ import Foundation
 import Testing
 @testable import Strata
 import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 // kill -9 while `strata-crash-helper transactions` runs transactions over a series, a channel and

@@ -1,12 +1,12 @@
 import Foundation
 @testable import Strata
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 /// A running `strata-crash-helper` child process with its standard output and error on pipes.

@@ -3,13 +3,13 @@ import Synchronization
 @testable import Strata
 import Testing
 @testable import StrataInspection
+import StrataFormat
+import StrataFiles
+import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import StrataFormat
-import StrataFiles
-import StrataEngine
 #endif
 
 /// Simulates power loss on one store directory, from the system calls the engine reports to
