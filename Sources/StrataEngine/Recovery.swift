@@ -292,7 +292,7 @@ package struct EngineRecovery {
             do {
                 log = try LogWriter(path: path, number: nextNumber, fileSystem: options.fileSystem)
             } catch {
-                if options.fileSystem.exists(path) { try? options.fileSystem.remove(path) }
+                if (try? options.fileSystem.exists(path)) == true { try? options.fileSystem.remove(path) }
                 throw error
             }
             do {

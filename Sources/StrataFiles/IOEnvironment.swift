@@ -21,7 +21,7 @@ package enum IOEvent: Sendable {
 
 /// The system calls Strata makes, named for error messages and fault injection.
 package enum IOOperation: String, Sendable {
-    case open, read, write, fsync, ftruncate, fstat, close, rename, unlink, mkdir, mmap, flock, readdir
+    case open, read, write, fsync, ftruncate, fstat, stat, close, rename, unlink, mkdir, mmap, flock, readdir
 }
 
 /// A store's environment of the system-call seam (LevelDB's `Env`, Pebble's `vfs.FS`): what

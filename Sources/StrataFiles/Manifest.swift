@@ -135,7 +135,7 @@ package struct Manifest: Equatable, Sendable {
 
     package static func read(directory: String, fileSystem: FileSystem) throws -> Manifest? {
         let path = directory + "/" + FileNames.manifest
-        guard fileSystem.exists(path) else { return nil }
+        guard try fileSystem.exists(path) else { return nil }
         let bytes = try fileSystem.withFile(path, flags: .readOnly) { (f) in
             try f.read(at: 0, count: try f.size())
         }

@@ -251,8 +251,21 @@ package struct FileSystem: Sendable {
         try syncDirectory(parent.isEmpty ? "." : parent)
     }
 
-    package func exists(_ path: String) -> Bool {
-        (try? SystemCalls.status(path)) != nil
+    /// Whether `path` names something: false only when it does not exist (`ENOENT`, or
+    /// `ENOTDIR` for a component that is not a directory); any other failure of `stat` (`EACCES`,
+    /// `EIO`, …) is thrown, so that a file that cannot be seen is never taken for a missing one (a
+    /// store whose manifest cannot be read is not a new store, and a destroy that cannot see its
+    /// files does not report them gone).
+    package func exists(_ path: String) throws -> Bool {
+        try environment.check(.stat, path)
+        do {
+            _ = try SystemCalls.status(path)
+            return true
+        } catch where error == .noSuchFileOrDirectory || error == .notDirectory {
+            return false
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "stat")
+        }
     }
 
     package func fileSize(_ path: String) throws -> Int {

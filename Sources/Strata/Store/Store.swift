@@ -215,7 +215,7 @@ public final class Store: Sendable {
         if let store = opened(at: directory) { try store.close() }
         let path = canonicalPath(directory)
         let files = FileSystem.real
-        guard files.exists(path) else { return }
+        guard try files.exists(path) else { return }
         let lock = try FileLock(path: path + "/" + FileNames.lock, fileSystem: files)
         defer { lock.release() }
         for name in try files.listDirectory(path) where FileNames.parse(name) != .other {

@@ -16,7 +16,7 @@ private struct EngineDirectory {
     let path: String
 
     init(_ label: String) throws {
-        let base = FileSystem.real.exists("/dev/shm") ? "/dev/shm"
+        let base = (try? FileSystem.real.exists("/dev/shm")) == true ? "/dev/shm"
             : FileManager.default.temporaryDirectory.standardizedFileURL.resolvingSymlinksInPath().path
         path = base + "/strata-fault-\(label)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -127,6 +127,40 @@ private final class Flag: Sendable {
 
 @Suite("Engine under faults")
 struct EngineFaultTests {
+
+    // MARK: A manifest that cannot be seen
+
+    /// `stat` of `MANIFEST` failing with EACCES or EIO is not "no manifest": the open throws the
+    /// error, and the store is neither replaced by a new one nor changed.
+    @Test("a manifest that cannot be stat'ed fails the open; no new store is made over the old one",
+          arguments: [EACCES, EIO])
+    func unreadableManifestFailsTheOpen(code: Int32) throws {
+        let d = try EngineDirectory("stat-\(code)")
+        defer { d.remove() }
+        do {
+            let engine = try Engine(directory: d.path, options: smallOptions())
+            for i in 0..<20 { try put(engine, i) }
+            try engine.close()
+        }
+        let before = try directoryBytes(d.path)
+        let faults = IOFaults({ op, path in op == .stat && path == d.file("MANIFEST") ? code : nil })
+        #expect(throws: StrataError.io(path: d.file("MANIFEST"), errno: code, operation: "stat")) {
+            _ = try Engine(directory: d.path, options: smallOptions(faults: faults))
+        }
+        #expect(try directoryBytes(d.path) == before)
+        let engine = try Engine(directory: d.path, options: smallOptions())
+        defer { _ = try? engine.close() }
+        for i in 0..<20 { #expect(try get(engine, i) == value(i)) }
+    }
+
+    /// Every file of `directory` but the lock, with its bytes.
+    private func directoryBytes(_ directory: String) throws -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name != "LOCK" {
+            out[name] = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        return out
+    }
 
     // MARK: The store directory's entry
 
