@@ -7,6 +7,9 @@ let invariants: [SwiftSetting] = Context.environment["STRATA_INVARIANTS"] == "1"
 
 let package = Package(
     name: "Strata",
+    // The library uses the standard library's `Mutex` and `Atomic` (Synchronization), which
+    // Apple's systems have from these versions on; Linux needs nothing.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Strata", targets: ["Strata"]),
         // The inspectors and the verifier behind strata-dump, for programs that read a store's

@@ -5,6 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "StrataBenchmarks",
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Strata", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
