@@ -238,38 +238,6 @@ package enum PushRecords {
                                 deviceToken: token, subscriptionID: PushLayout.subscriptionID(subscription), item: item,
                                 payload: payload, created: SeriesTime.date(created))
     }
-
-    // MARK: Fields of updates
-
-    /// The fields of a time-series event: its value's (the members of an object, else `value`),
-    /// then `sequence`, `timestamp` (ms since 1970) and `author`.
-    static func fields(ofEvent record: [UInt8], sequence: UInt64, decoding: SeriesDecoding, typeName: String,
-                       path: String) throws -> [String: String] {
-        try record.withUnsafeBytes { bytes in
-            guard let h = EventRecord.decode(bytes), h.author < decoding.authors.count else {
-                throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(sequence): malformed record")
-            }
-            let value = try ValueCodec<JSON>.json(typeName: typeName, bytes: UnsafeRawBufferPointer(rebasing: bytes[h.valueOffset...]))
-            var fields = PushFields.fields(of: value, singleFieldName: "value")
-            fields["sequence"] = String(sequence)
-            fields["timestamp"] = String(decoding.base &+ Int64(truncatingIfNeeded: h.timestampDelta))
-            fields["author"] = decoding.authors[Int(h.author)]
-            return fields
-        }
-    }
-
-    /// The fields of a history message: its message's (the members of an object, else
-    /// `message`), then `timetoken` and `publisher`.
-    static func fields(ofMessage record: [UInt8], timetoken: UInt64, typeName: String, name: String) throws -> [String: String] {
-        try record.withUnsafeBytes { bytes in
-            let parts = try MessageRecord.decode(bytes, what: "message \(timetoken) of channel \"\(name)\"")
-            let value = try ValueCodec<JSON>.json(typeName: typeName, bytes: parts.message)
-            var fields = PushFields.fields(of: value, singleFieldName: "message")
-            fields["timetoken"] = String(timetoken)
-            fields["publisher"] = parts.publisher ?? ""
-            return fields
-        }
-    }
 }
 
 // MARK: For tools

@@ -226,26 +226,10 @@ final class PushState: CollectionState, CommitParticipant {
     /// The updates of subscribed items among `changes`, in order.
     private static func updates(in changes: [any CommitChange], subscribed: [ItemKey: [UInt64]]) -> [Update] {
         var result: [Update] = []
-        for change in changes {
-            if let events = change as? SeriesState.Events {
-                let key = ItemKey(adapter: .timeSeries, item: events.path)
-                guard subscribed[key] != nil else { continue }
-                for (i, record) in events.records.enumerated() {
-                    let sequence = events.first + UInt64(i)
-                    result.append(Update(key: key) {
-                        try PushRecords.fields(ofEvent: record, sequence: sequence, decoding: events.decoding,
-                                               typeName: events.typeName, path: events.path)
-                    })
-                }
-            } else if let messages = change as? ChannelState.Messages {
-                let key = ItemKey(adapter: .history, item: messages.name)
-                guard subscribed[key] != nil else { continue }
-                for (tt, value) in zip(messages.timetokens, messages.values) {
-                    result.append(Update(key: key) {
-                        try PushRecords.fields(ofMessage: value, timetoken: tt, typeName: messages.typeName, name: messages.name)
-                    })
-                }
-            }
+        for case let change as any PushItemUpdates in changes {
+            let key = ItemKey(adapter: change.pushAdapter, item: change.pushItem)
+            guard subscribed[key] != nil else { continue }
+            for fields in change.pushUpdates() { result.append(Update(key: key, fields: fields)) }
         }
         return result
     }
