@@ -10,14 +10,16 @@ extension Store {
     ///                                   options: TimeSeriesOptions(retainedRange: .limit(10_000)))
     /// ```
     ///
-    /// `options` replace the stored ones (a smaller retained range applies at once). Values of
+    /// `options` replace the stored ones (a smaller retained range applies at once); without
+    /// them, a series that exists keeps its stored options and a new one gets the defaults, as
+    /// ``channel(_:of:)`` does. Values of
     /// `Int64`, `Double`, `String`, `Data`, `Bool` and ``JSON`` are stored in compact native
     /// forms; any other `Codable` type in Strata's binary JSON form.
     ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty path or invalid options;
     ///   ``StrataError/typeMismatch(_:)`` if the series was created with another value type.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
-                                                      options: TimeSeriesOptions = TimeSeriesOptions()) throws -> TimeSeries<Value> {
+                                                      options: TimeSeriesOptions? = nil) throws -> TimeSeries<Value> {
         try openTimeSeries(path, of: type, options: options, access: nil)
     }
 

@@ -104,7 +104,7 @@ extension Store {
     /// - Throws: as ``timeSeries(_:of:options:)``; ``StrataError/cancelled`` if the task was
     ///   cancelled before the open started.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
-                                                      options: TimeSeriesOptions = TimeSeriesOptions()) async throws -> TimeSeries<Value> {
+                                                      options: TimeSeriesOptions? = nil) async throws -> TimeSeries<Value> {
         try await executor.run { try self.timeSeries(path, of: type, options: options) }
     }
 }

@@ -95,7 +95,9 @@ struct RetentionTests {
         }
         do {
             let store = try openStore(dir)
-            let s = try store.timeSeries("r", of: Int64.self)   // `.all` from now on
+            // Options given replace the stored ones: `.all` from now on. (Opened without options,
+            // the series would keep `.limit(10)`: TimeSeriesTests.openingWithoutOptionsKeepsThem.)
+            let s = try store.timeSeries("r", of: Int64.self, options: TimeSeriesOptions(retainedRange: .all))
             #expect(try s.query(.values).events.map(\.value) == Array(90..<100))
             try s.append(contentsOf: (100..<120).map { Int64($0) })
             #expect(try s.query(.values).events.count == 30)

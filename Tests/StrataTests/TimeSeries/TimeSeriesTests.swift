@@ -30,6 +30,38 @@ func openStore(_ dir: TemporaryDirectory, clock: ManualClock? = nil, principal: 
 
 @Suite("TimeSeries basics")
 struct TimeSeriesTests {
+    @Test("opening a series without options keeps its stored options, here and across reopen, as a channel does")
+    func openingWithoutOptionsKeepsThem() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let custom = TimeSeriesOptions(retainedRange: .limit(10), subscriptionRange: .none)
+        do {
+            let store = try openStore(dir)
+            _ = try store.timeSeries("kept", of: Int64.self, options: custom)
+            #expect(try store.timeSeries("kept", of: Int64.self).options == custom)
+            // A series opened first without options gets the defaults.
+            #expect(try store.timeSeries("fresh", of: Int64.self).options == TimeSeriesOptions())
+            try store.close()
+        }
+        let store = try openStore(dir)
+        defer { try? store.close() }
+        #expect(try store.timeSeries("kept", of: Int64.self).options == custom)
+        // Options given replace the stored ones.
+        let other = TimeSeriesOptions(retainedRange: .limit(20))
+        #expect(try store.timeSeries("kept", of: Int64.self, options: other).options == other)
+    }
+
+    @Test("the async open without options keeps the stored options too")
+    func asyncOpeningWithoutOptionsKeepsThem() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try openStore(dir)
+        defer { try? store.close() }
+        let custom = TimeSeriesOptions(retainedRange: .limit(10))
+        _ = try await store.timeSeries("kept", of: Int64.self, options: custom)
+        #expect(try await store.timeSeries("kept", of: Int64.self).options == custom)
+    }
+
     @Test("the seed example: values, edits(.all), edits(.latest)")
     func seedExample() throws {
         let dir = try TemporaryDirectory()
