@@ -19,6 +19,25 @@ extension DocumentDatabase {
         try await executor.run { try self.dropIndex(name) }
     }
 
+    /// The `async` twin of ``conflicts(id:)``: reads the losing leaves on the store's executor.
+    ///
+    /// - Throws: as ``conflicts(id:)``; ``StrataError/cancelled`` if the task was cancelled before
+    ///   the read started.
+    public func conflicts(id: String) async throws -> [Document] {
+        try await executor.run { try self.conflicts(id: id) }
+    }
+
+    /// The `async` twin of ``resolveConflict(id:with:)``: commits the resolution on the store's
+    /// executor. A resolution that started commits and returns even if the task is cancelled
+    /// meanwhile.
+    ///
+    /// - Throws: as ``resolveConflict(id:with:)``; ``StrataError/cancelled`` if the task was
+    ///   cancelled before the resolution started (nothing was written).
+    @discardableResult
+    public func resolveConflict(id: String, with document: Document) async throws -> Document {
+        try await executor.run { try self.resolveConflict(id: id, with: document) }
+    }
+
     /// The `async` twin of ``save(_:concurrencyControl:)``: maps the indexes and commits on the store's
     /// executor. A save that started commits and returns the stored document even if the task
     /// is cancelled meanwhile.

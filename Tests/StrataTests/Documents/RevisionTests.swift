@@ -120,6 +120,27 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(try b.document(id: "d") == (try a.document(id: "d")))
     }
 
+    @Test("the async twins of conflicts(id:) and resolveConflict(id:with:) read and end a conflict")
+    func asyncConflicts() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (storeA, a) = try Self.open(dir, "a")
+        let (storeB, b) = try Self.open(dir, "b")
+        defer { try? storeA.close(); try? storeB.close() }
+        _ = try await a.save(Document(id: "d", fields: ["v": "base"]))
+        try exchangeRevisions(from: a, to: b)
+        _ = try await a.save(Document(id: "d", fields: ["v": "from a"]))
+        _ = try await b.save(Document(id: "d", fields: ["v": "from b"]))
+        try exchangeRevisions(from: b, to: a)
+        let conflicts = try await a.conflicts(id: "d")
+        #expect(conflicts.count == 1)
+        var merged = try #require(try await a.document(id: "d"))
+        merged["v"] = "merged"
+        let resolved = try await a.resolveConflict(id: "d", with: merged)
+        #expect(resolved["v"] == "merged")
+        #expect(try await a.conflicts(id: "d").isEmpty)
+    }
+
     @Test(".failOnConflict saves only over the revision the document carries; the default saves over anything")
     func failOnConflict() throws {
         let dir = try TemporaryDirectory()
