@@ -29,6 +29,10 @@ def test_metrics_count_requests_feeds_and_memory(db, extra_gateway):
     assert 'strata_gateway_changes_feeds_open{feed="longpoll"} 1' in text
     assert "strata_gateway_changes_waiting 1" in text
     assert "strata_gateway_postgres_reachable 1" in text
+    # Pool use, from pg_stat_activity: at least the connection that counted is open.
+    open_line = next(l for l in text.splitlines() if l.startswith("strata_gateway_postgres_pool_connections_open "))
+    assert float(open_line.split()[1]) >= 1
+    assert any(l.startswith("strata_gateway_postgres_pool_connections_active ") for l in text.splitlines())
     assert "process_resident_memory_bytes" in text
     # Ids never become labels.
     assert "nothing" not in text and '"doc"' not in text

@@ -1,15 +1,18 @@
 import Foundation
+import PostgresNIO
 import Prometheus
 
 /// The gateway's metrics, served at `GET /metrics` in Prometheus' text format: requests by route,
 /// method and status; latency histograms by route; the open `_changes` feeds by kind and the
-/// requests waiting for a change; requests in flight; the PostgreSQL pool's size and whether
-/// PostgreSQL is reachable; the process's resident memory.
+/// requests waiting for a change; requests in flight; the PostgreSQL pool's size, its connections
+/// open and in use, and whether PostgreSQL is reachable; the process's resident memory.
 final class GatewayMetrics: Sendable {
     /// The registry every metric is in.
     let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
     private let poolSize: Gauge
+    private let poolOpen: Gauge
+    private let poolActive: Gauge
     private let reachable: Gauge
     private let waiting: Gauge
     private let memory: Gauge
@@ -32,7 +35,38 @@ final class GatewayMetrics: Sendable {
         reachable = registry.makeGauge(descriptor: Self.name("postgres_reachable", help: "1 while PostgreSQL is reachable"))
         waiting = registry.makeGauge(descriptor: Self.name("changes_waiting", help: "_changes requests waiting for a change now"))
         memory = registry.makeGauge(descriptor: MetricNameDescriptor(metricName: "process_resident_memory", unitName: "bytes", helpText: "resident memory"))
+        poolOpen = registry.makeGauge(descriptor: Self.name("postgres_pool_connections_open", help: "PostgreSQL connections this process's pool has open now (pg_stat_activity)"))
+        poolActive = registry.makeGauge(descriptor: Self.name("postgres_pool_connections_active", help: "of them, those running a query for a request now, the one counting excluded (pg_stat_activity)"))
         poolSize.set(to: Double(poolConnections))
+    }
+
+    /// Counts this process's pool connections in PostgreSQL's `pg_stat_activity` (postgres-nio
+    /// reports no pool use of its own): open ones, and those running a query other than this one.
+    /// Left as they were when PostgreSQL is unreachable or does not answer within a second, so
+    /// that a scrape never waits on a saturated pool.
+    func samplePool(_ pool: PostgresPool) async {
+        guard pool.isReachable else { return }
+        let client = pool.client
+        let counts: (Int64, Int64)? = await withTaskGroup(of: (Int64, Int64)?.self) { group in
+            group.addTask {
+                guard let rows = try? await client.query("""
+                    SELECT count(*)::int8, (count(*) FILTER (WHERE state = 'active' AND pid <> pg_backend_pid()))::int8
+                    FROM pg_stat_activity WHERE application_name = \(PostgresSettings.poolApplicationName)
+                    """), let row = try? await rows.collect().first,
+                    let counts = try? row.decode((Int64, Int64).self) else { return nil }
+                return counts
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(1))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let counts else { return }
+        poolOpen.set(to: Double(counts.0))
+        poolActive.set(to: Double(counts.1))
     }
 
     /// A request began.

@@ -7,6 +7,10 @@ import PostgresNIO
 struct PostgresSettings: Sendable {
     var url: String
 
+    /// The `application_name` of this process's pool connections (not of its LISTEN connection):
+    /// `strata-gateway-<pid>`.
+    static let poolApplicationName = "strata-gateway-\(ProcessInfo.processInfo.processIdentifier)"
+
     /// The environment variable read when `--postgres` is absent.
     static let environmentVariable = "STRATA_GATEWAY_POSTGRES"
 
@@ -37,6 +41,8 @@ struct PostgresSettings: Sendable {
             database: database.isEmpty ? user : database, tls: .disable)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.minimumConnections = 0
+        // Names this process's pool connections in pg_stat_activity, where /metrics counts them.
+        configuration.options.additionalStartupParameters = [("application_name", Self.poolApplicationName)]
         return configuration
     }
 

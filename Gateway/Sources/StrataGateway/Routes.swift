@@ -137,6 +137,7 @@ struct Routes: Sendable {
         let address = context.remoteAddress?.ipAddress
         if target.segments == ["metrics"], method == .get || method == .head {
             let waiting = await gateway.notifier.waiting
+            await gateway.metrics.samplePool(gateway.pool)
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(
