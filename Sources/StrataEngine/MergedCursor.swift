@@ -20,7 +20,7 @@ package final class MergedCursor {
     @exclusivity(unchecked) private var current = -1
     /// `sources[current]` while ``isValid``: reading the record through it costs no array access
     /// (no bounds check, no retain of the array) on the per-record path.
-    @exclusivity(unchecked) private var currentSource: RecordCursor?
+    @exclusivity(unchecked) @usableFromInline var currentSource: RecordCursor?
     @exclusivity(unchecked) private var started = false
     #if STRATA_INVARIANTS
     /// The key returned last: each next one must sort strictly after it (before it in reverse).
@@ -28,8 +28,8 @@ package final class MergedCursor {
     #endif
 
     /// The current source; only while ``isValid`` (a programmer error otherwise).
-    private var here: RecordCursor {
-        @inline(__always) get {
+    @usableFromInline var here: RecordCursor {
+        @inlinable get {
             guard let s = currentSource else { preconditionFailure("MergedCursor read while not on a record") }
             return s
         }
@@ -39,13 +39,13 @@ package final class MergedCursor {
     package var key: [UInt8] { here.withKey { Array($0) } }
 
     /// Calls `body` with a view of the current key, valid only inside `body`.
-    @inline(__always)
+    @inlinable
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try here.withKey { try body($0) }
     }
 
     /// Calls `body` with views of the current key and value, valid only inside `body`.
-    @inline(__always)
+    @inlinable
     package func withCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let s = here
         return try s.withKey { try body($0, s.value) }

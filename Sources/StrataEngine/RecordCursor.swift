@@ -12,14 +12,14 @@ package enum RecordCursor {
     case memtable(Unmanaged<MemtableCursor>)
     case run(Unmanaged<RunCursor>)
 
-    package var isValid: Bool {
+    @inlinable package var isValid: Bool {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.node != nil }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.isValid }
         }
     }
 
-    @inline(__always)
+    @inlinable
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch self {
         case .memtable(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
@@ -27,7 +27,7 @@ package enum RecordCursor {
         }
     }
 
-    package var kind: RecordKind {
+    @inlinable package var kind: RecordKind {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.kind }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.kind }
@@ -35,7 +35,7 @@ package enum RecordCursor {
     }
 
     /// Valid until the cursor moves.
-    package var value: UnsafeRawBufferPointer {
+    @inlinable package var value: UnsafeRawBufferPointer {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.value }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.value }
@@ -105,16 +105,16 @@ package final class MemtableCursor {
     private var list: ArenaSkipList { memtable.list }
 
     // Only while `node` is not nil.
-    @inline(__always)
+    @inlinable
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(ArenaSkipList.key(node.unsafelyUnwrapped))
     }
 
-    package var kind: RecordKind {
+    @inlinable package var kind: RecordKind {
         ArenaSkipList.kind(node.unsafelyUnwrapped) == RecordKind.tombstone.rawValue ? .tombstone : .value
     }
 
-    package var value: UnsafeRawBufferPointer { ArenaSkipList.value(node.unsafelyUnwrapped) }
+    @inlinable package var value: UnsafeRawBufferPointer { ArenaSkipList.value(node.unsafelyUnwrapped) }
 
     package var recordSequence: UInt64 { ArenaSkipList.sequence(node.unsafelyUnwrapped) }
 
@@ -180,10 +180,10 @@ package final class RunCursor {
     package let run: SortedRun
     @exclusivity(unchecked) private var index = 0
     /// Nil only for a run without segments.
-    private let segmentCursor: SegmentCursor?
+    @usableFromInline let segmentCursor: SegmentCursor?
     /// `segmentCursor`, unretained: it lives as long as `self`.
-    private let segmentReference: Unmanaged<SegmentCursor>?
-    @exclusivity(unchecked) private var open = false
+    @usableFromInline let segmentReference: Unmanaged<SegmentCursor>?
+    @exclusivity(unchecked) @usableFromInline var open = false
 
     package init(_ run: SortedRun) {
         self.run = run
@@ -193,23 +193,20 @@ package final class RunCursor {
 
     /// Calls `body` with the segment cursor; only while a segment is open (`open`).
     @inline(__always)
-    private func withCursor<R>(_ body: (SegmentCursor) throws -> R) rethrows -> R {
+    @inlinable
+    func withCursor<R>(_ body: (SegmentCursor) throws -> R) rethrows -> R {
         try segmentReference.unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
     }
 
-    package var isValid: Bool { open && withCursor { $0.isValid } }
+    @inlinable package var isValid: Bool { open && withCursor { $0.isValid } }
 
-    @inline(__always)
+    @inlinable
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withCursor { try $0.withKey(body) }
     }
 
-    package var kind: RecordKind {
-        @inline(__always) get { withCursor { $0.kind } }
-    }
-    package var value: UnsafeRawBufferPointer {
-        @inline(__always) get { withCursor { $0.value } }
-    }
+    @inlinable package var kind: RecordKind { withCursor { $0.kind } }
+    @inlinable package var value: UnsafeRawBufferPointer { withCursor { $0.value } }
 
     private func open(_ i: Int) -> Bool {
         guard i >= 0 && i < run.segments.count, let c = segmentCursor else { open = false; return false }

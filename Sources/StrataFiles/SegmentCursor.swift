@@ -13,8 +13,8 @@ package final class SegmentCursor {
     package private(set) var reader: SegmentReader
     @exclusivity(unchecked) private var levels: [BlockCursor] = []
     /// The data block cursor; meaningful only while `positioned`.
-    @exclusivity(unchecked) private var data: BlockCursor
-    @exclusivity(unchecked) private var positioned = false
+    @exclusivity(unchecked) @usableFromInline var data: BlockCursor
+    @exclusivity(unchecked) @usableFromInline var positioned = false
 
     package init(_ reader: SegmentReader) {
         self.reader = reader
@@ -27,20 +27,16 @@ package final class SegmentCursor {
         positioned = false
     }
 
-    package var isValid: Bool { positioned && data.current != nil }
+    @inlinable package var isValid: Bool { positioned && data.current != nil }
     /// The current key; only while ``isValid``.
     package var key: [UInt8] { data.key }
 
-    @inline(__always)
+    @inlinable
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try data.key.withUnsafeBytes(body)  // the stored key alone, not a copy of `data`
     }
-    package var kind: RecordKind {
-        @inline(__always) get { data.kind }
-    }
-    package var value: UnsafeRawBufferPointer {
-        @inline(__always) get { data.value }
-    }
+    @inlinable package var kind: RecordKind { data.kind }
+    @inlinable package var value: UnsafeRawBufferPointer { data.value }
 
     private enum Position { case first, last, atOrAfter, atOrBefore }
 
@@ -120,10 +116,11 @@ package final class SegmentCursor {
         try skipBackward()
     }
 
+    @inlinable
     package func next() throws {
         guard positioned else { return }
         try data.next()
-        try skipForward()
+        if !data.isValid { try skipForward() }
     }
 
     package func previous() throws {
@@ -133,7 +130,7 @@ package final class SegmentCursor {
     }
 
     /// While the data cursor is exhausted, moves to the first record of the next data block.
-    private func skipForward() throws {
+    @usableFromInline func skipForward() throws {
         while positioned && !data.isValid {
             var i = levels.count - 1
             while i >= 0 {

@@ -247,12 +247,14 @@ package final class Block: @unchecked Sendable {
 package struct BlockCursor {
     package let block: Block
     /// Offset of the current entry; `nil` when the cursor is not on an entry.
-    package private(set) var current: Int?
-    private var nextOffset = 0
-    package private(set) var key: [UInt8] = []
-    package private(set) var kind: RecordKind = .value
+    /// (The cursor's fields are settable in the package only so that its per-record steps,
+    /// `next()` and `decode(at:)`, can be inlined into the segment cursor of StrataFiles.)
+    package var current: Int?
+    @usableFromInline var nextOffset = 0
+    package var key: [UInt8] = []
+    package var kind: RecordKind = .value
     /// The current value, a view of `block.bytes`.
-    package private(set) var value = UnsafeRawBufferPointer(start: nil, count: 0)
+    package var value = UnsafeRawBufferPointer(start: nil, count: 0)
     /// The entries of one restart interval as `previous()` decoded them, with their keys
     /// concatenated in `backKeys`: stepping backward through the interval then decodes each entry
     /// once, instead of decoding forward from the restart point again at every step. Entries are
@@ -279,18 +281,18 @@ package struct BlockCursor {
 
     package var valueBytes: [UInt8] { Array(value) }
 
-    @inline(__always)
+    @inlinable
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try key.withUnsafeBytes(body)
     }
 
-    private func corrupt(_ offset: Int, _ reason: String) -> StrataError {
+    @usableFromInline func corrupt(_ offset: Int, _ reason: String) -> StrataError {
         .corrupted(file: block.file, offset: block.fileOffset, reason: "block entry at \(offset): \(reason)")
     }
 
     /// Decodes the entry at `offset`, whose predecessor's key is in `key`.
-    @inline(__always)
-    private mutating func decode(at offset: Int) throws {
+    @inlinable
+    mutating func decode(at offset: Int) throws {
         let b = block.bytes
         let limit = block.restartsOffset
         var p = offset
@@ -328,6 +330,7 @@ package struct BlockCursor {
         try decode(at: 0)
     }
 
+    @inlinable
     package mutating func next() throws {
         guard current != nil else { return }
         if nextOffset >= block.restartsOffset { current = nil; return }
