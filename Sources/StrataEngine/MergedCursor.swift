@@ -29,7 +29,7 @@ package final class MergedCursor {
 
     /// The current source; only while ``isValid`` (a programmer error otherwise).
     @usableFromInline var here: RecordCursor {
-        @inlinable get {
+        @inlinable @inline(__always) get {
             guard let s = currentSource else { preconditionFailure("MergedCursor read while not on a record") }
             return s
         }
@@ -39,13 +39,13 @@ package final class MergedCursor {
     package var key: [UInt8] { here.withKey { Array($0) } }
 
     /// Calls `body` with a view of the current key, valid only inside `body`.
-    @inlinable
+    @inlinable @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try here.withKey { try body($0) }
     }
 
     /// Calls `body` with views of the current key and value, valid only inside `body`.
-    @inlinable
+    @inlinable @inline(__always)
     package func withCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let s = here
         return try s.withKey { try body($0, s.value) }

@@ -12,14 +12,14 @@ package enum RecordCursor {
     case memtable(Unmanaged<MemtableCursor>)
     case run(Unmanaged<RunCursor>)
 
-    @inlinable package var isValid: Bool {
+    @inlinable @inline(__always) package var isValid: Bool {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.node != nil }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.isValid }
         }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch self {
         case .memtable(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
@@ -27,7 +27,7 @@ package enum RecordCursor {
         }
     }
 
-    @inlinable package var kind: RecordKind {
+    @inlinable @inline(__always) package var kind: RecordKind {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.kind }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.kind }
@@ -35,7 +35,7 @@ package enum RecordCursor {
     }
 
     /// Valid until the cursor moves.
-    @inlinable package var value: UnsafeRawBufferPointer {
+    @inlinable @inline(__always) package var value: UnsafeRawBufferPointer {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.value }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.value }
@@ -105,16 +105,16 @@ package final class MemtableCursor {
     private var list: ArenaSkipList { memtable.list }
 
     // Only while `node` is not nil.
-    @inlinable
+    @inlinable @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(ArenaSkipList.key(node.unsafelyUnwrapped))
     }
 
-    @inlinable package var kind: RecordKind {
+    @inlinable @inline(__always) package var kind: RecordKind {
         ArenaSkipList.kind(node.unsafelyUnwrapped) == RecordKind.tombstone.rawValue ? .tombstone : .value
     }
 
-    @inlinable package var value: UnsafeRawBufferPointer { ArenaSkipList.value(node.unsafelyUnwrapped) }
+    @inlinable @inline(__always) package var value: UnsafeRawBufferPointer { ArenaSkipList.value(node.unsafelyUnwrapped) }
 
     package var recordSequence: UInt64 { ArenaSkipList.sequence(node.unsafelyUnwrapped) }
 
@@ -192,21 +192,20 @@ package final class RunCursor {
     }
 
     /// Calls `body` with the segment cursor; only while a segment is open (`open`).
-    @inline(__always)
-    @inlinable
+    @inlinable @inline(__always)
     func withCursor<R>(_ body: (SegmentCursor) throws -> R) rethrows -> R {
         try segmentReference.unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
     }
 
-    @inlinable package var isValid: Bool { open && withCursor { $0.isValid } }
+    @inlinable @inline(__always) package var isValid: Bool { open && withCursor { $0.isValid } }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withCursor { try $0.withKey(body) }
     }
 
-    @inlinable package var kind: RecordKind { withCursor { $0.kind } }
-    @inlinable package var value: UnsafeRawBufferPointer { withCursor { $0.value } }
+    @inlinable @inline(__always) package var kind: RecordKind { withCursor { $0.kind } }
+    @inlinable @inline(__always) package var value: UnsafeRawBufferPointer { withCursor { $0.value } }
 
     private func open(_ i: Int) -> Bool {
         guard i >= 0 && i < run.segments.count, let c = segmentCursor else { open = false; return false }

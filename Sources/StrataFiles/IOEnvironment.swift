@@ -46,7 +46,7 @@ package struct IOEnvironment: Sendable {
     }
 
     /// Throws the fault injected for `op` on `path`, if any.
-    @inlinable
+    @inlinable @inline(__always)
     package func check(_ op: IOOperation, _ path: String) throws {
         guard let faults else { return }
         if let code = faults.errorNumber(op, path) {
@@ -54,7 +54,7 @@ package struct IOEnvironment: Sendable {
         }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func report(_ event: @autoclosure () -> IOEvent) {
         guard let observer else { return }
         observer(event())

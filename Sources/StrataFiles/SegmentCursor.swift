@@ -27,16 +27,16 @@ package final class SegmentCursor {
         positioned = false
     }
 
-    @inlinable package var isValid: Bool { positioned && data.current != nil }
+    @inlinable @inline(__always) package var isValid: Bool { positioned && data.current != nil }
     /// The current key; only while ``isValid``.
     package var key: [UInt8] { data.key }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try data.key.withUnsafeBytes(body)  // the stored key alone, not a copy of `data`
     }
-    @inlinable package var kind: RecordKind { data.kind }
-    @inlinable package var value: UnsafeRawBufferPointer { data.value }
+    @inlinable @inline(__always) package var kind: RecordKind { data.kind }
+    @inlinable @inline(__always) package var value: UnsafeRawBufferPointer { data.value }
 
     private enum Position { case first, last, atOrAfter, atOrBefore }
 
@@ -116,7 +116,7 @@ package final class SegmentCursor {
         try skipBackward()
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func next() throws {
         guard positioned else { return }
         try data.next()

@@ -299,7 +299,7 @@ package struct RangeTombstone: Equatable, Sendable {
         self.end = end
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func covers(_ key: UnsafeRawBufferPointer) -> Bool {
         ByteComparison.compare(start, key) <= 0 && ByteComparison.compare(end, key) > 0
     }

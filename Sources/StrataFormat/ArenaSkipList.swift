@@ -60,16 +60,16 @@ package final class ArenaSkipList: @unchecked Sendable {
 
     package typealias Node = UnsafeMutableRawPointer
 
-    @inlinable package static func sequence(_ n: Node) -> UInt64 { n.load(as: UInt64.self) }
-    @inlinable package static func kind(_ n: Node) -> UInt8 { n.load(fromByteOffset: 16, as: UInt8.self) }
+    @inlinable @inline(__always) package static func sequence(_ n: Node) -> UInt64 { n.load(as: UInt64.self) }
+    @inlinable @inline(__always) package static func kind(_ n: Node) -> UInt8 { n.load(fromByteOffset: 16, as: UInt8.self) }
     @inline(__always) private static func height(_ n: Node) -> Int { Int(n.load(fromByteOffset: 17, as: UInt8.self)) }
 
-    @inlinable package static func key(_ n: Node) -> UnsafeRawBufferPointer {
+    @inlinable @inline(__always) package static func key(_ n: Node) -> UnsafeRawBufferPointer {
         let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
         return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n), count: kl)
     }
 
-    @inlinable package static func value(_ n: Node) -> UnsafeRawBufferPointer {
+    @inlinable @inline(__always) package static func value(_ n: Node) -> UnsafeRawBufferPointer {
         let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
         let vl = Int(n.load(fromByteOffset: 12, as: UInt32.self))
         return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n) + kl, count: vl)
@@ -79,7 +79,7 @@ package final class ArenaSkipList: @unchecked Sendable {
         (n + headerSize + 8 * level).assumingMemoryBound(to: UInt.self)
     }
 
-    @inlinable package static func next(_ n: Node, _ level: Int) -> Node? {
+    @inlinable @inline(__always) package static func next(_ n: Node, _ level: Int) -> Node? {
         UnsafeMutableRawPointer(bitPattern: strata_atomic_load_acquire(nextCell(n, level)))
     }
 

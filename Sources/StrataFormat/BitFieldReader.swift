@@ -13,7 +13,7 @@ package protocol BitFieldReader {
 extension BitFieldReader {
     /// Reads a varint written by ``BitWriter/writeVarint(_:)``; nil, position unchanged, when the
     /// bytes end inside it, it is longer than ten groups or it overflows 64 bits.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func readVarint() -> UInt64? {
         let start = position
         var result: UInt64 = 0
@@ -29,7 +29,7 @@ extension BitFieldReader {
     }
 
     /// Reads a zigzag varint written by ``BitWriter/writeSignedVarint(_:)``.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func readSignedVarint() -> Int64? {
         readVarint().map(ZigZag.decode)
     }

@@ -68,7 +68,7 @@ package struct BitReader: BitFieldReader {
     package var byteOffset: Int { position >> 3 }
 
     /// Reads `bits` bits (0…64) as the low bits of the result; nil if the buffer holds fewer.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func read(bits: Int) -> UInt64? {
         guard bits >= 0, bits <= 64, bits <= remainingBits else { return nil }
         let byte = position >> 3
@@ -98,7 +98,7 @@ package struct BitReader: BitFieldReader {
     }
 
     /// Reads one bit; nil at the end of the buffer.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func readBit() -> Bool? {
         guard position < end else { return nil }
         let bit = (bytes[position >> 3] >> UInt8(7 - (position & 7))) & 1

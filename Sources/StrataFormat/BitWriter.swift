@@ -19,7 +19,7 @@ package struct BitWriter {
     package var bitCount: Int { bytes.count &* 8 &+ pendingBits }
 
     /// Appends the low `bits` bits of `value` (0…64; other widths are clamped into that range).
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func write(_ value: UInt64, bits: Int) {
         if bits > 32 {
             let width = min(bits, 64)
@@ -38,7 +38,7 @@ package struct BitWriter {
     }
 
     /// Appends one bit.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func write(bit: Bool) {
         write(bit ? 1 : 0, bits: 1)
     }
@@ -75,12 +75,12 @@ package struct BitWriter {
 /// Zigzag mapping of signed integers onto unsigned ones so that small magnitudes of either sign
 /// become small numbers: 0 → 0, -1 → 1, 1 → 2, -2 → 3, … (Int64.min → UInt64.max).
 package enum ZigZag {
-    @inlinable
+    @inlinable @inline(__always)
     package static func encode(_ value: Int64) -> UInt64 {
         UInt64(bitPattern: (value << 1) ^ (value >> 63))
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func decode(_ value: UInt64) -> Int64 {
         Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1)
     }
@@ -90,7 +90,7 @@ package enum ZigZag {
 package enum SignedBits {
     /// The fewest bits that hold `value` in two's complement: 0 for 0 (a zero-width field holds
     /// only 0), 1 for -1, 2 for 1 and -2, …, 64 for Int64.min and Int64.max.
-    @inlinable
+    @inlinable @inline(__always)
     package static func width(of value: Int64) -> Int {
         if value == 0 { return 0 }
         let magnitude = value < 0 ? ~value : value
@@ -98,7 +98,7 @@ package enum SignedBits {
     }
 
     /// Sign-extends the low `bits` bits (0…64) of `raw`.
-    @inlinable
+    @inlinable @inline(__always)
     package static func extend(_ raw: UInt64, bits: Int) -> Int64 {
         guard bits > 0 else { return 0 }
         guard bits < 64 else { return Int64(bitPattern: raw) }

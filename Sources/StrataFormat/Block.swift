@@ -281,7 +281,7 @@ package struct BlockCursor {
 
     package var valueBytes: [UInt8] { Array(value) }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try key.withUnsafeBytes(body)
     }
@@ -291,7 +291,7 @@ package struct BlockCursor {
     }
 
     /// Decodes the entry at `offset`, whose predecessor's key is in `key`.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func decode(at offset: Int) throws {
         let b = block.bytes
         let limit = block.restartsOffset
@@ -330,7 +330,7 @@ package struct BlockCursor {
         try decode(at: 0)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func next() throws {
         guard current != nil else { return }
         if nextOffset >= block.restartsOffset { current = nil; return }

@@ -5,12 +5,12 @@ package enum ByteComparison {
     /// `memcmp`: negative, zero or positive as `a` sorts before, equal to or after `b`.
     ///
     /// REQUIRES: `a` and `b` each point to at least `count` readable bytes.
-    @inlinable
+    @inlinable @inline(__always)
     package static func compareMemory(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Int32 {
         strata_compare_memory(a, b, count)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
@@ -36,18 +36,18 @@ package enum ByteComparison {
         return a.count < b.count ? -1 : (a.count > b.count ? 1 : 0)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
         a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in compare(pa, pb) } }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func compare(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
         a.withUnsafeBytes { pa in compare(pa, b) }
     }
 
     /// The length of the common prefix of `a` and `b`.
-    @inlinable
+    @inlinable @inline(__always)
     package static func sharedPrefixLength(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = min(a.count, b.count)
         var i = 0

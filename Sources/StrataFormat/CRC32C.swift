@@ -8,7 +8,7 @@ import CStrataSupport
 /// that itself contains CRCs stays strong. Every checksum Strata writes to disk is a masked one.
 package enum CRC32C {
     /// The CRC of `bytes`, continuing from `crc` (0 to start).
-    @inlinable
+    @inlinable @inline(__always)
     package static func checksum(_ bytes: UnsafeRawBufferPointer, extending crc: UInt32 = 0) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
         return strata_crc32c_extend(crc, base, bytes.count)
@@ -25,13 +25,13 @@ package enum CRC32C {
     private static let maskDelta: UInt32 = 0xA282_EAD8  // never change: part of every stored CRC
 
     /// The stored form of a CRC.
-    @inlinable
+    @inlinable @inline(__always)
     package static func mask(_ crc: UInt32) -> UInt32 {
         ((crc >> 15) | (crc << 17)) &+ maskDelta
     }
 
     /// The CRC of a stored (masked) value.
-    @inlinable
+    @inlinable @inline(__always)
     package static func unmask(_ masked: UInt32) -> UInt32 {
         let rot = masked &- maskDelta
         return (rot >> 17) | (rot << 15)

@@ -21,7 +21,7 @@ package struct ColumnReader: BitFieldReader {
     }
 
     /// Bits left to read.
-    @inlinable
+    @inlinable @inline(__always)
     package var remainingBits: Int { count &* 8 &- position }
 
     /// The byte holding the next bit, for error messages.
@@ -29,13 +29,13 @@ package struct ColumnReader: BitFieldReader {
 
     /// The bits from ``position`` on, the next bit in bit 63. At least the top 57 bits are the
     /// bytes' (when that many remain); bits past the end of the bytes are zero.
-    @inlinable
+    @inlinable @inline(__always)
     package func peek() -> UInt64 { peek(at: position) }
 
     /// ``peek()`` at bit `position` (≥ 0) instead of ``position``: for loops that keep the
     /// position in a local variable (a copy of the reader whose fields the compiler can keep in
     /// registers, and no store of the position per value).
-    @inlinable
+    @inlinable @inline(__always)
     package func peek(at position: Int) -> UInt64 {
         let byte = position &>> 3
         let word: UInt64
@@ -53,7 +53,7 @@ package struct ColumnReader: BitFieldReader {
 
     /// How many fields of `width` bits (≥ 1), back to back from bit `position`, start below
     /// ``wordLimit`` — the fields a loop may take with ``word(at:)``.
-    @inlinable
+    @inlinable @inline(__always)
     package func fieldsInWords(from position: Int, width: Int) -> Int {
         let limit = wordLimit
         return position < limit ? (limit &- 1 &- position) / width &+ 1 : 0
@@ -61,7 +61,7 @@ package struct ColumnReader: BitFieldReader {
 
     /// ``peek(at:)`` without the check for the end: `position` MUST be below ``wordLimit``
     /// (the caller counts its fields with ``fieldsInWords(from:width:)``).
-    @inlinable
+    @inlinable @inline(__always)
     package func word(at position: Int) -> UInt64 {
         UInt64(bigEndian: base.unsafelyUnwrapped.loadUnaligned(fromByteOffset: position &>> 3, as: UInt64.self))
             &<< UInt64(position & 7)
@@ -82,14 +82,14 @@ package struct ColumnReader: BitFieldReader {
 
     /// Reads `bits` bits (0…64) as the low bits of the result; nil (position unchanged) when
     /// fewer remain or `bits` is out of range.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func read(bits: Int) -> UInt64? {
         guard bits >= 0, bits <= 64, bits <= remainingBits else { return nil }
         return readUnchecked(bits: bits)
     }
 
     /// Reads `bits` bits (0…64) the caller has checked are there.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func readUnchecked(bits: Int) -> UInt64 {
         if bits == 0 { return 0 }
         if bits <= 57 {
@@ -105,7 +105,7 @@ package struct ColumnReader: BitFieldReader {
     }
 
     /// Reads one bit; nil at the end.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func readBit() -> Bool? {
         guard position < count &* 8 else { return nil }
         return readUnchecked(bits: 1) == 1

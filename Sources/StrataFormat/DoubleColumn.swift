@@ -43,14 +43,14 @@ package enum DoubleColumn {
     package static let integerLimit = Double(1 << 52)
 
     /// ALP's integer for `value` under (e, f), or nil when it does not round-trip exactly.
-    @inlinable
+    @inlinable @inline(__always)
     package static func alpEncode(_ value: Double, e: Int, f: Int) -> Int64? {
         guard let n = alpCandidate(value, e: e, f: f) else { return nil }
         return alpDecode(n, e: e, f: f).bitPattern == value.bitPattern ? n : nil
     }
 
     /// round(value × 10^e / 10^f) when within ±2^52 (nil for NaN and infinities too).
-    @inlinable
+    @inlinable @inline(__always)
     package static func alpCandidate(_ value: Double, e: Int, f: Int) -> Int64? {
         let scaled = (value * powers[e] / powers[f]).rounded()
         guard scaled.magnitude <= integerLimit else { return nil } // also false for NaN
@@ -62,7 +62,7 @@ package enum DoubleColumn {
     /// inexact 10^-e) makes it the correctly rounded quotient, so every decimal of up to 15
     /// significant digits read as the nearest Double (or made by `Double(k) / 10^e`) round-trips
     /// with its own number of decimals as e and no exception.
-    @inlinable
+    @inlinable @inline(__always)
     package static func alpDecode(_ n: Int64, e: Int, f: Int) -> Double {
         Double(n) * powers[f] / powers[e]
     }

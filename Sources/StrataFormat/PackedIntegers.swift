@@ -13,7 +13,7 @@
 /// always fits 64 bits.
 package enum PackedIntegers {
     /// Width in bits of the unsigned distance `max &- min`.
-    @inlinable
+    @inlinable @inline(__always)
     package static func width(min: Int64, max: Int64) -> Int {
         64 - UInt64(bitPattern: max &- min).leadingZeroBitCount
     }
@@ -68,7 +68,7 @@ extension PackedIntegers {
     /// and value in order. Throws `.corrupted` when a field is out of range or the packed bits do
     /// not fit in what remains. Each value is a shift of one word ``ColumnReader/peek()`` loads,
     /// after one bounds check for all of them.
-    @inlinable
+    @inlinable @inline(__always)
     package static func unpack(count: Int, from reader: inout ColumnReader, what: String,
                        _ body: (_ index: Int, _ value: Int64) throws -> Void) throws {
         guard count > 0 else { return }

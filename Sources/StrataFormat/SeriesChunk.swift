@@ -76,7 +76,7 @@ package struct SeriesChunk: Equatable, Sendable {
     package var lastSequence: UInt64 { firstSequence &+ UInt64(count) &- 1 }
 
     /// Whether a record's value is a chunk (not a single event).
-    @inlinable
+    @inlinable @inline(__always)
     package static func isChunk(_ bytes: UnsafeRawBufferPointer) -> Bool { bytes.first == marker }
 
     /// The record.

@@ -543,7 +543,7 @@ package enum TupleKey {
     /// `TupleKeyEncoder.append(_: UInt64)` writes — for hot paths that reuse a buffer of their
     /// own (keys of time-series events and history messages). Allocates nothing beyond the
     /// buffer's growth.
-    @inlinable
+    @inlinable @inline(__always)
     package static func appendUInt(_ value: UInt64, to out: inout [UInt8]) {
         let count = significantByteCount(value)
         out.append(TypeCode.uintZero &+ UInt8(truncatingIfNeeded: count))
@@ -560,7 +560,7 @@ package enum TupleKey {
     /// Accepts exactly what ``TupleKeyDecoder/nextUInt()`` accepts — the type byte `0x10...0x18`,
     /// all its body bytes present, the shortest form (no leading 0x00) — without throwing or
     /// allocating, for decoding keys in cursors.
-    @inlinable
+    @inlinable @inline(__always)
     package static func readUInt(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) -> UInt64? {
         guard offset >= 0, offset < bytes.count else { return nil }
         let type = bytes[offset]

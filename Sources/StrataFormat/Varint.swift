@@ -4,7 +4,7 @@ package enum Varint {
     /// The largest encoded size of a `UInt64`.
     package static let maxLength = 10
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         var v = value
         while v >= 0x80 {
@@ -14,13 +14,13 @@ package enum Varint {
         bytes.append(UInt8(v))
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func append(_ value: Int, to bytes: inout [UInt8]) {
         append(UInt64(value), to: &bytes)
     }
 
     /// Appends a string as the varint length of its UTF-8 form followed by that UTF-8.
-    @inlinable
+    @inlinable @inline(__always)
     package static func appendLengthPrefixed(_ string: String, to bytes: inout [UInt8]) {
         var s = string
         s.withUTF8 { utf8 in
@@ -38,7 +38,7 @@ package enum Varint {
 
     /// Decodes a varint at `offset` in `buffer`, advancing `offset`. Returns nil when the buffer ends
     /// inside the varint or the encoding is longer than ten bytes or overflows 64 bits.
-    @inlinable
+    @inlinable @inline(__always)
     package static func read(_ buffer: UnsafeRawBufferPointer, at offset: inout Int) -> UInt64? {
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -59,7 +59,7 @@ package enum Varint {
     }
 
     /// Like ``read(_:at:)`` but for lengths and counts that must fit in an `Int` no larger than `limit`.
-    @inlinable
+    @inlinable @inline(__always)
     package static func readLength(_ buffer: UnsafeRawBufferPointer, at offset: inout Int, limit: Int) -> Int? {
         guard let v = read(buffer, at: &offset), v <= UInt64(limit) else { return nil }
         return Int(v)
@@ -68,24 +68,24 @@ package enum Varint {
 
 /// Fixed-width little-endian integers, the width of every stored field that is not a varint.
 package enum LittleEndian {
-    @inlinable
+    @inlinable @inline(__always)
     package static func append(_ value: UInt32, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// Reads a `UInt32` at `offset`; the caller has checked `offset + 4 <= buffer.count`.
-    @inlinable
+    @inlinable @inline(__always)
     package static func uint32(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
         UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
 
     /// Reads a `UInt64` at `offset`; the caller has checked `offset + 8 <= buffer.count`.
-    @inlinable
+    @inlinable @inline(__always)
     package static func uint64(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
         UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }

@@ -102,7 +102,7 @@ package enum UTF8Text {
     /// `String(decoding:as:)` is fast but repairs invalid input with U+FFFD; the repaired string's
     /// UTF-8 differs from the input exactly when the input was invalid, so comparing the two
     /// validates (about ten times faster than `String(validating:as:)`).
-    @inlinable
+    @inlinable @inline(__always)
     package static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
         var s = String(decoding: bytes, as: UTF8.self)
         let valid = s.withUTF8 { utf8 -> Bool in
@@ -114,7 +114,7 @@ package enum UTF8Text {
     }
 
     /// The string of `bytes` when they are valid UTF-8; nil otherwise.
-    @inlinable
+    @inlinable @inline(__always)
     package static func string(_ bytes: [UInt8]) -> String? {
         bytes.withUnsafeBytes { string($0) }
     }
@@ -122,7 +122,7 @@ package enum UTF8Text {
 
 /// Helpers of the binary writer.
 package enum JSONBinaryWriter {
-    @inlinable
+    @inlinable @inline(__always)
     package static func appendString(_ s: String, to out: inout [UInt8]) {
         Varint.appendLengthPrefixed(s, to: &out)
     }
@@ -164,7 +164,7 @@ package struct JSONBinaryReader {
         .corrupted(file: "value", offset: offset, reason: reason)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func varint(at offset: inout Int, end: Int, what: String) throws -> UInt64 {
         let start = offset
         guard let v = Varint.read(UnsafeRawBufferPointer(rebasing: buffer[0..<end]), at: &offset) else {
@@ -174,7 +174,7 @@ package struct JSONBinaryReader {
     }
 
     /// Reads a length that must fit in the bytes left before `end`.
-    @inlinable
+    @inlinable @inline(__always)
     package func length(at offset: inout Int, end: Int, what: String) throws -> Int {
         let start = offset
         let v = try varint(at: &offset, end: end, what: what)
@@ -228,7 +228,7 @@ package struct JSONBinaryReader {
         return ContainerHeader(count: count, end: containerEnd, width: width, directory: directory + 1, entries: offset)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func directoryEntry(_ header: ContainerHeader, _ index: Int) -> Int {
         var v = 0
         let base = header.directory + index * header.width
@@ -341,7 +341,7 @@ package enum JSONBinary {
     }
 
     /// memcmp order: negative, zero or positive.
-    @inlinable
+    @inlinable @inline(__always)
     package static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let n = Swift.min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {

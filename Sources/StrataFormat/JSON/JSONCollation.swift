@@ -230,7 +230,7 @@ extension JSON: Comparable {
 /// Helpers of collation.
 package enum JSONCollation {
     /// null 0, false 1, true 2, numbers 3, strings and dates 4, arrays 5, objects 6.
-    @inlinable
+    @inlinable @inline(__always)
     package static func rank(_ value: JSON) -> Int {
         switch value {
         case .null: return 0

@@ -169,7 +169,7 @@ package struct JSONTextParser {
         .invalidArgument("invalid JSON text at byte \(offset ?? position): \(message)")
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func skipWhitespace() {
         while position < bytes.count {
             switch bytes[position] {
@@ -267,7 +267,7 @@ package struct JSONTextParser {
         return .double(d)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
 
     /// Scans RFC 8259's number grammar at `start` (where `-` or a digit stands): where the number

@@ -96,7 +96,7 @@ package final class JSONEncodingNode {
     /// The JSON of the types the encoder maps specially; nil for any other type.
     ///
     /// Metatype comparisons rather than dynamic casts: they fold away when `T` is known.
-    @inlinable
+    @inlinable @inline(__always)
     package static func special<T: Encodable>(_ value: T) -> JSON? {
         if T.self == JSON.self { return unsafeBitCast(value, to: JSON.self) }
         if T.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }

@@ -41,7 +41,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     /// Appends the stored form of `value` to `out`.
     ///
     /// - Throws: ``StrataError/invalidArgument(_:)`` when a non-native value cannot be encoded.
-    @inlinable
+    @inlinable @inline(__always)
     package func encode(_ value: Value, into out: inout [UInt8]) throws {
         if Value.self == Double.self {
             LittleEndian.append(unsafeBitCast(value, to: Double.self).bitPattern, to: &out)
@@ -66,7 +66,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` with file `"value"` for bytes that
     ///   cannot be a stored value of this type; ``StrataError/typeMismatch(_:)`` when a non-native
     ///   value's JSON does not fit `Value`.
-    @inlinable
+    @inlinable @inline(__always)
     package func decode(_ bytes: UnsafeRawBufferPointer) throws -> Value {
         if Value.self == Double.self {
             guard bytes.count == 8 else { throw Self.wrongSize(bytes.count, 8, "Double") }
