@@ -4,9 +4,9 @@ import StrataFiles
 /// A kind of collection, as the catalog names it: the second element of every catalog key
 /// `(0, kind, name)`.
 ///
-/// The engine does not enumerate the kinds: each collection declares its own in the store's
-/// keyspace table (Store/KeyspaceTable.swift), so that a new collection adds a kind without
-/// editing the engine. The id is written into keys: never change or reuse one.
+/// The engine does not enumerate the kinds: each kind of collection declares its own in its
+/// folder (its `CollectionModule`), so that a new collection adds a kind without editing the
+/// engine. The id is written into keys: never change or reuse one.
 package struct CollectionKind: Hashable, Sendable, CustomStringConvertible {
     package let id: UInt64
     /// For messages and tools, e.g. "time series".

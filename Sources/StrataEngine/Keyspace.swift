@@ -4,8 +4,9 @@ import StrataFiles
 /// A keyspace of a store: the first element of every key (DESIGN.md, "Keys"), and its name for
 /// tools.
 ///
-/// The engine itself knows none of them but the catalog's; every id a store uses is in the one
-/// table of Store/KeyspaceTable.swift. Ids are written into every key on disk: never change or
+/// The engine itself knows none of them but the catalog's and the raw key-value API's; each kind
+/// of collection declares its own in its folder, and the store's one list of kinds
+/// (Strata/Store/StoreCollections.swift) names them all for tools. Ids are written into every key on disk: never change or
 /// reuse one.
 package struct Keyspace: Hashable, Sendable {
     package let id: UInt64

@@ -10,8 +10,8 @@ import StrataEngine
 /// caller's bytes after the keyspace prefix — print the tuple prefix that does decode, then
 /// `+` and the rest: as a quoted string when it starts with printable ASCII (other bytes escaped
 /// as `\xNN`), else as hex, e.g. `(1) + "user:42"`, `(1) + "user/\x00\x2a"` or `(1) + x'00ff'`.
-/// Index rows print their collation key as the JSON it encodes: `(5, 3) + collated ["a",1] +
-/// ("doc-1", 0)`. A key that does not start with a tuple element prints as the hex of all its bytes.
+/// A kind may render its own keys (``CollectionModule``): index rows print their collation key as
+/// the JSON it encodes, `(5, 3) + collated ["a",1] + ("doc-1", 0)`. A key that does not start with a tuple element prints as the hex of all its bytes.
 public struct InspectedKey: Codable, Sendable, Hashable, CustomStringConvertible {
     /// The key rendered for people.
     public let text: String
@@ -36,7 +36,7 @@ enum KeyRendering {
         if key.count >= kv.count, Array(key[0..<kv.count]) == kv {
             return "(\(Keyspace.keyValue.id)) + " + raw(Array(key[kv.count...]))
         }
-        if let row = indexRow(key) { return row }
+        if let text = StoreCollections.describe(key: key) { return text }
         if (try? TupleKey.decode(key)) != nil { return TupleKey.describe(key) }
         var decoder = TupleKeyDecoder(key)
         var elements: [TupleElement] = []
@@ -44,24 +44,6 @@ enum KeyRendering {
         guard !elements.isEmpty else { return TupleKey.hex(key) }
         let prefix = "(" + elements.map(\.description).joined(separator: ", ") + ")"
         return prefix + " + " + raw(Array(key[decoder.offset...]))
-    }
-
-    /// An index row (FORMAT.md 3.2, 16.5) is a tuple only in `(5, indexId)`: a collation key
-    /// follows, whose type bytes a tuple decoder would reject or misread (`0x10` is null there),
-    /// then the document id and emit index as tuple elements. Rendered as
-    /// `(5, 3) + collated ["a",1] + ("doc-1", 0)`; a tail that does not decode so, in hex.
-    private static func indexRow(_ key: [UInt8]) -> String? {
-        let ks = Keyspace.indexRows.prefix
-        guard key.count > ks.count, Array(key[0..<ks.count]) == ks else { return nil }
-        var decoder = TupleKeyDecoder(key)
-        guard (try? decoder.next()) != nil, let id = try? decoder.next() else { return nil }
-        let prefix = "(\(Keyspace.indexRows.id), \(id))"
-        var offset = decoder.offset
-        guard let value = try? JSON.decodeCollationKey(key[...], at: &offset),
-              let rest = try? TupleKey.decode(Array(key[offset...])), !rest.isEmpty
-        else { return prefix + " + " + TupleKey.hex(Array(key[decoder.offset...])) }
-        let text = String(decoding: value.jsonData(sortedKeys: true), as: UTF8.self)
-        return prefix + " + collated " + text + " + " + TupleKey.describe(Array(key[offset...]))
     }
 
     /// Bytes that start with printable ASCII as a quoted string with `\xNN` escapes for the

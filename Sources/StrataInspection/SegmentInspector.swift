@@ -186,7 +186,7 @@ public struct SegmentDump: Codable, Sendable {
                 largestKey = InspectedKey(p.largestKey)
             }
             keyspaces = p.keyspaces.map {
-                KeyspaceProperties(id: $0.id, name: Keyspace.name(of: $0.id), records: $0.records, tombstones: $0.tombstones,
+                KeyspaceProperties(id: $0.id, name: StoreCollections.keyspaceName($0.id), records: $0.records, tombstones: $0.tombstones,
                                    keyBytes: $0.keyBytes, valueBytes: $0.valueBytes,
                                    smallestKey: InspectedKey($0.smallestKey), largestKey: InspectedKey($0.largestKey))
             }

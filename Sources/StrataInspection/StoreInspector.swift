@@ -90,7 +90,7 @@ public enum StoreInspector {
     public static func describeKey(_ key: [UInt8]) -> String { KeyRendering.describe(key) }
 
     /// The name of keyspace `id` (`catalog`, `key-value`, …).
-    public static func keyspaceName(_ id: UInt64) -> String { Keyspace.name(of: id) }
+    public static func keyspaceName(_ id: UInt64) -> String { StoreCollections.keyspaceName(id) }
 
     /// A summary of the store in `directory`: its files, the manifest's runs and counters, the
     /// segments' record counts, sizes and compression, each keyspace's key range, and what the
@@ -173,7 +173,7 @@ public enum StoreInspector {
                     sums.add(&summary.dataBlocks, p.dataBlocks)
                     sums.add(&summary.indexBlocks, p.indexBlocks)
                     for k in p.keyspaces {
-                        var e = keyspaces[k.id] ?? StoreSummary.Keyspace(id: k.id, name: Keyspace.name(of: k.id))
+                        var e = keyspaces[k.id] ?? StoreSummary.Keyspace(id: k.id, name: StoreCollections.keyspaceName(k.id))
                         sums.add(&e.records, k.records)
                         sums.add(&e.tombstones, k.tombstones)
                         sums.add(&e.keyBytes, k.keyBytes)

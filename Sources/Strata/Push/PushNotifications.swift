@@ -378,16 +378,3 @@ extension Store {
         return PushNotifications(state: state, options: options)
     }
 }
-
-extension Store {
-    /// Starts, at open, what must see every commit from the first: the push subscriptions'
-    /// matching, when the store has any subscription, so that an update made before the program
-    /// asks for ``pushNotifications(options:)`` still creates its notifications.
-    /// `push` is the push state open loaded in recovery's first phase (``loadAtOpen(_:)``).
-    func startParticipants(push: PushState.Model?) throws {
-        guard let push else { return }
-        _ = try collections.state(kind: .push, name: PushState.registryName, as: PushState.self) {
-            try PushState(store: self, loaded: push)
-        }
-    }
-}

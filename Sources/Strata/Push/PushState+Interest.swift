@@ -6,12 +6,7 @@ extension PushState {
     /// Only writes of subscribed items need describing: a series or channel nobody subscribes to
     /// commits without building its changes for push (API.md: no cost where nothing listens).
     func wantsChanges(of kind: CollectionKind, name: String) -> Bool {
-        let adapter: PushSubscription.DataAdapter
-        switch kind {
-        case .timeSeries: adapter = .timeSeries
-        case .channel: adapter = .history
-        default: return false
-        }
+        guard let adapter = StoreCollections.module(of: kind)?.pushAdapter else { return false }
         return model.withLock { $0.byItem[ItemKey(adapter: adapter, item: name)] != nil }
     }
 }

@@ -74,7 +74,7 @@ final class PushState: CollectionState, CommitParticipant {
     /// `model.subscriptions.count`, read without the lock on every commit.
     private let subscriptionCount = Atomic<Int>(0)
 
-    /// `loaded`: the model open read in recovery's first phase (``Store/loadAtOpen(_:)``), if any.
+    /// `loaded`: the model open read in recovery's first phase (``PushCollection/load(from:)``), if any.
     init(store: Store, loaded: Model? = nil) throws {
         engine = store.engine
         executor = store.executor

@@ -146,11 +146,16 @@ public final class Store: Sendable {
                 defer { gate.open() }
                 let store: Store
                 do {
-                    var push: PushState.Model?
-                    let engine = try Engine(directory: path, options: engineOptions) { push = try Store.loadAtOpen($0) }
+                    // Every kind loads its state in recovery's first phase, before anything is
+                    // written (a fault refuses the open and changes nothing: FORMAT.md 4.5, step
+                    // 6a), and attaches once the engine is open.
+                    var loaded: [(any Sendable)?] = []
+                    let engine = try Engine(directory: path, options: engineOptions) {
+                        loaded = try StoreCollections.load(from: $0)
+                    }
                     store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
                     do {
-                        try store.startParticipants(push: push)
+                        try StoreCollections.attach(to: store, loaded: loaded)
                     } catch {
                         try? store.engine.close()
                         throw error

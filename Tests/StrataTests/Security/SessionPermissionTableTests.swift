@@ -48,7 +48,7 @@ import StrataEngine
     static func fingerprint(_ store: Store) throws -> String {
         var out = ""
         let snapshot = try store.engine.snapshot()
-        for kind in CollectionKind.all {
+        for kind in StoreCollections.kinds {
             for (name, entry) in try Catalog.entries(kind: kind, in: snapshot) { out += "catalog \(kind.id) \(name) \(entry)\n" }
         }
         let s = try store.timeSeries(series, of: Double.self)
