@@ -4,9 +4,9 @@
 import Foundation
 import Strata
 
-// README.md:35
-func snippet_README_35(store: Store) throws {
-#sourceLocation(file: "README.md", line: 36)
+// README.md:36
+func snippet_README_36(store: Store) throws {
+#sourceLocation(file: "README.md", line: 37)
 
 
 let store = try Store.open(at: URL(filePath: "/var/lib/app/data.strata"))
@@ -15,9 +15,9 @@ defer { try? store.close() }
     _ = store
 }
 
-// README.md:45
-func snippet_README_45(store: Store) throws {
-#sourceLocation(file: "README.md", line: 46)
+// README.md:46
+func snippet_README_46(store: Store) throws {
+#sourceLocation(file: "README.md", line: 47)
 let prices = try store.timeSeries("prices/AAPL", of: Double.self)
 let first = try prices.append(101.5)
 try prices.edit(originalSequence: first.sequence, value: 99.0)
@@ -26,9 +26,9 @@ let last100 = try prices.query(RangeQuery.values.fromLast(100))
     _ = (prices, first, last100)
 }
 
-// README.md:55
-func snippet_README_55(store: Store) throws {
-#sourceLocation(file: "README.md", line: 56)
+// README.md:56
+func snippet_README_56(store: Store) throws {
+#sourceLocation(file: "README.md", line: 57)
 let room = try store.channel("chat.room1", of: String.self)
 let tt = try room.publish("hello", publisher: "alice")
 let page = try room.history(limit: 100)            // the newest 100, oldest first
@@ -37,9 +37,9 @@ let newer = try room.messageCount(since: tt)
     _ = (room, tt, page, newer)
 }
 
-// README.md:65
-func snippet_README_65(store: Store) throws {
-#sourceLocation(file: "README.md", line: 66)
+// README.md:66
+func snippet_README_66(store: Store) throws {
+#sourceLocation(file: "README.md", line: 67)
 let db = try store.documents("shop", indexes: [
     DocumentIndex(name: "TotalByCustomer", version: "1", map: { doc, emit in
         if let customer = doc["customer"] { emit(customer, doc["total"]) }
@@ -51,9 +51,9 @@ let totals = try db.query("TotalByCustomer", .all)
     _ = (db, invoice, totals)
 }
 
-// README.md:79
-func snippet_README_79(store: Store, db: DocumentDatabase) throws {
-#sourceLocation(file: "README.md", line: 80)
+// README.md:80
+func snippet_README_80(store: Store, db: DocumentDatabase) throws {
+#sourceLocation(file: "README.md", line: 81)
 var config = ReplicationConfiguration.repeatingBidirectionalReplication(with: URL(string: "http://127.0.0.1:4984/main")!)
 config.authentication = .basic(user: "demo", password: "demo")
 let replication = try db.startReplication(with: config)
@@ -61,9 +61,9 @@ let replication = try db.startReplication(with: config)
     _ = (config, replication)
 }
 
-// README.md:88
-func snippet_README_88(store: Store) throws {
-#sourceLocation(file: "README.md", line: 89)
+// README.md:89
+func snippet_README_89(store: Store) throws {
+#sourceLocation(file: "README.md", line: 90)
 var batch = WriteBatch()
 batch.put(Array("user/42".utf8), Array("Ada".utf8))
 try store.write(batch)
@@ -72,9 +72,9 @@ let name = try store.get(Array("user/42".utf8))
     _ = (batch, name)
 }
 
-// README.md:98
-func snippet_README_98(store: Store) throws {
-#sourceLocation(file: "README.md", line: 99)
+// README.md:99
+func snippet_README_99(store: Store) throws {
+#sourceLocation(file: "README.md", line: 100)
 try store.transaction { tx in
     try tx.timeSeries("fills/AAPL", of: Double.self).append(101.5)
     try tx.channel("orders", of: String.self).publish("filled")
@@ -82,9 +82,9 @@ try store.transaction { tx in
 #sourceLocation()
 }
 
-// README.md:108
-func snippet_README_108(store: Store) throws {
-#sourceLocation(file: "README.md", line: 109)
+// README.md:109
+func snippet_README_109(store: Store) throws {
+#sourceLocation(file: "README.md", line: 110)
 var policy = SecurityPolicy()
 policy.roles["trader"] = Role(paths: ["prices": [.readTopic, .updateTopic]])
 policy.principals["alice"] = ["trader"]
@@ -95,9 +95,9 @@ try alice.timeSeries("prices/AAPL", of: Double.self).append(101.7)   // author "
     _ = (policy, alice)
 }
 
-// README.md:120
-func snippet_README_120(store: Store) throws {
-#sourceLocation(file: "README.md", line: 121)
+// README.md:121
+func snippet_README_121(store: Store) throws {
+#sourceLocation(file: "README.md", line: 122)
 let push = try store.pushNotifications()
 let device = try push.register(PushDevice(platform: .apple, applicationID: "com.example.stocks", deviceToken: "a1b2c3"))
 var quotes = PushSubscription(mode: .merge, items: ["prices/AAPL"], fields: ["value"])
