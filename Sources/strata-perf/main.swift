@@ -1,5 +1,5 @@
 // The engine-core performance program: the same workload as Scripts/perf/rocksdb_baseline.c,
-// against Strata, in one release-mode run. See README "Performance".
+// against Strata, in one release-mode run. See Sources/Strata/Strata.docc/Performance.md.
 //
 //   swift run -c release strata-perf [records=10000000] [gets=1000000] [directory]
 //   STRATA_PERF_ORDER=seq writes the records in key order instead of hashed order.

@@ -2,7 +2,7 @@ import CRocksDB
 import Foundation
 import Synchronization
 
-/// A thin Swift wrapper over the RocksDB C API, configured as in README "Benchmarks":
+/// A thin Swift wrapper over the RocksDB C API, configured as in Strata.docc/Performance.md ("Benchmarks"):
 ///
 /// - `increase_parallelism(2)` (two background jobs, the machine's cores), `create_if_missing`;
 /// - LZ4 compression on every level (as Strata's blocks); default 64 MiB write buffer (Strata's

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// Opening SQLite through GRDB, configured as in README "Benchmarks": WAL journal,
+/// Opening SQLite through GRDB, configured as in Strata.docc/Performance.md ("Benchmarks"): WAL journal,
 /// `synchronous = FULL` for `--durability synchronous` and `NORMAL` for `buffered` (SQLite's
 /// recommended pairing with WAL), a page cache of the same byte budget the other engines get,
 /// default 4 KiB pages and default WAL auto-checkpoint (1,000 pages).

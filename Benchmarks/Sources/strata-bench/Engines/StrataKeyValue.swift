@@ -1,7 +1,7 @@
 import Foundation
 import Strata
 
-/// Strata's options for the bench (README "Benchmarks"): defaults (4 KiB blocks, LZ4, 64 MiB
+/// Strata's options for the bench (Strata.docc/Performance.md, "Benchmarks"): defaults (4 KiB blocks, LZ4, 64 MiB
 /// memtable, bloom filters of 10 bits per key) with `--durability` and the shared cache budget.
 enum StrataSettings {
     static func options(_ config: BenchConfig) -> StoreOptions {
