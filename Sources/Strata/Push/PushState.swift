@@ -143,11 +143,7 @@ final class PushState: CollectionState, CommitParticipant {
         let outbox = PushLayout.prefix(4)
         let last = snapshot.cursor(lower: outbox, upper: TupleKey.prefixSuccessor(outbox), reverse: true)
         if try last.next() {
-            let key = last.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[outbox.count...])
-            guard let n = try? d.nextUInt(), d.isAtEnd else {
-                throw StrataError.corrupted(file: "push outbox", offset: 0, reason: "bad key \(TupleKey.describe(key))")
-            }
+            let n = try PushLayout.number(ofKey: last.withKey { Array($0) }, kind: 4)
             m.nextNotification = max(m.nextNotification, try CounterLimit.next(after: n, "notification number",
                                                                                 file: "push notification \(n)"))
         }
