@@ -97,7 +97,7 @@ extension Engine {
             }
             let cursor = MergedCursor(memtables: [], runs: inputs, sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: !bottommost)
-            var transformer = RecordTransformer(transforms, writer: writer)
+            var transformer = RecordTransformer(transforms, writer: writer, damage: damage)
             var n = 0
             while try cursor.next() {
                 n += 1

@@ -32,7 +32,7 @@ extension Engine {
 
     /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
     package static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
-                         transforms: [UInt64: any RecordTransform],
+                         transforms: [UInt64: any RecordTransform], damage: DamageRecorder,
                          allocate: @escaping () throws -> UInt64,
                          cleanupFailed: (StrataError) -> Void = { _ in }) throws -> [SegmentMetadata] {
         let writer = RunWriter(directory: directory, fileSystem: options.fileSystem, options: options.segment,
@@ -41,7 +41,7 @@ extension Engine {
             writer.addRangeTombstones(memtable.allRangeTombstones.map { RangeTombstone(start: $0.start, end: $0.end) })
             let cursor = MergedCursor(memtables: [memtable], runs: [], sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: true)
-            var transformer = RecordTransformer(transforms, writer: writer)
+            var transformer = RecordTransformer(transforms, writer: writer, damage: damage)
             while try cursor.next() {
                 try cursor.withKey { try transformer.add(key: $0, kind: cursor.kind, value: cursor.value) }
             }
@@ -59,7 +59,7 @@ extension Engine {
         let start = DispatchTime.now().uptimeNanoseconds
         do {
             let written = try Self.writeRun(from: memtable, directory: directory, options: options,
-                                            transforms: lock.withLock { transforms },
+                                            transforms: lock.withLock { transforms }, damage: damage,
                                             allocate: { [self] in try allocateFileNumber() },
                                             cleanupFailed: { [self] e in
                                                 lock.withLock { noteBackgroundFailure(e, during: "flush cleanup") }

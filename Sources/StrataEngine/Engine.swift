@@ -14,6 +14,8 @@ package final class Engine: @unchecked Sendable {
     package let options: EngineOptions
     /// What the engine decides on its own, for ``StoreOptions/logger``.
     package let diagnostics: EngineLog
+    /// Damage met by background work, the engine's and the collections' (``DamageRecorder``).
+    package let damage: DamageRecorder
     /// Nil when `cacheSize` is 0.
     package let cache: BlockCache?
 
@@ -108,6 +110,7 @@ package final class Engine: @unchecked Sendable {
         self.directory = directory
         self.options = options
         self.diagnostics = EngineLog(logger: options.logger, directory: directory)
+        self.damage = DamageRecorder(log: diagnostics)
         self.cache = options.cacheSize > 0 ? BlockCache(capacity: options.cacheSize) : nil
         try options.fileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
@@ -233,6 +236,13 @@ package final class Engine: @unchecked Sendable {
         diagnostics(.warning, "Background work failed; it will be retried", ["work": "\(work)", "error": "\(e)"])
     }
 
+    /// Records `error`, met by the background work `component` at `subject`, as damage
+    /// (``DamageRecorder``); the engine's failure, reported already as the failed state, is not.
+    package func recordDamage(_ component: DamageComponent, at subject: String? = nil, _ error: StrataError) {
+        if error == failure { return }
+        damage.record(component, at: subject, error)
+    }
+
     // MARK: Reads
 
     /// A consistent view of everything committed so far.
@@ -271,7 +281,8 @@ package final class Engine: @unchecked Sendable {
     // MARK: Introspection
 
     package var statistics: StoreStatistics {
-        lock.withLock {
+        let damage = self.damage.counts
+        return lock.withLock {
             StoreStatistics(
                 sortedRuns: version.runs.count,
                 segments: version.runs.reduce(0) { $0 + $1.segments.count },
@@ -292,7 +303,10 @@ package final class Engine: @unchecked Sendable {
                 writeStallSeconds: Double(writeStallNanoseconds) / 1e9,
                 backgroundFailures: backgroundFailures,
                 lastBackgroundError: lastBackgroundError,
-                writeError: writeError)
+                writeError: writeError,
+                damage: damage.total,
+                damageByComponent: damage.byComponent,
+                recentDamage: damage.recent)
         }
     }
 }

@@ -262,8 +262,9 @@ package struct EngineRecovery {
                 // Too many logs: their records go to segments now (one run per memtable, the
                 // newest first), and the logs are deleted once the manifest lists the runs.
                 for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
+                    // No transform is registered yet, so nothing can report damage.
                     let run = try Engine.writeRun(from: memtable, directory: directory, options: options,
-                                                 transforms: [:]) {
+                                                 transforms: [:], damage: DamageRecorder(log: .silent)) {
                         try CounterLimit.take(from: &nextNumber, "file number", last: CounterLimit.max - 1)
                     }
                     if !run.isEmpty { written.insert(run, at: 0) }

@@ -520,9 +520,12 @@ final class PushState: CollectionState, CommitParticipant {
             let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.push.timer"))
             t.schedule(deadline: .now() + period, repeating: period)
             t.setEventHandler { [weak self] in
-                // A failure is retried at the next wake-up (the engine reports it to the streams);
-                // close cancels the timer.
-                _ = try? self?.releaseDue()
+                // A failure is retried at the next wake-up, and recorded as damage (a failed
+                // engine's own error is reported to the streams); close cancels the timer.
+                guard let self else { return }
+                do { try releaseDue() } catch {
+                    engine.recordDamage(.pushTimer, Engine.strataError(error, path: engine.directory, operation: "push timer"))
+                }
             }
             t.resume()
             source = t
