@@ -135,12 +135,23 @@ extension Engine {
         do {
             try options.fileSystem.syncDirectory(directory)
         } catch {
-            for r in readers { r.markObsolete() }
+            for r in readers { retire(r) }
             let e = Self.strataError(error, path: directory, operation: "fsync")
             lock.withLock { fail(e) }
             throw e
         }
         return readers
+    }
+
+    /// Marks `reader`'s segment obsolete: its file is deleted when the last version, snapshot or
+    /// cursor that uses it lets go. A deletion that fails leaves the file for the next open to
+    /// delete, and is counted with the background failures; it is reported from the failure
+    /// queue, since the last reference may go on a thread that holds the lock.
+    package func retire(_ reader: SegmentReader) {
+        reader.markObsolete { [weak self] e in
+            guard let self else { return }
+            failureQueue.async { self.lock.withLock { self.noteBackgroundFailure(e, during: "deleting an obsolete segment") } }
+        }
     }
 
     /// Readers for segments just written.
@@ -159,7 +170,7 @@ extension Engine {
     /// lock held.
     package func publish(_ m: Manifest, adding added: [SegmentReader]) throws {
         if let e = writeError {
-            for r in added { r.markObsolete() }
+            for r in added { retire(r) }
             throw e
         }
         var mayHaveReplaced = false
@@ -173,7 +184,7 @@ extension Engine {
             if mayHaveReplaced {
                 fail(e)
             } else {
-                for r in added { r.markObsolete() }
+                for r in added { retire(r) }
             }
             throw e
         }

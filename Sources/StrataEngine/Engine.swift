@@ -114,6 +114,7 @@ package final class Engine: @unchecked Sendable {
         self.cache = options.cacheSize > 0 ? BlockCache(capacity: options.cacheSize) : nil
         try options.fileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
+        let cleanupFailures: [StrataError]
         do {
             try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
             let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache, check: check)
@@ -126,11 +127,15 @@ package final class Engine: @unchecked Sendable {
             self.lastSequence = r.lastSequence
             self.visibleSequence = Atomic(r.lastSequence)
             self.recovery = r.report
+            cleanupFailures = r.cleanupFailures
         } catch {
             fileLock.release()
             throw error
         }
         logRecovery()
+        lock.withLock {
+            for e in cleanupFailures { noteBackgroundFailure(e, during: "deleting a file no longer needed at open") }
+        }
         if options.durability == .buffered { startSyncTimer() }
         lock.withLock {
             // Memtables recovery sealed are flushed now, in the background (FORMAT.md 4.5).
