@@ -97,7 +97,7 @@ extension Engine {
             }
             let cursor = MergedCursor(memtables: [], runs: inputs, sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: !bottommost)
-            var transformer = RecordTransformer(transforms, writer: writer)
+            var transformer = RecordTransformer(transforms, writer: writer, damage: damage)
             var n = 0
             while try cursor.next() {
                 n += 1
@@ -127,7 +127,7 @@ extension Engine {
         let runs: Int = try lock.withLock {
             let inputNumbers = Set(inputs.flatMap(\.numbers))
             guard let start = version.runs.firstIndex(where: { $0 === inputs[0] }) else {
-                for r in readers { r.markObsolete() }
+                for r in readers { retire(r) }
                 throw StrataError.conflict("compaction inputs are no longer live")
             }
             var m = manifest
@@ -145,7 +145,7 @@ extension Engine {
             compactions += 1
             compactionBytesRead += inputs.reduce(0) { $0 + $1.fileSize }
             compactionBytesWritten += written.reduce(0) { $0 + $1.fileSize }
-            for run in inputs { for s in run.segments where inputNumbers.contains(s.number) { s.markObsolete() } }
+            for run in inputs { for s in run.segments where inputNumbers.contains(s.number) { retire(s) } }
             return version.runs.count
         }
         diagnostics(.info, "Compacted sorted runs", compactionSummary(inputs, written, bottommost: bottommost, runs: runs, start: start))

@@ -32,7 +32,7 @@ extension Engine {
 
     /// Writes a memtable's records (the newest version of each key, tombstones kept) as one run.
     package static func writeRun(from memtable: Memtable, directory: String, options: EngineOptions,
-                         transforms: [UInt64: any RecordTransform],
+                         transforms: [UInt64: any RecordTransform], damage: DamageRecorder,
                          allocate: @escaping () throws -> UInt64,
                          cleanupFailed: (StrataError) -> Void = { _ in }) throws -> [SegmentMetadata] {
         let writer = RunWriter(directory: directory, fileSystem: options.fileSystem, options: options.segment,
@@ -41,7 +41,7 @@ extension Engine {
             writer.addRangeTombstones(memtable.allRangeTombstones.map { RangeTombstone(start: $0.start, end: $0.end) })
             let cursor = MergedCursor(memtables: [memtable], runs: [], sequence: .max,
                                       lower: nil, upper: nil, reverse: false, keepTombstones: true)
-            var transformer = RecordTransformer(transforms, writer: writer)
+            var transformer = RecordTransformer(transforms, writer: writer, damage: damage)
             while try cursor.next() {
                 try cursor.withKey { try transformer.add(key: $0, kind: cursor.kind, value: cursor.value) }
             }
@@ -59,7 +59,7 @@ extension Engine {
         let start = DispatchTime.now().uptimeNanoseconds
         do {
             let written = try Self.writeRun(from: memtable, directory: directory, options: options,
-                                            transforms: lock.withLock { transforms },
+                                            transforms: lock.withLock { transforms }, damage: damage,
                                             allocate: { [self] in try allocateFileNumber() },
                                             cleanupFailed: { [self] e in
                                                 lock.withLock { noteBackgroundFailure(e, during: "flush cleanup") }
@@ -135,12 +135,23 @@ extension Engine {
         do {
             try options.fileSystem.syncDirectory(directory)
         } catch {
-            for r in readers { r.markObsolete() }
+            for r in readers { retire(r) }
             let e = Self.strataError(error, path: directory, operation: "fsync")
             lock.withLock { fail(e) }
             throw e
         }
         return readers
+    }
+
+    /// Marks `reader`'s segment obsolete: its file is deleted when the last version, snapshot or
+    /// cursor that uses it lets go. A deletion that fails leaves the file for the next open to
+    /// delete, and is counted with the background failures; it is reported from the failure
+    /// queue, since the last reference may go on a thread that holds the lock.
+    package func retire(_ reader: SegmentReader) {
+        reader.markObsolete { [weak self] e in
+            guard let self else { return }
+            failureQueue.async { self.lock.withLock { self.noteBackgroundFailure(e, during: "deleting an obsolete segment") } }
+        }
     }
 
     /// Readers for segments just written.
@@ -159,7 +170,7 @@ extension Engine {
     /// lock held.
     package func publish(_ m: Manifest, adding added: [SegmentReader]) throws {
         if let e = writeError {
-            for r in added { r.markObsolete() }
+            for r in added { retire(r) }
             throw e
         }
         var mayHaveReplaced = false
@@ -173,7 +184,7 @@ extension Engine {
             if mayHaveReplaced {
                 fail(e)
             } else {
-                for r in added { r.markObsolete() }
+                for r in added { retire(r) }
             }
             throw e
         }

@@ -14,6 +14,8 @@ package final class Engine: @unchecked Sendable {
     package let options: EngineOptions
     /// What the engine decides on its own, for ``StoreOptions/logger``.
     package let diagnostics: EngineLog
+    /// Damage met by background work, the engine's and the collections' (``DamageRecorder``).
+    package let damage: DamageRecorder
     /// Nil when `cacheSize` is 0.
     package let cache: BlockCache?
 
@@ -108,9 +110,11 @@ package final class Engine: @unchecked Sendable {
         self.directory = directory
         self.options = options
         self.diagnostics = EngineLog(logger: options.logger, directory: directory)
+        self.damage = DamageRecorder(log: diagnostics)
         self.cache = options.cacheSize > 0 ? BlockCache(capacity: options.cacheSize) : nil
         try options.fileSystem.createDirectory(directory)
         fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
+        let cleanupFailures: [StrataError]
         do {
             try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
             let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache, check: check)
@@ -123,11 +127,15 @@ package final class Engine: @unchecked Sendable {
             self.lastSequence = r.lastSequence
             self.visibleSequence = Atomic(r.lastSequence)
             self.recovery = r.report
+            cleanupFailures = r.cleanupFailures
         } catch {
             fileLock.release()
             throw error
         }
         logRecovery()
+        lock.withLock {
+            for e in cleanupFailures { noteBackgroundFailure(e, during: "deleting a file no longer needed at open") }
+        }
         if options.durability == .buffered { startSyncTimer() }
         lock.withLock {
             // Memtables recovery sealed are flushed now, in the background (FORMAT.md 4.5).
@@ -233,6 +241,13 @@ package final class Engine: @unchecked Sendable {
         diagnostics(.warning, "Background work failed; it will be retried", ["work": "\(work)", "error": "\(e)"])
     }
 
+    /// Records `error`, met by the background work `component` at `subject`, as damage
+    /// (``DamageRecorder``); the engine's failure, reported already as the failed state, is not.
+    package func recordDamage(_ component: DamageComponent, at subject: String? = nil, _ error: StrataError) {
+        if error == failure { return }
+        damage.record(component, at: subject, error)
+    }
+
     // MARK: Reads
 
     /// A consistent view of everything committed so far.
@@ -271,7 +286,8 @@ package final class Engine: @unchecked Sendable {
     // MARK: Introspection
 
     package var statistics: StoreStatistics {
-        lock.withLock {
+        let damage = self.damage.counts
+        return lock.withLock {
             StoreStatistics(
                 sortedRuns: version.runs.count,
                 segments: version.runs.reduce(0) { $0 + $1.segments.count },
@@ -292,7 +308,10 @@ package final class Engine: @unchecked Sendable {
                 writeStallSeconds: Double(writeStallNanoseconds) / 1e9,
                 backgroundFailures: backgroundFailures,
                 lastBackgroundError: lastBackgroundError,
-                writeError: writeError)
+                writeError: writeError,
+                damage: damage.total,
+                damageByComponent: damage.byComponent,
+                recentDamage: damage.recent)
         }
     }
 }

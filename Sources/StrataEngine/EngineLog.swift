@@ -14,7 +14,7 @@ import StrataFiles
 /// ``drain()`` waits for what was reported so far; close calls it, so that a store has said
 /// everything when ``Store/close()`` returns.
 ///
-/// Levels: `.error` for the failed state, `.warning` for a torn tail and for failed background
+/// Levels: `.error` for the failed state and for damage (``DamageRecorder``), `.warning` for a torn tail and for failed background
 /// work, `.info` for a flush, a compaction and a write stall once over, `.debug` for details.
 package struct EngineLog: Sendable {
     private let logger: Logger?

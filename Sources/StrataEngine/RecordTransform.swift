@@ -9,9 +9,12 @@ import StrataFiles
 /// compaction filter) and writes what it emits in their place. The rewriting must keep every
 /// reader's answers: a reader of the keyspace understands both what it was given and what it
 /// emits.
+///
+/// A record the rewriter cannot read is damage (``BackgroundDamage``): it emits the record
+/// unchanged, never drops it, and reports it to `damage` with its key.
 package protocol RecordTransform: Sendable {
-    /// A rewriter for one flush or compaction.
-    func makeRewriter() -> any RecordRewriter
+    /// A rewriter for one flush or compaction, reporting what it cannot read to `damage`.
+    func makeRewriter(damage: DamageReporter) -> any RecordRewriter
 }
 
 /// Receives one keyspace's records of one flush or compaction, in key order, and emits their
@@ -37,13 +40,16 @@ package struct RecordTransformer {
     private let transforms: [UInt64: any RecordTransform]
     private let writer: RunWriter
     private let emit: RecordRewriter.Emit
+    private let damage: DamageRecorder
     private var rewriters: [UInt64: any RecordRewriter] = [:]
     /// The keyspace whose rewriter may hold records.
     private var open: (id: UInt64, rewriter: any RecordRewriter)?
 
-    package init(_ transforms: [UInt64: any RecordTransform], writer: RunWriter) {
+    /// Rewriters report damage to `damage`, each as ``DamageComponent/recordTransform(keyspace:)``.
+    package init(_ transforms: [UInt64: any RecordTransform], writer: RunWriter, damage: DamageRecorder) {
         self.transforms = transforms
         self.writer = writer
+        self.damage = damage
         self.emit = { k, v in try writer.add(key: k, kind: .value, value: v) }
     }
 
@@ -68,7 +74,7 @@ package struct RecordTransformer {
         } else if let r = rewriters[keyspace] {
             rewriter = r
         } else {
-            rewriter = transform.makeRewriter()
+            rewriter = transform.makeRewriter(damage: damage.reporter(for: .recordTransform(keyspace: keyspace)))
             rewriters[keyspace] = rewriter
         }
         open = (keyspace, rewriter)

@@ -32,6 +32,9 @@ package struct EngineRecovery {
     /// The last sequence number used; writes continue after it.
     package let lastSequence: UInt64
     package let report: RecoveryReport
+    /// Deletions of files the open store no longer needs that failed (the next open tries again);
+    /// the engine counts them with its background failures.
+    package var cleanupFailures: [StrataError] = []
 
     /// How many logs with records an open keeps live at most. Each open that crashes before a
     /// flush may leave one more log behind; an open that finds this many writes their records to
@@ -262,8 +265,9 @@ package struct EngineRecovery {
                 // Too many logs: their records go to segments now (one run per memtable, the
                 // newest first), and the logs are deleted once the manifest lists the runs.
                 for memtable in ([active] + immutables).reversed() where !memtable.isEmpty {
+                    // No transform is registered yet, so nothing can report damage.
                     let run = try Engine.writeRun(from: memtable, directory: directory, options: options,
-                                                 transforms: [:]) {
+                                                 transforms: [:], damage: DamageRecorder(log: .silent)) {
                         try CounterLimit.take(from: &nextNumber, "file number", last: CounterLimit.max - 1)
                     }
                     if !run.isEmpty { written.insert(run, at: 0) }
@@ -325,15 +329,22 @@ package struct EngineRecovery {
         }
 
         // The store is open. What it no longer needs goes; a failure here leaves a file the next
-        // open deletes.
-        for name in plan.temporaries { try? options.fileSystem.remove(directory + "/" + name) }
-        for n in plan.segmentsOnDisk where !plan.live.contains(n) {
-            try? options.fileSystem.remove(directory + "/" + FileNames.segment(n))
+        // open deletes, and is reported.
+        var cleanupFailures: [StrataError] = []
+        func remove(_ name: String) {
+            let path = directory + "/" + name
+            do { try options.fileSystem.remove(path) } catch {
+                cleanupFailures.append(Engine.strataError(error, path: path, operation: "unlink"))
+            }
         }
-        for n in logsToDelete { try? options.fileSystem.remove(directory + "/" + FileNames.log(n)) }
+        for name in plan.temporaries { remove(name) }
+        for n in plan.segmentsOnDisk where !plan.live.contains(n) { remove(FileNames.segment(n)) }
+        for n in logsToDelete { remove(FileNames.log(n)) }
 
-        return EngineRecovery(manifest: m, runs: runs, log: log, active: active, immutables: immutables,
-                              lastSequence: plan.lastSequence, report: plan.report)
+        var recovered = EngineRecovery(manifest: m, runs: runs, log: log, active: active, immutables: immutables,
+                                       lastSequence: plan.lastSequence, report: plan.report)
+        recovered.cleanupFailures = cleanupFailures
+        return recovered
     }
 
     package init(manifest: Manifest, runs: [SortedRun], log: LogWriter, active: Memtable, immutables: [Memtable], lastSequence: UInt64, report: RecoveryReport) {

@@ -56,11 +56,27 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
     /// messages, live queries and change streams) ends by throwing it, as does every stream opened
     /// later; reopening the store recovers every acknowledged write. Not encoded.
     public var writeError: StrataError? = nil
+    /// Damage met by background work: records a flush or compaction could not read (copied
+    /// through unchanged, never dropped), failed releases of waiting push updates (tried again
+    /// at the push timer's next wake-up). Each occurrence counts: a damaged record counts again
+    /// in every compaction that copies it. Unlike ``backgroundFailures`` (work that failed and is
+    /// retried whole), it is what work met and went past; each is also logged at `.error`
+    /// (``StoreOptions/logger``; the first of a component, then at most once a minute with the
+    /// number not logged since). "Damage met by background work" in the documentation says more.
+    public var damage: UInt64 = 0
+    /// ``damage`` by the work that met it.
+    public var damageByComponent: [DamageComponent: UInt64] = [:]
+    /// The latest damages counted in ``damage``, oldest first (at most 16): what, where, when.
+    /// Not encoded.
+    public var recentDamage: [BackgroundDamage] = []
+
+    /// The latest damage counted in ``damage``, if any. Not encoded.
+    public var lastDamage: BackgroundDamage? { recentDamage.last }
 
     private enum CodingKeys: String, CodingKey {
         case sortedRuns, segments, segmentBytes, records, memtableBytes, immutableMemtables, lastSequence,
              bytesWritten, flushes, flushBytesWritten, compactions, compactionBytesRead, compactionBytesWritten,
-             mostSortedRuns, blockCacheBytes, writeStalls, writeStallSeconds, backgroundFailures
+             mostSortedRuns, blockCacheBytes, writeStalls, writeStallSeconds, backgroundFailures, damage, damageByComponent
     }
 
     /// Segment bytes written by flushes and compactions per byte flushed: 1 means every byte
@@ -69,7 +85,7 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
         flushBytesWritten == 0 ? 0 : Double(flushBytesWritten + compactionBytesWritten) / Double(flushBytesWritten)
     }
 
-    package init(sortedRuns: Int, segments: Int, segmentBytes: UInt64, records: UInt64, memtableBytes: Int, immutableMemtables: Int, lastSequence: UInt64, bytesWritten: UInt64, flushes: UInt64, flushBytesWritten: UInt64, compactions: UInt64, compactionBytesRead: UInt64, compactionBytesWritten: UInt64, mostSortedRuns: Int, blockCacheBytes: Int, writeStalls: UInt64 = 0, writeStallSeconds: Double = 0, backgroundFailures: UInt64 = 0, lastBackgroundError: StrataError? = nil, writeError: StrataError? = nil) {
+    package init(sortedRuns: Int, segments: Int, segmentBytes: UInt64, records: UInt64, memtableBytes: Int, immutableMemtables: Int, lastSequence: UInt64, bytesWritten: UInt64, flushes: UInt64, flushBytesWritten: UInt64, compactions: UInt64, compactionBytesRead: UInt64, compactionBytesWritten: UInt64, mostSortedRuns: Int, blockCacheBytes: Int, writeStalls: UInt64 = 0, writeStallSeconds: Double = 0, backgroundFailures: UInt64 = 0, lastBackgroundError: StrataError? = nil, writeError: StrataError? = nil, damage: UInt64 = 0, damageByComponent: [DamageComponent: UInt64] = [:], recentDamage: [BackgroundDamage] = []) {
         self.sortedRuns = sortedRuns
         self.segments = segments
         self.segmentBytes = segmentBytes
@@ -90,5 +106,8 @@ public struct StoreStatistics: Sendable, Codable, Equatable {
         self.backgroundFailures = backgroundFailures
         self.lastBackgroundError = lastBackgroundError
         self.writeError = writeError
+        self.damage = damage
+        self.damageByComponent = damageByComponent
+        self.recentDamage = recentDamage
     }
 }

@@ -25,6 +25,8 @@ package final class SegmentReader: @unchecked Sendable {
     private let root: Block
     private let cache: BlockCache?
     private let obsolete = Atomic<Bool>(false)
+    /// Told when `deinit` fails to delete the obsolete file (``markObsolete(reportingRemovalFailure:)``).
+    private let removalFailure = Mutex<(@Sendable (StrataError) -> Void)?>(nil)
 
     package init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil,
                  fileSystem: FileSystem) throws {
@@ -138,12 +140,22 @@ package final class SegmentReader: @unchecked Sendable {
         file.close()
         if obsolete.load(ordering: .acquiring) {
             cache?.evict(file: number)
-            try? FileSystem(environment: file.environment).remove(path)
+            do {
+                try FileSystem(environment: file.environment).remove(path)
+            } catch {
+                let report = removalFailure.withLock { $0 }
+                report?(error as? StrataError ?? .io(path: path, errno: Errno.ioError.code, operation: "unlink"))
+            }
         }
     }
 
-    /// Marks the file for deletion once no version, snapshot or iterator uses it.
-    package func markObsolete() { obsolete.store(true, ordering: .releasing) }
+    /// Marks the file for deletion once no version, snapshot or iterator uses it. A deletion that
+    /// fails leaves the file for the next open to delete, and is told to `report`, from whatever
+    /// thread lets the reader go (possibly one holding the engine's lock).
+    package func markObsolete(reportingRemovalFailure report: (@Sendable (StrataError) -> Void)? = nil) {
+        if let report { removalFailure.withLock { $0 = report } }
+        obsolete.store(true, ordering: .releasing)
+    }
 
     /// Verifies and decodes the stored block at `handle` and parses it as a ``Block``.
     private static func decodeBlock(

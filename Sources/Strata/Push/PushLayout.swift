@@ -118,6 +118,25 @@ package enum PushLayout {
         }
     }
 
+    /// The number of the stored key `(17, kind, number)`: the one rule for every reader of
+    /// device, subscription and outbox keys. A key of another shape under the kind's prefix is
+    /// damage: a read throws ``StrataError/corrupted(file:offset:reason:)`` naming the records and
+    /// the key (so does opening the store when its push state is loaded); no reader skips it.
+    package static func number(ofKey key: [UInt8], kind: UInt64) throws -> UInt64 {
+        let prefix = PushLayout.prefix(kind)
+        if key.starts(with: prefix) {
+            var d = TupleKeyDecoder(key[prefix.count...])
+            if let n = try? d.nextUInt(), d.isAtEnd { return n }
+        }
+        let records = switch kind {
+        case 1: "push devices"
+        case 2: "push subscriptions"
+        case 4: "push outbox"
+        default: "push records"
+        }
+        throw StrataError.corrupted(file: records, offset: 0, reason: "bad key \(TupleKey.describe(key))")
+    }
+
     /// Calls `body` with the number and value of each record `(17, kind, number)` of `snapshot`,
     /// in number order.
     package static func scan(_ snapshot: Snapshot, kind: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
@@ -125,11 +144,7 @@ package enum PushLayout {
         let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
         while try cursor.next() {
             let key = cursor.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[prefix.count...])
-            guard let n = try? d.nextUInt(), d.isAtEnd else {
-                throw StrataError.corrupted(file: "push records", offset: 0, reason: "bad key \(TupleKey.describe(key))")
-            }
-            try body(n, Array(cursor.value))
+            try body(try number(ofKey: key, kind: kind), Array(cursor.value))
         }
     }
 }

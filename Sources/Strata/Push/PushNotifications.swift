@@ -285,11 +285,7 @@ public struct PushNotifications: Sendable {
         let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
         var result: [PushNotification] = []
         while result.count < limit, try cursor.next() {
-            let key = cursor.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[prefix.count...])
-            guard let id = try? d.nextUInt(), d.isAtEnd else {
-                throw StrataError.corrupted(file: "push outbox", offset: 0, reason: "bad key \(TupleKey.describe(key))")
-            }
+            let id = try PushLayout.number(ofKey: cursor.withKey { Array($0) }, kind: 4)
             result.append(try PushRecords.decodeNotification(Array(cursor.value), id: id))
         }
         return result

@@ -143,11 +143,7 @@ final class PushState: CollectionState, CommitParticipant {
         let outbox = PushLayout.prefix(4)
         let last = snapshot.cursor(lower: outbox, upper: TupleKey.prefixSuccessor(outbox), reverse: true)
         if try last.next() {
-            let key = last.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[outbox.count...])
-            guard let n = try? d.nextUInt(), d.isAtEnd else {
-                throw StrataError.corrupted(file: "push outbox", offset: 0, reason: "bad key \(TupleKey.describe(key))")
-            }
+            let n = try PushLayout.number(ofKey: last.withKey { Array($0) }, kind: 4)
             m.nextNotification = max(m.nextNotification, try CounterLimit.next(after: n, "notification number",
                                                                                 file: "push notification \(n)"))
         }
@@ -524,9 +520,12 @@ final class PushState: CollectionState, CommitParticipant {
             let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "strata.push.timer"))
             t.schedule(deadline: .now() + period, repeating: period)
             t.setEventHandler { [weak self] in
-                // A failure is retried at the next wake-up (the engine reports it to the streams);
-                // close cancels the timer.
-                _ = try? self?.releaseDue()
+                // A failure is retried at the next wake-up, and recorded as damage (a failed
+                // engine's own error is reported to the streams); close cancels the timer.
+                guard let self else { return }
+                do { try releaseDue() } catch {
+                    engine.recordDamage(.pushTimer, Engine.strataError(error, path: engine.directory, operation: "push timer"))
+                }
             }
             t.resume()
             source = t

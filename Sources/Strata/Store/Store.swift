@@ -215,11 +215,17 @@ public final class Store: Sendable {
 
     /// Closes the store if it is open here, then removes its files and, if then empty, its directory.
     ///
-    /// - Throws: ``StrataError/locked(path:)`` if another process has it open.
+    /// - Throws: ``StrataError/locked(path:)`` if another process has it open;
+    ///   ``StrataError/io(path:errno:operation:)`` if the directory cannot be examined (a
+    ///   directory that cannot be seen is not one that does not exist) or a file cannot be removed.
     public static func destroy(at directory: URL) throws {
+        try destroy(at: directory, fileSystem: .real)
+    }
+
+    /// ``destroy(at:)`` through `files` (tests inject faults with it).
+    static func destroy(at directory: URL, fileSystem files: FileSystem) throws {
         if let store = opened(at: directory) { try store.close() }
         let path = canonicalPath(directory)
-        let files = FileSystem.real
         guard try files.exists(path) else { return }
         let lock = try FileLock(path: path + "/" + FileNames.lock, fileSystem: files)
         defer { lock.release() }

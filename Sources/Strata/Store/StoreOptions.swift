@@ -44,7 +44,11 @@ public struct StoreOptions: Sendable {
     /// Where the store reports what it decides on its own, as RocksDB writes its LOG file.
     /// Default nil: silent.
     ///
-    /// - `.error`: a failure that stops writes (see ``StoreStatistics/writeError``).
+    /// - `.error`: a failure that stops writes (see ``StoreStatistics/writeError``), and damage
+    ///   met by background work (a record a compaction copied through because it could not read
+    ///   it, a release of waiting push updates that failed; counted in
+    ///   ``StoreStatistics/damage``), the first of each ``DamageComponent`` and then at most one
+    ///   message a minute per component, with the number met since.
     /// - `.warning`: a torn tail cut off a write-ahead log at open (also in ``Store/recovery``),
     ///   and a flush, compaction or file deletion that failed (retried; counted in
     ///   ``StoreStatistics/backgroundFailures``).

@@ -11,7 +11,10 @@ import StrataEngine
 /// ``Limits``. A full chunk met with nothing held passes through as it is. What it cannot chunk
 /// passes through unchanged: events of a series of unknown type, a malformed key or record, a
 /// value of the wrong size for its column, a value above the byte limit. So the rewrite never
-/// loses or alters an event, whatever the input.
+/// loses or alters an event, whatever the input. What passes through because it is damaged (a
+/// malformed key, a chunk or event record that does not decode, a chunk keyed or typed otherwise
+/// than its content, a value of the wrong size, an edit of a later event) is also reported, with
+/// its key, as damage (``DamageRecorder``).
 final class SeriesChunkBuilder: RecordRewriter {
     /// The bounds of one chunk.
     struct Limits: Sendable {
@@ -25,6 +28,7 @@ final class SeriesChunkBuilder: RecordRewriter {
 
     private let limits: Limits
     private let kinds: [UInt64: UInt8]
+    private let damage: DamageReporter
     private let prefixLength = Keyspace.timeSeriesEvents.prefix.count
 
     // The run held: events `first ..< first + count` of series `series`.
@@ -40,10 +44,11 @@ final class SeriesChunkBuilder: RecordRewriter {
     private var valueBytes = 0
     private var keyScratch: [UInt8] = []
 
-    init(limits: Limits, kinds: [UInt64: UInt8]) {
+    init(limits: Limits, kinds: [UInt64: UInt8], damage: DamageReporter) {
         self.limits = Limits(events: min(max(limits.events, 1), ColumnHeader.maximumCount),
                              valueBytes: max(limits.valueBytes, 1))
         self.kinds = kinds
+        self.damage = damage
     }
 
     private var count: Int { timestamps.count }
@@ -58,13 +63,22 @@ final class SeriesChunkBuilder: RecordRewriter {
     func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, emit: Emit) throws {
         var p = prefixLength
         guard let id = EventRecord.readUInt(key, at: &p), let sequence = EventRecord.readUInt(key, at: &p),
-              p == key.count, let kind = kinds[id] else {
-            return try passThrough(key, value, emit)
+              p == key.count else {
+            return try passDamaged(key, value, "malformed event key", emit)
         }
+        guard let kind = kinds[id] else { return try passThrough(key, value, emit) }
         if SeriesChunk.isChunk(value) {
-            guard let chunk = try? SeriesChunk.decode(value), chunk.lastSequence == sequence,
-                  chunk.values.kind == kind else {
-                return try passThrough(key, value, emit)
+            let chunk: SeriesChunk
+            do {
+                chunk = try SeriesChunk.decode(value)
+            } catch {
+                return try passDamaged(key, value, error, emit)
+            }
+            guard chunk.lastSequence == sequence else {
+                return try passDamaged(key, value, "the chunk ends at event \(chunk.lastSequence)", emit)
+            }
+            guard chunk.values.kind == kind else {
+                return try passDamaged(key, value, "the chunk has value kind \(chunk.values.kind); the series' values are kind \(kind)", emit)
             }
             if chunk.count >= limits.events && !continuesRun(id, chunk.firstSequence) {
                 return try passThrough(key, value, emit)
@@ -81,22 +95,24 @@ final class SeriesChunkBuilder: RecordRewriter {
             }
             return
         }
-        guard let h = EventRecord.decode(value) else { return try passThrough(key, value, emit) }
+        guard let h = EventRecord.decode(value) else { return try passDamaged(key, value, "malformed event record", emit) }
         let raw = UnsafeRawBufferPointer(rebasing: value[h.valueOffset...])
         let v: Value
         switch kind {
         case 1:
-            guard raw.count == 8 else { return try passThrough(key, value, emit) }
+            guard raw.count == 8 else { return try passDamaged(key, value, "a Double value of \(raw.count) bytes", emit) }
             v = .double(Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))))
         case 2:
-            guard raw.count == 8 else { return try passThrough(key, value, emit) }
+            guard raw.count == 8 else { return try passDamaged(key, value, "an Int64 value of \(raw.count) bytes", emit) }
             v = .integer(Int64(littleEndian: raw.loadUnaligned(as: Int64.self)))
         default:
             guard raw.count <= limits.valueBytes else { return try passThrough(key, value, emit) }
             v = .bytes(Array(raw))
         }
         let original = h.original.map { SeriesChunk.Original(sequence: $0.sequence, timestamp: $0.timestampDelta, author: $0.author) }
-        if let original, original.sequence >= sequence { return try passThrough(key, value, emit) }
+        if let original, original.sequence >= sequence {
+            return try passDamaged(key, value, "an edit of the later event \(original.sequence)", emit)
+        }
         try append(id: id, kind: kind, sequence: sequence, timestamp: h.timestampDelta, author: h.author,
                    original: original, value: v, emit: emit)
     }
@@ -109,6 +125,20 @@ final class SeriesChunkBuilder: RecordRewriter {
     /// any sequence up to `UInt64.max`: no addition that could overflow).
     private func continuesRun(_ id: UInt64, _ sequence: UInt64) -> Bool {
         count > 0 && series == id && sequence > first && sequence - first == UInt64(count)
+    }
+
+    /// ``passThrough(_:_:_:)`` of a damaged record, reported with its key: `reason` says what
+    /// is wrong with it.
+    private func passDamaged(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ reason: String,
+                             _ emit: Emit) throws {
+        try passDamaged(key, value, StrataError.corrupted(file: "time series events", offset: 0, reason: reason), emit)
+    }
+
+    private func passDamaged(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ error: any Error,
+                             _ emit: Emit) throws {
+        let e = error as? StrataError ?? .corrupted(file: "time series events", offset: 0, reason: "\(error)")
+        damage(e, at: TupleKey.describe(Array(key)))
+        try passThrough(key, value, emit)
     }
 
     /// Emits what is held, then `key`/`value` unchanged.

@@ -21,7 +21,7 @@ final class SeriesChunkTransform: RecordTransform {
 
     func kind(of id: UInt64) -> UInt8? { kinds.withLock { $0[id] } }
 
-    func makeRewriter() -> any RecordRewriter {
-        SeriesChunkBuilder(limits: limits, kinds: kinds.withLock { $0 })
+    func makeRewriter(damage: DamageReporter) -> any RecordRewriter {
+        SeriesChunkBuilder(limits: limits, kinds: kinds.withLock { $0 }, damage: damage)
     }
 }

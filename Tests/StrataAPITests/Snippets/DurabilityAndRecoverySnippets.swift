@@ -44,9 +44,20 @@ if let error = stats.writeError {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:241
-func snippet_DurabilityAndRecovery_241(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 242)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:127
+func snippet_DurabilityAndRecovery_127(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 128)
+let stats = store.statistics
+if stats.damage > 0, let last = stats.lastDamage {
+    print("background work met damage \(stats.damage) times, last: \(last) at \(last.date)")
+}
+#sourceLocation()
+    _ = stats
+}
+
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:276
+func snippet_DurabilityAndRecovery_276(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 277)
 
 
 var options = StoreOptions()

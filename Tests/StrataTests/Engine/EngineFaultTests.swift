@@ -491,6 +491,52 @@ struct EngineFaultTests {
         for i in 1000..<1200 { #expect(try get(engine, i) == value(i)) }
     }
 
+    @Test("an obsolete segment that cannot be deleted is reported; the next open deletes it")
+    func failedSegmentDeletionIsReported() throws {
+        let faults = IOFaults()
+        let d = try EngineDirectory("unlink-seg")
+        defer { d.remove() }
+        let engine = try Engine(directory: d.path, options: smallOptions(faults: faults))
+        let prefix = d.path + "/"
+        try faults.with({ op, path in op == .unlink && path.hasPrefix(prefix) && path.hasSuffix(".seg") ? EACCES : nil }) {
+            for i in 0..<300 { try put(engine, i, durability: .buffered) }
+            try engine.compactAll()
+            engine.waitForFailureObserver()
+        }
+        let stats = engine.statistics
+        #expect(stats.compactions >= 1)
+        #expect(stats.backgroundFailures >= 1)
+        guard case .io(let path, EACCES, "unlink")? = stats.lastBackgroundError else {
+            Issue.record("last background error: \(String(describing: stats.lastBackgroundError))")
+            _ = try? engine.close()
+            return
+        }
+        #expect(path.hasSuffix(".seg"))
+        #expect(stats.writeError == nil)
+        let live = stats.segments
+        try engine.close()
+        #expect(try FileSystem.real.listDirectory(d.path).filter { $0.hasSuffix(".seg") }.count > live,
+                "the obsolete segments are still there")
+        // An open that cannot delete them either reports it.
+        try faults.with({ op, path in op == .unlink && path.hasPrefix(prefix) && path.hasSuffix(".seg") ? EACCES : nil }) {
+            let failing = try Engine(directory: d.path, options: smallOptions(faults: faults))
+            let s = failing.statistics
+            #expect(s.backgroundFailures >= 1)
+            if case .io(let path, EACCES, "unlink")? = s.lastBackgroundError {
+                #expect(path.hasSuffix(".seg"))
+            } else {
+                Issue.record("at open: \(String(describing: s.lastBackgroundError))")
+            }
+            try failing.close()
+        }
+        // The next open deletes the segments the manifest does not list.
+        let again = try Engine(directory: d.path, options: smallOptions(faults: faults))
+        #expect(again.statistics.backgroundFailures == 0)
+        for i in 0..<300 { #expect(try get(again, i) == value(i)) }
+        #expect(try FileSystem.real.listDirectory(d.path).filter { $0.hasSuffix(".seg") }.count == again.statistics.segments)
+        try again.close()
+    }
+
     @Test("a flushed log that cannot be deleted is reported")
     func failedLogDeletionIsReported() throws {
         let faults = IOFaults()

@@ -14,7 +14,7 @@ struct RecordTransformTests {
     final class Marking: RecordTransform {
         let seen = Mutex<(records: Int, tombstones: Int, finishes: Int)>((0, 0, 0))
 
-        func makeRewriter() -> any RecordRewriter { Rewriter(self) }
+        func makeRewriter(damage: DamageReporter) -> any RecordRewriter { Rewriter(self) }
 
         final class Rewriter: RecordRewriter {
             let owner: Marking

@@ -291,4 +291,54 @@ import StrataEngine
         #expect(Self.subscription(.merge, frequency: 5_000).frequencyInterval == 1)
         #expect(Self.subscription(.merge, frequency: 1e-300).frequencyInterval == 1_000_000_000_000_000)
     }
+
+    @Test("a release the timer cannot make (no notification number left) is retried at each wake-up, counted as damage and logged once; the update keeps waiting")
+    func timerFailureIsDamage() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = TestClock()
+        do {
+            let f = try Fixture(dir, clock, Self.subscription(.distinct, frequency: 1))
+            try f.store.close()
+        }
+        // One notification number is left.
+        var counters = PushState.Model()
+        counters.nextNotification = CounterLimit.max
+        try Hardening.writeRaw(dir, [(PushLayout.countersKey, PushRecords.counters(counters))])
+
+        let (logger, record) = CapturingLogHandler.logger(level: .error)
+        var options = StoreOptions(durability: .buffered)
+        options.clock = { clock.now }
+        options.logger = logger
+        let store = try Store.open(at: dir.url, options: options)
+        defer { try? store.close() }
+        let push = try store.pushNotifications()
+        let prices = try store.timeSeries("prices/AAPL", of: JSON.self)
+        try prices.append(["last_price": .int(1)])                   // takes the last number
+        clock.advance(10)
+        try prices.append(["last_price": .int(2)])                   // waits for the frequency limit
+        let stream = push.notifications()                        // starts the timer
+        clock.advance(1_000)                                     // 2 is due: releasing it needs a number
+        let deadline = Date().addingTimeInterval(20)
+        while (store.statistics.damageByComponent[.pushTimer] ?? 0) < 3 && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let stats = store.statistics
+        #expect((stats.damageByComponent[.pushTimer] ?? 0) >= 3, "each wake-up counts: \(stats.damageByComponent)")
+        let last = try #require(stats.lastDamage)
+        #expect(last.component == .pushTimer)
+        guard case .invalidArgument(let message) = last.error else {
+            Issue.record("expected the counter limit, got \(last.error)")
+            return
+        }
+        #expect(message.contains("no notification number is left"), "\(message)")
+        #expect(stats.writeError == nil, "the store goes on")
+        #expect(push.state.model.withLock { m in m.subscriptions.values.contains { $0.timing.values.contains { !$0.waiting.isEmpty } } },
+                "the update still waits")
+        try store.close()
+        _ = stream
+        let errors = record.at(.error)
+        #expect(errors.count == 1, "once a minute at most: \(record.all)")
+        #expect(errors.first?.metadata["component"] == "push timer")
+    }
 }

@@ -361,6 +361,34 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         try reopened.close()
     }
 
+    /// A store directory that cannot be examined (EACCES on its `stat`) is not one that does not
+    /// exist: destroy throws the error and removes nothing.
+    @Test func destroyOfADirectoryThatCannotBeSeenThrows() throws {
+        let dir = StoreDirectory("destroy-unseen")
+        defer { dir.remove() }
+        let store = try Store.open(at: dir.url, options: smallOptions())
+        try store.put(b("k"), b("v"))
+        try store.close()
+        let before = try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted()
+        let name = "/" + dir.url.lastPathComponent
+        let faults = IOFaults({ op, path in op == .stat && path.hasSuffix(name) ? EACCES : nil })
+        let thrown: StrataError?
+        do {
+            try Store.destroy(at: dir.url, fileSystem: .injecting(faults))
+            thrown = nil
+        } catch {
+            thrown = error as? StrataError
+        }
+        guard case .io(_, EACCES, "stat")? = thrown else {
+            Issue.record("destroy of a directory it could not stat: \(String(describing: thrown))")
+            return
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted() == before)
+        let reopened = try Store.open(at: dir.url, options: smallOptions())
+        #expect(try reopened.get(b("k")) == b("v"))
+        try reopened.close()
+    }
+
     @Test func destroyOfNothingIsNotAnError() throws {
         let dir = StoreDirectory("destroy-nothing")
         defer { dir.remove() }

@@ -21,8 +21,9 @@ struct SeriesChunkBuilderTests {
     static func double(_ x: Double) -> [UInt8] { withUnsafeBytes(of: x.bitPattern.littleEndian) { Array($0) } }
 
     /// Runs `records` through a builder (as the engine does) and returns what it emitted.
-    static func run(_ records: [Record], kinds: [UInt64: UInt8], limits: SeriesChunkBuilder.Limits = .default) throws -> [Record] {
-        let b = SeriesChunkBuilder(limits: limits, kinds: kinds)
+    static func run(_ records: [Record], kinds: [UInt64: UInt8], limits: SeriesChunkBuilder.Limits = .default,
+                    damage: DamageRecorder = DamageRecorder(log: .silent)) throws -> [Record] {
+        let b = SeriesChunkBuilder(limits: limits, kinds: kinds, damage: damage.reporter(for: .recordTransform(keyspace: 2)))
         var out: [Record] = []
         let emit: RecordRewriter.Emit = { k, v in out.append((Array(k), Array(v))) }
         for r in records {
@@ -77,7 +78,8 @@ struct SeriesChunkBuilderTests {
         input += (0..<5).map { Self.event(2, UInt64($0), value: Self.double(4)) }  // unknown type
         input += (0..<5).map { Self.event(3, UInt64($0), value: Array("abc".utf8)) }  // bytes
         input.append((EventRecord.key(series: 3, sequence: 5) + [9], Self.double(0)))  // malformed key
-        let out = try Self.run(input, kinds: [1: 1, 3: 0])
+        let damage = DamageRecorder(log: .silent)
+        let out = try Self.run(input, kinds: [1: 1, 3: 0], damage: damage)
         let keys: [[UInt8]] = out.map { $0.key }
         var expected: [[UInt8]] = [9, 19, 20, 24, 25].map { EventRecord.key(series: 1, sequence: $0) }
         for s in 0..<5 as Range<UInt64> { expected.append(EventRecord.key(series: 2, sequence: s)) }
@@ -86,6 +88,11 @@ struct SeriesChunkBuilderTests {
         #expect(keys == expected)
         #expect(out[2].value == input[18].value && out[4].value == input[23].value)
         #expect(try Self.expand(out) == input.map { $0.value })
+        // The damaged ones (not the events of a series of unknown type) are reported with their keys.
+        let reported = damage.counts
+        #expect(reported.total == 3)
+        #expect(reported.byComponent == [.recordTransform(keyspace: 2): 3])
+        #expect(reported.recent.map(\.subject) == [input[18], input[23], input[34]].map { TupleKey.describe($0.key) })
     }
 
     @Test("edits keep their originals; an edit naming a later original passes through")
@@ -97,9 +104,11 @@ struct SeriesChunkBuilderTests {
             Self.event(1, 3, ts: 5, original: (9, 0, 0), value: Self.double(4)),
             Self.event(1, 4, ts: 6, value: Self.double(5)),
         ]
-        let out = try Self.run(input, kinds: [1: 1])
+        let damage = DamageRecorder(log: .silent)
+        let out = try Self.run(input, kinds: [1: 1], damage: damage)
         #expect(out.count == 3)
         #expect(try Self.expand(out) == input.map { $0.value })
+        #expect(damage.counts.recent.map(\.subject) == [TupleKey.describe(input[3].key)])
     }
 
     @Test("chunks met again: full ones pass through untouched, partial consecutive ones are joined")
@@ -115,10 +124,36 @@ struct SeriesChunkBuilderTests {
         #expect(again[0].value == joined[0].value)
         #expect(try Self.expand(again) == input.map { $0.value })
         // A chunk of the wrong kind for its series, or whose key disagrees with it, passes through.
-        let mismatched = try Self.run(first, kinds: [1: 2])
+        let damage = DamageRecorder(log: .silent)
+        let mismatched = try Self.run(first, kinds: [1: 2], damage: damage)
         #expect(mismatched[0].value == first[0].value)
-        let moved = try Self.run([(EventRecord.key(series: 1, sequence: 400), first[0].value)], kinds: [1: 1])
+        let moved = try Self.run([(EventRecord.key(series: 1, sequence: 400), first[0].value)], kinds: [1: 1], damage: damage)
         #expect(moved[0].value == first[0].value)
+        #expect(damage.counts.total == 2)
+        #expect(damage.counts.recent.map(\.subject) == [first[0].key, EventRecord.key(series: 1, sequence: 400)].map(TupleKey.describe))
+    }
+
+    @Test("a chunk that does not decode passes through unchanged between its neighbours' runs, reported with its key")
+    func undecodableChunk() throws {
+        let good = try Self.run((0..<4).map { Self.event(1, UInt64($0), value: Self.double(Double($0))) }, kinds: [1: 1])
+        var broken = good[0].value
+        broken.removeLast(3)  // a column cut short
+        #expect(throws: (any Error).self) { try SeriesChunk.decode(broken) }
+        let brokenKey = EventRecord.key(series: 1, sequence: 9)
+        let input = (4..<9).map { Self.event(1, UInt64($0), value: Self.double(1)) } + [(brokenKey, broken)]
+            + (10..<12).map { Self.event(1, UInt64($0), value: Self.double(2)) }
+        let damage = DamageRecorder(log: .silent)
+        let out = try Self.run(input, kinds: [1: 1], damage: damage)
+        #expect(out.map { $0.key } == [8, 9, 11].map { EventRecord.key(series: 1, sequence: $0) })
+        #expect(out[1].value == broken)
+        #expect(damage.counts.total == 1)
+        let reported = try #require(damage.counts.recent.last)
+        #expect(reported.component == .recordTransform(keyspace: 2))
+        #expect(reported.subject == TupleKey.describe(brokenKey))
+        guard case .corrupted = reported.error else {
+            Issue.record("expected a corruption, got \(reported.error)")
+            return
+        }
     }
 
     @Test("sequences near UInt64.max in keys and chunks: runs end there without overflow, nothing is lost")

@@ -269,6 +269,47 @@ struct SeriesChunkStorageTests {
         #expect(throws: StrataError.self) { _ = try s.query(.values.from(sequence: 3).next(0)) }
         #expect(throws: StrataError.self) { _ = try s.query(.values.from(sequence: 2).next(2)) }
     }
+
+    @Test("an undecodable chunk met by a flush and a compaction is kept byte for byte, counted in statistics and logged once with its key")
+    func undecodableChunkIsKeptAndCounted() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (logger, record) = CapturingLogHandler.logger(level: .error)
+        var options = StoreOptions(durability: .buffered)
+        options.logger = logger
+        let store = try Store.open(at: dir.url, options: options)
+        defer { try? store.close() }
+        let s = try store.timeSeries("d", of: Double.self)
+        for i in 0..<10 { try s.append(Double(i)) }
+        try store.compact()
+        let key = EventRecord.key(series: s.state.id, sequence: 9)
+        var chunk = try #require(try store.engine.get(key))
+        #expect(chunk.withUnsafeBytes { SeriesChunk.isChunk($0) }, "events 0...9 are one chunk")
+        chunk.removeLast(3)  // its last column cut short: it no longer decodes
+        var batch = WriteBatch()
+        batch.putRaw(key, chunk)
+        try store.engine.write(batch)
+        #expect(store.statistics.damage == 0)
+
+        try store.compact()
+        #expect(try store.engine.get(key) == chunk, "the damaged chunk is copied through, never dropped")
+        let stats = store.statistics
+        #expect(stats.damage >= 2, "met by the flush, then by the compaction")
+        #expect(stats.damageByComponent == [.recordTransform(keyspace: Keyspace.timeSeriesEvents.id): stats.damage])
+        let last = try #require(stats.lastDamage)
+        #expect(last.component == .recordTransform(keyspace: 2))
+        #expect(last.subject == TupleKey.describe(key))
+        guard case .corrupted = last.error else {
+            Issue.record("expected a corruption, got \(last.error)")
+            return
+        }
+        #expect(stats.backgroundFailures == 0 && stats.writeError == nil, "the flush and the compaction succeeded")
+        try store.close()
+        let errors = record.at(.error)
+        #expect(errors.count == 1, "logged once a minute at most: \(record.all)")
+        #expect(errors.first?.metadata["component"] == "record transform of keyspace 2")
+        #expect(errors.first?.metadata["subject"] == TupleKey.describe(key))
+    }
 }
 
 private extension Double {
