@@ -118,13 +118,11 @@ package enum DocumentLayout {
 
     /// Decodes a change-feed entry whose key ends in `sequence`.
     static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> DocumentChange {
-        var reader = Reader(buffer: value, kind: "change", name: String(sequence))
-        let flags = try reader.byte()
-        guard flags <= 3 else { throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))") }
+        var reader = ByteReader(value, kind: "change", name: String(sequence))
+        let flags = try reader.uint8("flags")
+        guard flags <= 3 else { throw reader.corrupted(at: 0, "unknown flags 0x\(String(flags, radix: 16))") }
         let revision = try reader.varint("revision")
-        guard let id = String(validating: UnsafeRawBufferPointer(rebasing: value[reader.offset...]), as: UTF8.self) else {
-            throw reader.corrupted(reader.offset, "document id is not UTF-8")
-        }
+        let id = try reader.restAsString("document id")
         return DocumentChange(id: id, isDeletion: flags & 1 != 0, revision: revision, sequence: sequence, isExternal: flags & 2 != 0)
     }
 
@@ -225,31 +223,26 @@ package enum DocumentLayout {
             throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(layout))
         }
         return try payload.withUnsafeBytes { buffer in
-            var reader = Reader(buffer: buffer, kind: "", name: file)
-            reader.offset = 1
-            let state = try reader.byte()
+            var reader = ByteReader(buffer, file: file, offset: 1)
+            let state = try reader.uint8("index state")
             guard state <= (layout == 1 ? indexReady : indexBehind) else {
-                throw reader.corrupted(1, "unknown index state \(state)")
+                throw reader.corrupted(at: 1, "unknown index state \(state)")
             }
             let v = try reader.string("version")
-            let reduction = try reader.byte()
+            let reduction = try reader.uint8("reduction")
             var result = IndexPayload(state: state, version: v, reduction: reduction, layout: layout)
             if layout >= 2 {
                 let at = reader.offset
-                switch try reader.byte() {
+                switch try reader.uint8("collation") {
                 case 0: result.collation = .raw
                 case 1:
-                    guard buffer.count - reader.offset >= 4 else {
-                        throw reader.corrupted(reader.offset, "value ends inside the collator version")
-                    }
                     result.collation = .unicode
-                    result.collatorVersion = Array(buffer[reader.offset..<reader.offset + 4])
-                    reader.offset += 4
-                case let c: throw reader.corrupted(at, "unknown collation \(c)")
+                    result.collatorVersion = Array(try reader.bytes(4, "the collator version"))
+                case let c: throw reader.corrupted(at: at, "unknown collation \(c)")
                 }
                 result.reflected = try reader.varint("reflected sequence")
             }
-            guard reader.offset == buffer.count else { throw reader.corrupted(reader.offset, "bytes after the payload") }
+            try reader.expectEnd("the payload")
             return result
         }
     }
@@ -272,67 +265,6 @@ package enum DocumentLayout {
         }
         guard payload.count == 1 else {
             throw StrataError.corrupted(file: file, offset: 1, reason: "\(payload.count - 1) bytes after the layout version")
-        }
-    }
-
-    /// A bounds-checked reader of record values.
-    struct Reader {
-        let buffer: UnsafeRawBufferPointer
-        /// What the value is (`document`, `change`), and its name; "" for a name that says all.
-        let kind: StaticString
-        let name: String
-        var offset = 0
-
-        init(buffer: UnsafeRawBufferPointer, kind: StaticString, name: String) {
-            self.buffer = buffer
-            self.kind = kind
-            self.name = name
-        }
-
-        func corrupted(_ at: Int, _ reason: String) -> StrataError {
-            let what = kind.utf8CodeUnitCount == 0 ? name : "\(kind) \(name.debugDescription)"
-            return .corrupted(file: what, offset: at, reason: reason)
-        }
-
-        mutating func byte() throws -> UInt8 {
-            guard offset < buffer.count else { throw corrupted(offset, "value ends early") }
-            defer { offset += 1 }
-            return buffer[offset]
-        }
-
-        mutating func varint(_ field: String) throws -> UInt64 {
-            let start = offset
-            guard let v = Varint.read(buffer, at: &offset) else { throw corrupted(start, "bad varint (\(field))") }
-            return v
-        }
-
-        mutating func count(_ field: String) throws -> Int {
-            let start = offset
-            let v = try varint(field)
-            guard v <= UInt64(buffer.count - offset) else { throw corrupted(start, "\(field) \(v) exceeds the value") }
-            return Int(v)
-        }
-
-        mutating func uint64(_ field: String) throws -> UInt64 {
-            guard buffer.count - offset >= 8 else { throw corrupted(offset, "value ends inside \(field)") }
-            defer { offset += 8 }
-            return LittleEndian.uint64(buffer, at: offset)
-        }
-
-        mutating func uint32(_ field: String) throws -> UInt32 {
-            guard buffer.count - offset >= 4 else { throw corrupted(offset, "value ends inside \(field)") }
-            defer { offset += 4 }
-            return LittleEndian.uint32(buffer, at: offset)
-        }
-
-        mutating func string(_ field: String) throws -> String {
-            let start = offset
-            let n = try count(field + " length")
-            guard let s = String(validating: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n]), as: UTF8.self) else {
-                throw corrupted(start, "\(field) is not UTF-8")
-            }
-            offset += n
-            return s
         }
     }
 }

@@ -95,10 +95,10 @@ package struct DocumentRecord: Sendable, Equatable {
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming the document.
     package init(decoding value: UnsafeRawBufferPointer, documentID: String) throws {
-        var reader = DocumentLayout.Reader(buffer: value, kind: "document", name: documentID)
-        let flags = try reader.byte()
+        var reader = ByteReader(value, kind: "document", name: documentID)
+        let flags = try reader.uint8("flags")
         guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag | Self.treeFlag) == 0 else {
-            throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))")
+            throw reader.corrupted(at: 0, "unknown flags 0x\(String(flags, radix: 16))")
         }
         isDeleted = flags & Self.deletedFlag != 0
         revision = try reader.varint("revision")
@@ -109,7 +109,7 @@ package struct DocumentRecord: Sendable, Equatable {
             let at = reader.offset
             let tree = try RevisionTree(reading: &reader)
             guard tree.winner.revision.generation == revision, tree.winner.isDeleted == isDeleted else {
-                throw reader.corrupted(at, "the revision tree's winner \(tree.winner.revision) is not revision \(revision)")
+                throw reader.corrupted(at: at, "the revision tree's winner \(tree.winner.revision) is not revision \(revision)")
             }
             self.tree = tree
         } else {
@@ -128,16 +128,15 @@ package struct DocumentRecord: Sendable, Equatable {
             for _ in 0..<n {
                 let name = try reader.string("attachment name")
                 let contentType = try reader.string("attachment content type")
-                let length = try reader.varint("attachment length")
-                guard length <= UInt64(Int.max) else { throw reader.corrupted(reader.offset, "attachment length \(length) too large") }
+                let length = try reader.int("attachment length")
                 let crc = try reader.uint32("attachment CRC")
-                attachments.append(AttachmentInfo(name: name, contentType: contentType, length: Int(length), crc: crc))
+                attachments.append(AttachmentInfo(name: name, contentType: contentType, length: length, crc: crc))
             }
         }
         self.attachments = attachments
         bodyOffset = reader.offset
         if isDeleted && bodyOffset != value.count {
-            throw reader.corrupted(bodyOffset, "a tombstone has \(value.count - bodyOffset) bytes of body")
+            throw reader.corrupted(at: bodyOffset, "a tombstone has \(value.count - bodyOffset) bytes of body")
         }
     }
 

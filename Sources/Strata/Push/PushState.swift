@@ -100,11 +100,10 @@ final class PushState: CollectionState, CommitParticipant {
     static func load(from snapshot: Snapshot) throws -> Model {
         var m = Model()
         if let bytes = try snapshot.get(PushLayout.countersKey) {
-            var r = try PushLayout.Reader(bytes, what: "push counters")
-            m.nextDevice = try CounterLimit.checkNext(try r.varint(), "next device number", file: "push counters")
-            m.nextSubscription = try CounterLimit.checkNext(try r.varint(), "next subscription number", file: "push counters")
-            m.nextNotification = try CounterLimit.checkNext(try r.varint(), "next notification number", file: "push counters")
-            try r.end()
+            let counters = try PushRecords.decodeCounters(bytes)
+            m.nextDevice = try CounterLimit.checkNext(counters.device, "next device number", file: "push counters")
+            m.nextSubscription = try CounterLimit.checkNext(counters.subscription, "next subscription number", file: "push counters")
+            m.nextNotification = try CounterLimit.checkNext(counters.notification, "next notification number", file: "push counters")
         }
         try PushLayout.scan(snapshot, kind: 1) { n, bytes in
             let entry = try PushRecords.decodeDevice(bytes, number: n)
