@@ -19,7 +19,7 @@ import StrataEngine
 ///     notification  u8 layout ‖ varint device ‖ varint subscription ‖ u8 platform ‖ string
 ///                   application ‖ string token ‖ string item ‖ string payload ‖ zigzag created (ms)
 package enum PushRecords {
-    static func counters(_ m: PushState.Model) -> [UInt8] {
+    static func counters(_ m: PushModel) -> [UInt8] {
         var w = PushLayout.Writer()
         w.varint(m.nextDevice)
         w.varint(m.nextSubscription)
@@ -29,7 +29,7 @@ package enum PushRecords {
 
     // MARK: Devices
 
-    static func encode(_ d: PushState.DeviceEntry) -> [UInt8] {
+    static func encode(_ d: PushModel.DeviceEntry) -> [UInt8] {
         var w = PushLayout.Writer()
         w.u8(d.device.platform.code)
         w.string(d.device.applicationID)
@@ -39,7 +39,7 @@ package enum PushRecords {
         return w.bytes
     }
 
-    static func decodeDevice(_ bytes: [UInt8], number: UInt64) throws -> PushState.DeviceEntry {
+    static func decodeDevice(_ bytes: [UInt8], number: UInt64) throws -> PushModel.DeviceEntry {
         try PushLayout.read(bytes, what: "push device \(PushLayout.deviceID(number))") { r in
             let code = try r.uint8("platform")
             guard let platform = PushDevice.Platform(code: code) else { throw r.corrupted("unknown platform \(code)") }
@@ -49,14 +49,14 @@ package enum PushRecords {
             guard suspended <= 1 else { throw r.corrupted("bad suspended flag \(suspended)") }
             let badge = try r.varint("badge")
             try r.expectEnd()
-            return PushState.DeviceEntry(device: PushDevice(platform: platform, applicationID: app, deviceToken: token),
+            return PushModel.DeviceEntry(device: PushDevice(platform: platform, applicationID: app, deviceToken: token),
                                          suspended: suspended == 1, badge: badge)
         }
     }
 
     // MARK: Subscriptions
 
-    static func encode(_ e: PushState.SubscriptionEntry) -> [UInt8] {
+    static func encode(_ e: PushModel.SubscriptionEntry) -> [UInt8] {
         let s = e.subscription
         var w = PushLayout.Writer()
         w.varint(e.device)
@@ -106,12 +106,12 @@ package enum PushRecords {
         }
     }
 
-    static func decodeSubscription(_ bytes: [UInt8], number: UInt64) throws -> PushState.SubscriptionEntry {
+    static func decodeSubscription(_ bytes: [UInt8], number: UInt64) throws -> PushModel.SubscriptionEntry {
         var cache = CompileCache()
         return try decodeSubscription(bytes, number: number, cache: &cache)
     }
 
-    static func decodeSubscription(_ bytes: [UInt8], number: UInt64, cache: inout CompileCache) throws -> PushState.SubscriptionEntry {
+    static func decodeSubscription(_ bytes: [UInt8], number: UInt64, cache: inout CompileCache) throws -> PushModel.SubscriptionEntry {
         let id = PushLayout.subscriptionID(number)
         return try PushLayout.read(bytes, what: "push subscription \(id)") { r in
             let device = try r.varint("device")
@@ -163,7 +163,7 @@ package enum PushRecords {
                     s.triggerExpression = compiled.expression
                     trigger = compiled
                 }
-                return PushState.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
+                return PushModel.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
             } catch StrataError.invalidArgument(let reason) {
                 throw r.corrupted(reason)
             }
@@ -172,7 +172,7 @@ package enum PushRecords {
 
     // MARK: Item states
 
-    static func encodeItemState(merged: [String]?, timing: PushState.ItemTiming) -> [UInt8] {
+    static func encodeItemState(merged: [String]?, timing: PushModel.ItemTiming) -> [UInt8] {
         var w = PushLayout.Writer()
         w.names(merged ?? [])
         if let sent = timing.lastSent {
@@ -188,11 +188,11 @@ package enum PushRecords {
 
     /// An item state: the merged texts (nil when none) and the frequency state.
     static func decodeItemState(_ bytes: [UInt8], subscription n: UInt64, item: UInt64,
-                                fieldCount: Int) throws -> ([String]?, PushState.ItemTiming) {
+                                fieldCount: Int) throws -> ([String]?, PushModel.ItemTiming) {
         try PushLayout.read(bytes, what: "push item state \(PushLayout.subscriptionID(n))/\(item)") { r in
             let merged = try PushLayout.names(&r, "merged field")
             guard merged.isEmpty || merged.count == fieldCount else { throw r.corrupted("\(merged.count) merged fields for \(fieldCount)") }
-            var timing = PushState.ItemTiming()
+            var timing = PushModel.ItemTiming()
             if !r.isAtEnd {
                 switch try r.uint8("sent flag") {
                 case 0: break

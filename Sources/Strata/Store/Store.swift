@@ -146,7 +146,7 @@ public final class Store: Sendable {
                 defer { gate.open() }
                 let store: Store
                 do {
-                    var push: PushState.Model?
+                    var push: PushModel?
                     let engine = try Engine(directory: path, options: engineOptions) { push = try Store.loadAtOpen($0) }
                     store = Store(directory: URL(fileURLWithPath: path, isDirectory: true), options: options, engine: engine)
                     do {

@@ -82,7 +82,7 @@ private func expectTruncationsRefused(_ bytes: [UInt8], fieldsEnd: Int? = nil, f
 
     @Test("push records: a device, a notification, the counters")
     func pushRecords() throws {
-        let device = PushState.DeviceEntry(device: PushDevice(platform: .apple, applicationID: "app", deviceToken: "tok"),
+        let device = PushModel.DeviceEntry(device: PushDevice(platform: .apple, applicationID: "app", deviceToken: "tok"),
                                            suspended: true, badge: 300)
         expectTruncationsRefused(PushRecords.encode(device), file: "push device D4") { b in
             _ = try PushRecords.decodeDevice(b, number: 4)
