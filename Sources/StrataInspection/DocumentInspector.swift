@@ -137,11 +137,11 @@ public enum DocumentInspector {
         var documents: [DocumentDump] = []
         while documents.count < limit, try cursor.next() {
             let key = cursor.withKey { Array($0) }
-            let id = try DatabaseState.documentID(fromKey: key, prefixLength: prefix.count)
+            let id = try DocumentReader.documentID(fromKey: key, prefixLength: prefix.count)
             let record = try DocumentRecord(decoding: cursor.value, documentID: id)
             // Not a ternary: its `nil` would become `JSON.null` (JSON is ExpressibleByNilLiteral).
             var fields: JSON? = nil
-            if !record.isDeleted { fields = try DatabaseState.document(id: id, record: record, value: cursor.value).json }
+            if !record.isDeleted { fields = try DocumentReader.document(id: id, record: record, value: cursor.value).json }
             let revisions = record.revisionSummary(documentID: id)
             documents.append(DocumentDump(
                 id: id, revision: record.revision, revisionID: revisions.revisionID, conflicts: revisions.conflicts,

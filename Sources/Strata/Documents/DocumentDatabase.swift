@@ -60,7 +60,7 @@ public struct DocumentDatabase: Sendable {
     /// - Throws: ``StrataError/notFound(_:)`` if the database has no index of that name.
     public func dropIndex(_ name: String) throws {
         try require(.modifyTopic)
-        try state.dropIndex(name)
+        try state.indexes.dropIndex(name)
     }
 
     // MARK: Writing
@@ -87,7 +87,7 @@ public struct DocumentDatabase: Sendable {
     @discardableResult
     public func save(_ document: Document, concurrencyControl: ConcurrencyControl = .lastWriteWins) throws -> Document {
         try require(.updateTopic)
-        return try state.write([document], mode: concurrencyControl == .lastWriteWins ? .save : .saveIfCurrent)[0]
+        return try state.writes.write([document], mode: concurrencyControl == .lastWriteWins ? .save : .saveIfCurrent)[0]
     }
 
     /// Inserts a document whose id is not in use.
@@ -96,7 +96,7 @@ public struct DocumentDatabase: Sendable {
     @discardableResult
     public func add(_ document: Document) throws -> Document {
         try require(.updateTopic)
-        return try state.write([document], mode: .add)[0]
+        return try state.writes.write([document], mode: .add)[0]
     }
 
     /// Replaces an existing document.
@@ -105,7 +105,7 @@ public struct DocumentDatabase: Sendable {
     @discardableResult
     public func update(_ document: Document) throws -> Document {
         try require(.updateTopic)
-        return try state.write([document], mode: .update)[0]
+        return try state.writes.write([document], mode: .update)[0]
     }
 
     /// Saves many documents in ONE atomic batch (all or none), in order: a later document with
@@ -113,7 +113,7 @@ public struct DocumentDatabase: Sendable {
     @discardableResult
     public func save(contentsOf documents: [Document]) throws -> [Document] {
         try require(.updateTopic)
-        return try state.write(documents, mode: .save)
+        return try state.writes.write(documents, mode: .save)
     }
 
     /// Deletes a document, its attachments and its index rows. The change feed reports the
@@ -124,7 +124,7 @@ public struct DocumentDatabase: Sendable {
     /// - Throws: ``StrataError/notFound(_:)`` if no document has the id.
     public func delete(id: String) throws {
         try require(.modifyTopic)
-        try state.delete(id: id)
+        try state.writes.delete(id: id)
     }
 
     // MARK: Reading
@@ -134,13 +134,13 @@ public struct DocumentDatabase: Sendable {
     /// Needs ``Permission/readTopic`` in a session, as every read.
     public func document(id: String) throws -> Document? {
         try require(.readTopic)
-        return try state.document(id: id)
+        return try state.reader.document(id: id)
     }
 
     /// The documents with the given ids, from one consistent snapshot; absent ids are left out.
     public func documents(ids: [String]) throws -> [String: Document] {
         try require(.readTopic)
-        return try state.documents(ids: ids)
+        return try state.reader.documents(ids: ids)
     }
 
     /// Runs a query on the index named `index` (see ``IndexQuery`` for the semantics).
@@ -157,7 +157,7 @@ public struct DocumentDatabase: Sendable {
     ///   reduce on an index without reduction, or a `groupLevel` without reduction.
     public func query(_ index: String, _ query: IndexQuery) throws -> IndexQueryResult {
         try require(.readTopic)
-        return try state.query(index, query)
+        return try state.reader.query(index, query)
     }
 
     /// A live query: the current result at once, then a new result after each commit that
@@ -182,7 +182,7 @@ public struct DocumentDatabase: Sendable {
     /// Needs ``Permission/selectTopic`` in a session.
     public func observe(_ index: String, _ query: IndexQuery) throws -> AsyncThrowingStream<IndexQueryResult, any Error> {
         try require(.selectTopic)
-        return try state.observe(index, query)
+        return try state.observers.observe(index, query)
     }
 
     /// A stream of the changes of each commit from now on, one array per committed write.
@@ -198,7 +198,7 @@ public struct DocumentDatabase: Sendable {
     /// Needs ``Permission/selectTopic`` in a session.
     public func changes() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         try require(.selectTopic)
-        return try state.changeStream()
+        return try state.observers.changeStream()
     }
 
     /// The persistent change feed: the changes after sequence `since`, in sequence order, at
@@ -209,7 +209,7 @@ public struct DocumentDatabase: Sendable {
     /// Needs ``Permission/readTopic`` in a session.
     public func changes(since: UInt64, limit: Int = .max) throws -> (changes: [DocumentChange], lastSequence: UInt64) {
         try require(.readTopic)
-        return try state.changes(since: since, limit: limit)
+        return try state.reader.changes(since: since, limit: limit)
     }
 
     // MARK: Codable

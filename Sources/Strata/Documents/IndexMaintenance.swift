@@ -10,7 +10,7 @@ struct ActiveIndex: Sendable {
     /// `(5, id)`: the prefix of every row key.
     let prefix: [UInt8]
     /// The documents whose rows the index does not hold yet, while it is built or caught up
-    /// (IndexBuild.swift); nil when it is complete. Changes only under the database's writer lock.
+    /// (``DatabaseIndexes``); nil when it is complete. Changes only under the database's writer lock.
     var pending: PendingDocuments?
 
     init(definition: DocumentIndex, id: UInt64, pending: PendingDocuments? = nil) {

@@ -84,34 +84,25 @@ struct LeafRevision: Sendable {
     /// Decodes a keyspace-12 value of revision `revision` of `documentID`, checking every length
     /// and CRC.
     init(decoding value: [UInt8], documentID: String, revision: RevisionID) throws {
-        func corrupted(_ offset: Int, _ reason: String) -> StrataError {
-            .corrupted(file: "conflicting revision \(revision) of document \(documentID.debugDescription)", offset: offset, reason: reason)
-        }
-        var offset = 0
-        guard let n = value.withUnsafeBytes({ Varint.read($0, at: &offset) }), n <= UInt64(value.count - offset) else {
-            throw corrupted(0, "bad record length")
-        }
-        let recordEnd = offset + Int(n)
-        let recordBytes = Array(value[offset..<recordEnd])
-        let record = try recordBytes.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
-        guard record.tree == nil, record.revision == revision.generation else {
-            throw corrupted(offset, "the record is not that of revision \(revision)")
-        }
-        var attachments: [String: Attachment] = [:]
-        var at = recordEnd
-        for info in record.attachments {
-            guard info.length <= value.count - at else { throw corrupted(at, "attachment \(info.name.debugDescription) is cut short") }
-            let data = Data(value[at..<at + info.length])
-            guard data.withUnsafeBytes({ CRC32C.checksum($0) }) == info.crc else {
-                throw corrupted(at, "attachment \(info.name.debugDescription) does not match its CRC")
+        (record, body, attachments) = try ByteReader.read(value, file: "conflicting revision \(revision) of document \(documentID.debugDescription)") { r in
+            let recordBytes = try r.lengthPrefixedBytes("record")
+            let record = try DocumentRecord(decoding: recordBytes, documentID: documentID)
+            guard record.tree == nil, record.revision == revision.generation else {
+                throw r.corrupted(at: r.offset - recordBytes.count, "the record is not that of revision \(revision)")
             }
-            attachments[info.name] = Attachment(data: data, contentType: info.contentType)
-            at += info.length
+            var attachments: [String: Attachment] = [:]
+            for info in record.attachments {
+                let at = r.offset
+                guard info.length <= r.remaining else { throw r.corrupted("attachment \(info.name.debugDescription) is cut short") }
+                let data = Data(try r.bytes(info.length, "attachment \(info.name.debugDescription)"))
+                guard data.withUnsafeBytes({ CRC32C.checksum($0) }) == info.crc else {
+                    throw r.corrupted(at: at, "attachment \(info.name.debugDescription) does not match its CRC")
+                }
+                attachments[info.name] = Attachment(data: data, contentType: info.contentType)
+            }
+            try r.expectEnd("the attachments")
+            return (record, Array(UnsafeRawBufferPointer(rebasing: recordBytes[record.bodyOffset...])), attachments)
         }
-        guard at == value.count else { throw corrupted(at, "\(value.count - at) bytes after the attachments") }
-        self.record = record
-        self.body = Array(recordBytes[record.bodyOffset...])
-        self.attachments = attachments
     }
 
     /// The revision as a document (fields, metadata with `revisionID`, attachments); nil for a

@@ -143,33 +143,31 @@ struct RevisionTree: Sendable, Equatable {
     }
 
     /// Decodes a tree, checking every invariant a reader relies on.
-    init(reading reader: inout DocumentLayout.Reader) throws {
+    init(reading reader: inout ByteReader) throws {
         let start = reader.offset
         let count = try reader.count("revision count")
-        guard count > 0 else { throw reader.corrupted(start, "a revision tree without revisions") }
+        guard count > 0 else { throw reader.corrupted(at: start, "a revision tree without revisions") }
         var nodes: [Node] = []
         nodes.reserveCapacity(count)
         for _ in 0..<count {
             let at = reader.offset
             let generation = try reader.varint("revision generation")
             let digest: String
-            switch try reader.byte() {
+            switch try reader.uint8("digest form") {
             case 0:
-                guard reader.buffer.count - reader.offset >= 16 else { throw reader.corrupted(reader.offset, "value ends inside a digest") }
-                digest = [UInt8].hexString(UnsafeRawBufferPointer(rebasing: reader.buffer[reader.offset..<reader.offset + 16]))
-                reader.offset += 16
+                digest = [UInt8].hexString(try reader.bytes(16, "a digest"))
             case 1:
                 digest = try reader.string("revision digest")
             case let form:
-                throw reader.corrupted(at, "unknown digest form \(form)")
+                throw reader.corrupted(at: at, "unknown digest form \(form)")
             }
             let parent = try reader.varint("revision parent")
-            let flags = try reader.byte()
-            guard flags <= 3 else { throw reader.corrupted(reader.offset - 1, "unknown revision flags \(flags)") }
+            let flags = try reader.uint8("revision flags")
+            guard flags <= 3 else { throw reader.corrupted(at: reader.offset - 1, "unknown revision flags \(flags)") }
             guard let revision = RevisionID(generation: generation, digest: digest) else {
-                throw reader.corrupted(at, "bad revision id \(generation)-\(digest.debugDescription)")
+                throw reader.corrupted(at: at, "bad revision id \(generation)-\(digest.debugDescription)")
             }
-            guard parent <= UInt64(count) else { throw reader.corrupted(at, "parent \(parent) of a tree of \(count)") }
+            guard parent <= UInt64(count) else { throw reader.corrupted(at: at, "parent \(parent) of a tree of \(count)") }
             nodes.append(Node(revision: revision, parent: parent == 0 ? nil : Int(parent - 1),
                               isDeleted: flags & 1 != 0, isLeaf: flags & 2 != 0))
         }
@@ -177,7 +175,7 @@ struct RevisionTree: Sendable, Equatable {
         // cut): nothing more to check, and no set to build on every read.
         if count == 1 {
             guard nodes[0].isLeaf, nodes[0].parent == nil else {
-                throw reader.corrupted(start, "the only revision of the tree is not a leaf without a parent")
+                throw reader.corrupted(at: start, "the only revision of the tree is not a leaf without a parent")
             }
             self.nodes = nodes
             return
@@ -185,14 +183,14 @@ struct RevisionTree: Sendable, Equatable {
         for (i, node) in nodes.enumerated() {
             if let p = node.parent {
                 guard p != i, nodes[p].revision.generation &+ 1 == node.revision.generation, !nodes[p].isLeaf else {
-                    throw reader.corrupted(start, "revision \(node.revision) has a parent that cannot be one")
+                    throw reader.corrupted(at: start, "revision \(node.revision) has a parent that cannot be one")
                 }
             }
         }
         guard nodes[0].isLeaf, !nodes.dropFirst().contains(where: { $0.isLeaf && Self.wins($0, over: nodes[0]) }) else {
-            throw reader.corrupted(start, "the first revision of the tree is not the winning leaf")
+            throw reader.corrupted(at: start, "the first revision of the tree is not the winning leaf")
         }
-        guard Set(nodes.map(\.revision)).count == nodes.count else { throw reader.corrupted(start, "a revision appears twice") }
+        guard Set(nodes.map(\.revision)).count == nodes.count else { throw reader.corrupted(at: start, "a revision appears twice") }
         self.nodes = nodes
     }
 

@@ -36,7 +36,7 @@ extension Store {
     /// definition that is new or of another version, needs ``Permission/modifyTopic``.
     func openDocuments(_ name: String, indexes: [DocumentIndex], access: SessionAccess?) throws -> DocumentDatabase {
         let state = try databaseState(name, access: access)
-        try state.configure(indexes, authorize: access.map { access in { try access.require(.modifyTopic, name) } })
+        try state.indexes.configure(indexes, authorize: access.map { access in { try access.require(.modifyTopic, name) } })
         return DocumentDatabase(state: state, access: access)
     }
 

@@ -57,32 +57,26 @@ package struct ChannelDescriptor: Equatable, Sendable {
         guard version == Self.layoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: what, found: UInt32(version))
         }
-        var decoded: ChannelDescriptor?
-        try payload.withUnsafeBytes { p in
-            var at = 1
-            guard let n = Varint.readLength(p, at: &at, limit: p.count), n <= p.count - at else { throw bad("bad type name length") }
-            guard let typeName = String(validating: UnsafeRawBufferPointer(rebasing: p[at..<(at + n)]), as: UTF8.self) else {
-                throw bad("type name is not UTF-8")
-            }
-            at += n
-            guard at < p.count else { throw bad("missing option flags") }
-            let flags = p[at]
-            at += 1
-            guard flags & ~3 == 0 else { throw bad("unknown option flags 0x\(String(flags, radix: 16))") }
+        self = try ByteReader.read(payload, file: what, offset: 1) { r in
+            let typeName = try r.string("type name")
+            let flags = try r.uint8("option flags")
+            guard flags & ~3 == 0 else { throw r.corrupted("unknown option flags 0x\(String(flags, radix: 16))") }
             var retention: UInt64?
             var limit: UInt64?
             if flags & 1 != 0 {
-                guard let r = Varint.read(p, at: &at), r > 0 else { throw bad("bad retention") }
-                retention = r
+                let at = r.offset
+                let v = try r.varint("retention")
+                guard v > 0 else { throw r.corrupted(at: at, "retention 0") }
+                retention = v
             }
             if flags & 2 != 0 {
-                guard let l = Varint.read(p, at: &at), l > 0 else { throw bad("bad limit") }
-                limit = l
+                let at = r.offset
+                let v = try r.varint("limit")
+                guard v > 0 else { throw r.corrupted(at: at, "limit 0") }
+                limit = v
             }
-            guard at == p.count else { throw bad("\(p.count - at) bytes after the options") }
-            decoded = ChannelDescriptor(typeName: typeName, retention: retention, limit: limit)
+            try r.expectEnd("the options")
+            return ChannelDescriptor(typeName: typeName, retention: retention, limit: limit)
         }
-        guard let decoded else { throw bad("unreadable payload") }
-        self = decoded
     }
 }

@@ -40,8 +40,9 @@ package struct ChannelHead: Equatable, Sendable {
             throw StrataError.corrupted(file: "channel head \(channelId)", offset: 0,
                                         reason: "a channel head is 16 bytes, found \(bytes.count)")
         }
-        last = LittleEndian.uint64(bytes, at: 0)
-        floor = LittleEndian.uint64(bytes, at: 8)
+        var r = ByteReader(bytes, file: "channel head \(channelId)")
+        last = try r.uint64("last timetoken")
+        floor = try r.uint64("floor")
     }
 
     /// The head of a channel in a snapshot (a channel that never published has none: all zero).

@@ -109,36 +109,34 @@ package enum MessageRecord {
     /// Splits a record value, taking the publisher from `publishers` when it is the last one seen.
     static func decode(_ value: UnsafeRawBufferPointer, what: @autoclosure () -> String,
                        publishers: inout PublisherMemo) throws -> Parts {
-        func bad(_ reason: String) -> StrataError {
-            .corrupted(file: what(), offset: 0, reason: reason)
+        // The reader names no record: `what` is built only when a record is bad.
+        var r = ByteReader(value, file: "")
+        do {
+            let flags = try r.uint8("flags")
+            guard flags & ~(hasMeta | hasPublisher) == 0 else {
+                throw r.corrupted(at: 0, "unknown flags 0x\(String(flags, radix: 16)) in a message record")
+            }
+            var meta: JSON?
+            var publisher: String?
+            if flags & hasMeta != 0 {
+                let start = r.offset
+                let bytes = try r.lengthPrefixedBytes("meta")
+                do {
+                    meta = try JSON(binary: bytes)
+                } catch {
+                    throw r.corrupted(at: start, "bad meta in a message record: \(error)")
+                }
+            }
+            if flags & hasPublisher != 0 {
+                let start = r.offset
+                guard let s = publishers.publisher(try r.lengthPrefixedBytes("publisher")) else {
+                    throw r.corrupted(at: start, "publisher is not UTF-8 in a message record")
+                }
+                publisher = s
+            }
+            return Parts(meta: meta, publisher: publisher, message: r.rest())
+        } catch StrataError.corrupted(_, let offset, let reason) {
+            throw StrataError.corrupted(file: what(), offset: offset, reason: reason)
         }
-        guard value.count >= 1 else { throw bad("empty message record") }
-        let flags = value[0]
-        guard flags & ~(hasMeta | hasPublisher) == 0 else { throw bad("unknown flags 0x\(String(flags, radix: 16)) in a message record") }
-        var p = 1
-        var meta: JSON?
-        var publisher: String?
-        if flags & hasMeta != 0 {
-            guard let n = Varint.readLength(value, at: &p, limit: value.count), n <= value.count - p else {
-                throw bad("bad meta length in a message record")
-            }
-            do {
-                meta = try JSON(binary: UnsafeRawBufferPointer(rebasing: value[p..<(p + n)]))
-            } catch {
-                throw bad("bad meta in a message record: \(error)")
-            }
-            p += n
-        }
-        if flags & hasPublisher != 0 {
-            guard let n = Varint.readLength(value, at: &p, limit: value.count), n <= value.count - p else {
-                throw bad("bad publisher length in a message record")
-            }
-            guard let s = publishers.publisher(UnsafeRawBufferPointer(rebasing: value[p..<(p + n)])) else {
-                throw bad("publisher is not UTF-8 in a message record")
-            }
-            publisher = s
-            p += n
-        }
-        return Parts(meta: meta, publisher: publisher, message: UnsafeRawBufferPointer(rebasing: value[p...]))
     }
 }

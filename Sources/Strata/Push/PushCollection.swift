@@ -27,11 +27,11 @@ enum PushCollection: CollectionModule {
         let prefix = PushLayout.prefix(2)
         let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
         guard try cursor.next() else { return nil }
-        return try PushState.load(from: snapshot)
+        return try PushModel.load(from: snapshot)
     }
 
     static func attach(to store: Store, loaded: (any Sendable)?) throws {
-        guard let model = loaded as? PushState.Model else { return }
+        guard let model = loaded as? PushModel else { return }
         _ = try store.collections.state(kind: .push, name: PushState.registryName, as: PushState.self) {
             try PushState(store: store, loaded: model)
         }

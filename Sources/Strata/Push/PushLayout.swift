@@ -59,63 +59,23 @@ package enum PushLayout {
 
     // MARK: Reading
 
-    struct Reader {
-        let bytes: [UInt8]
-        let what: String
-        var offset = 1
-
-        init(_ bytes: [UInt8], what: String) throws {
-            self.bytes = bytes
-            self.what = what
-            guard let first = bytes.first else { throw StrataError.corrupted(file: what, offset: 0, reason: "empty record") }
-            guard first == PushLayout.layout else {
-                throw StrataError.unsupportedFormatVersion(file: what, found: UInt32(first))
-            }
+    /// Runs `body` with a reader after the layout byte of record `bytes`, which errors name `what`.
+    ///
+    /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` for an empty record,
+    ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for another layout.
+    static func read<R>(_ bytes: [UInt8], what: String, _ body: (inout ByteReader) throws -> R) throws -> R {
+        guard let first = bytes.first else { throw StrataError.corrupted(file: what, offset: 0, reason: "empty record") }
+        guard first == PushLayout.layout else {
+            throw StrataError.unsupportedFormatVersion(file: what, found: UInt32(first))
         }
+        return try ByteReader.read(bytes, file: what, offset: 1, body)
+    }
 
-        func fail(_ reason: String) -> StrataError { .corrupted(file: what, offset: offset, reason: reason) }
-
-        mutating func u8() throws -> UInt8 {
-            guard offset < bytes.count else { throw fail("truncated") }
-            defer { offset += 1 }
-            return bytes[offset]
-        }
-
-        mutating func varint() throws -> UInt64 {
-            guard let v = bytes.withUnsafeBytes({ Varint.read($0, at: &offset) }) else { throw fail("bad varint") }
-            return v
-        }
-
-        mutating func signed() throws -> Int64 { ZigZag.decode(try varint()) }
-
-        mutating func count() throws -> Int {
-            let n = try varint()
-            guard n <= UInt64(bytes.count - offset) else { throw fail("count \(n) exceeds the \(bytes.count - offset) bytes left") }
-            return Int(n)
-        }
-
-        mutating func string() throws -> String {
-            let n = try count()
-            guard let s = String(validating: bytes[offset..<offset + n], as: UTF8.self) else { throw fail("a string is not UTF-8") }
-            offset += n
-            return s
-        }
-
-        mutating func names() throws -> [String] {
-            var out: [String] = []
-            for _ in 0..<(try count()) { out.append(try string()) }
-            return out
-        }
-
-        mutating func double() throws -> Double {
-            guard bytes.count - offset >= 8 else { throw fail("truncated") }
-            defer { offset += 8 }
-            return bytes.withUnsafeBytes { Double(bitPattern: LittleEndian.uint64($0, at: offset)) }
-        }
-
-        func end() throws {
-            guard offset == bytes.count else { throw fail("\(bytes.count - offset) bytes after the record") }
-        }
+    /// Reads a name list: `varint(count) ‖ string*`.
+    static func names(_ r: inout ByteReader, _ field: String) throws -> [String] {
+        var out: [String] = []
+        for _ in 0..<(try r.count(field + " count")) { out.append(try r.string(field)) }
+        return out
     }
 
     /// The number of the stored key `(17, kind, number)`: the one rule for every reader of

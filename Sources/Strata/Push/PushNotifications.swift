@@ -30,10 +30,10 @@ public struct PushNotifications: Sendable {
     /// and token (resuming it if suspended).
     public func register(_ device: PushDevice) throws -> RegisteredDevice {
         try device.validate()
-        return try state.writeReporting { m, batch, statuses in
+        return try state.writer.writeReporting { m, batch, statuses in
             var next = m
             let n: UInt64
-            var entry: PushState.DeviceEntry
+            var entry: PushModel.DeviceEntry
             if let existing = m.deviceByKey[device], let e = m.devices[existing] {
                 n = existing
                 entry = e
@@ -42,8 +42,8 @@ public struct PushNotifications: Sendable {
                 statuses.append(.resumed(deviceID: PushLayout.deviceID(n)))
             } else {
                 n = try CounterLimit.take(from: &next.nextDevice, "device number")
-                entry = PushState.DeviceEntry(device: device, suspended: false, badge: 0)
-                PushState.putCounters(next, into: &batch)
+                entry = PushModel.DeviceEntry(device: device, suspended: false, badge: 0)
+                PushWriter.putCounters(next, into: &batch)
             }
             batch.putRaw(PushLayout.deviceKey(n), PushRecords.encode(entry))
             let stored = entry
@@ -58,7 +58,7 @@ public struct PushNotifications: Sendable {
     /// Suspends a device: no notifications are created for it until it registers again (its
     /// updates waiting for a frequency limit stay waiting until then).
     public func suspend(device id: String) throws {
-        try state.writeReporting { m, batch, statuses in
+        try state.writer.writeReporting { m, batch, statuses in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
             if !entry.suspended { statuses.append(.suspended(deviceID: id)) }
@@ -71,7 +71,7 @@ public struct PushNotifications: Sendable {
 
     /// Gives a device a new token; its subscriptions stay.
     public func updateToken(device id: String, to token: String) throws -> RegisteredDevice {
-        try state.write { m, batch in
+        try state.writer.write { m, batch in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
             changed.device.deviceToken = token
@@ -91,7 +91,7 @@ public struct PushNotifications: Sendable {
 
     /// Makes the next badge number of a device 1.
     public func resetBadge(device id: String) throws {
-        try state.write { m, batch in
+        try state.writer.write { m, batch in
             let (n, entry) = try Self.device(id, in: m)
             var changed = entry
             changed.badge = 0
@@ -101,7 +101,7 @@ public struct PushNotifications: Sendable {
         }
     }
 
-    static func device(_ id: String, in m: PushState.Model) throws -> (UInt64, PushState.DeviceEntry) {
+    static func device(_ id: String, in m: PushModel) throws -> (UInt64, PushModel.DeviceEntry) {
         guard let n = PushLayout.number(id, prefix: "D"), let entry = m.devices[n] else {
             throw StrataError.notFound("push device \(id.debugDescription)")
         }
@@ -129,12 +129,12 @@ public struct PushNotifications: Sendable {
             }
         }
         let now = SeriesTime.date(state.now)
-        return try state.writeReporting { m, batch, statuses in
+        return try state.writer.writeReporting { m, batch, statuses in
             let (deviceNumber, _) = try Self.device(id, in: m)
             var next = m
             var number = m.nextSubscription
             var merged: [Int: [String]] = [:]
-            var timing: [Int: PushState.ItemTiming] = [:]
+            var timing: [Int: PushModel.ItemTiming] = [:]
             if coalescing, let existing = m.subscriptions.values.first(where: {
                 $0.device == deviceNumber && $0.subscription.dataAdapter == subscription.dataAdapter
                     && $0.subscription.items == subscription.items && $0.subscription.fields == subscription.fields
@@ -147,13 +147,13 @@ public struct PushNotifications: Sendable {
             } else {
                 try CounterLimit.take(from: &next.nextSubscription, "subscription number")
                 statuses.append(.subscribed(subscriptionID: PushLayout.subscriptionID(number), deviceID: id))
-                PushState.putCounters(next, into: &batch)
+                PushWriter.putCounters(next, into: &batch)
             }
             var s = subscription
             s.subscriptionID = PushLayout.subscriptionID(number)
             s.status = .subscribed
             s.statusTimestamp = now
-            var entry = PushState.SubscriptionEntry(number: number, device: deviceNumber, subscription: s, template: template,
+            var entry = PushModel.SubscriptionEntry(number: number, device: deviceNumber, subscription: s, template: template,
                                                     trigger: trigger, merged: merged, timing: timing)
             Self.fitWaiting(&entry, into: &batch)
             batch.putRaw(PushLayout.subscriptionKey(number), PushRecords.encode(entry))
@@ -162,7 +162,7 @@ public struct PushNotifications: Sendable {
                 m.subscriptions[number] = entry
                 m.nextSubscription = max(m.nextSubscription, number + 1)
                 if old == nil {
-                    for key in Set(s.items.map { PushState.ItemKey(adapter: s.dataAdapter, item: $0) }) {
+                    for key in Set(s.items.map { PushModel.ItemKey(adapter: s.dataAdapter, item: $0) }) {
                         m.byItem[key, default: []].append(number)
                     }
                 }
@@ -174,7 +174,7 @@ public struct PushNotifications: Sendable {
     /// subscribed again. Waiting updates stay (rendered with the new format when released), unless
     /// the subscription now has a trigger: then they are dropped (a trigger sends at once).
     public func modify(_ id: String, triggerExpression: String?, notificationFormat: String?) throws -> PushSubscription {
-        try state.writeReporting { m, batch, statuses in
+        try state.writer.writeReporting { m, batch, statuses in
             guard let n = PushLayout.number(id, prefix: "S"), var entry = m.subscriptions[n] else {
                 throw StrataError.notFound("push subscription \(id.debugDescription)")
             }
@@ -200,7 +200,7 @@ public struct PushNotifications: Sendable {
 
     /// Deletes a subscription (its merged states too); its notifications already in the outbox stay.
     public func unsubscribe(_ id: String) throws {
-        try state.writeReporting { m, batch, statuses in
+        try state.writer.writeReporting { m, batch, statuses in
             guard let n = PushLayout.number(id, prefix: "S"), let entry = m.subscriptions[n] else {
                 throw StrataError.notFound("push subscription \(id.debugDescription)")
             }
@@ -213,7 +213,7 @@ public struct PushNotifications: Sendable {
     /// Deletes every subscription of a device, or those with exactly `status`; returns how many.
     @discardableResult
     public func unsubscribeAll(device id: String, status: PushSubscription.Status? = nil) throws -> Int {
-        try state.writeReporting { m, batch, statuses in
+        try state.writer.writeReporting { m, batch, statuses in
             let (deviceNumber, _) = try Self.device(id, in: m)
             let doomed = m.subscriptions.values.filter { $0.device == deviceNumber && (status == nil || $0.subscription.status == status) }
                 .sorted { $0.number < $1.number }
@@ -228,7 +228,7 @@ public struct PushNotifications: Sendable {
 
     /// The subscriptions of a device (with exactly `status` if given), in id order.
     public func subscriptions(device id: String, status: PushSubscription.Status? = nil) throws -> [PushSubscription] {
-        let m = state.model.withLock { $0 }
+        let m = state.image.model.withLock { $0 }
         let (n, _) = try Self.device(id, in: m)
         return m.subscriptions.values.filter { $0.device == n && (status == nil || $0.subscription.status == status) }
             .sorted { $0.number < $1.number }.map(\.subscription)
@@ -237,32 +237,32 @@ public struct PushNotifications: Sendable {
     /// Holds an entry's waiting updates to what it can keep now: none with a trigger or without a
     /// frequency limit (and no last-sent time either), else the newest its buffer holds; writes
     /// the item states it changes.
-    private static func fitWaiting(_ entry: inout PushState.SubscriptionEntry, into batch: inout WriteBatch) {
+    private static func fitWaiting(_ entry: inout PushModel.SubscriptionEntry, into batch: inout WriteBatch) {
         let timed = entry.trigger == nil && entry.subscription.frequencyInterval != nil
         let capacity = entry.subscription.waitingCapacity
         for (item, timing) in entry.timing {
             var fitted = timing
             if !timed {
-                fitted = PushState.ItemTiming()
+                fitted = PushModel.ItemTiming()
             } else if fitted.waiting.count > capacity {
                 fitted.waiting.removeFirst(fitted.waiting.count - capacity)
             }
             guard fitted != timing else { continue }
-            entry.timing[item] = fitted == PushState.ItemTiming() ? nil : fitted
+            entry.timing[item] = fitted == PushModel.ItemTiming() ? nil : fitted
             batch.putRaw(PushLayout.itemStateKey(entry.number, item), PushRecords.encodeItemState(merged: entry.merged[item], timing: fitted))
         }
     }
 
-    private static func remove(_ entry: PushState.SubscriptionEntry, into batch: inout WriteBatch) {
+    private static func remove(_ entry: PushModel.SubscriptionEntry, into batch: inout WriteBatch) {
         batch.deleteRaw(PushLayout.subscriptionKey(entry.number))
         let states = PushLayout.prefix(3, entry.number)
         batch.deleteRangeRaw(states, TupleKey.prefixSuccessor(states) ?? states + [0xFF])
     }
 
-    private static func forget(_ n: UInt64, in m: inout PushState.Model) {
+    private static func forget(_ n: UInt64, in m: inout PushModel) {
         guard let entry = m.subscriptions.removeValue(forKey: n) else { return }
         for item in Set(entry.subscription.items) {
-            let key = PushState.ItemKey(adapter: entry.subscription.dataAdapter, item: item)
+            let key = PushModel.ItemKey(adapter: entry.subscription.dataAdapter, item: item)
             m.byItem[key]?.removeAll { $0 == n }
             if m.byItem[key]?.isEmpty == true { m.byItem[key] = nil }
         }
@@ -275,7 +275,7 @@ public struct PushNotifications: Sendable {
     /// written to the outbox, in one batch, and returned here too.
     public func pendingNotifications(limit: Int = 100) throws -> [PushNotification] {
         guard limit >= 1 else { throw StrataError.invalidArgument("pendingNotifications: limit \(limit) must be at least 1") }
-        try state.releaseDue()
+        try state.timer.releaseDue()
         return try Self.outbox(try state.engine.snapshot(), limit: limit)
     }
 
@@ -310,12 +310,12 @@ public struct PushNotifications: Sendable {
     public func notifications(bufferSize: Int = 4_096) -> AsyncThrowingStream<PushNotification, any Error> {
         do {
             guard bufferSize >= 1 else { throw StrataError.invalidArgument("notifications: buffer size \(bufferSize) must be at least 1") }
-            try state.releaseDue()
+            try state.timer.releaseDue()
             let broadcaster = state.broadcaster
             let engine = state.engine
             // Every commit that adds notifications holds the turnstile until it is visible and queued
             // for delivery: holding it here, none is half-way between the snapshot and the stream.
-            let pass = state.turnstile.enter()
+            let pass = state.image.turnstile.enter()
             defer { pass.leave() }
             let stream = try broadcaster.synchronized {
                 let snapshot = try engine.snapshot()
@@ -327,7 +327,7 @@ public struct PushNotifications: Sendable {
                     commit.changes.flatMap { ($0 as? NotificationsAdded)?.notifications ?? [] }
                 }
             }
-            state.startTimer()
+            state.timer.start()
             return stream
         } catch {
             return Self.failed(error)
@@ -349,7 +349,7 @@ public struct PushNotifications: Sendable {
             guard bufferSize >= 1 else { throw StrataError.invalidArgument("statusChanges: buffer size \(bufferSize) must be at least 1") }
             let broadcaster = state.broadcaster
             let engine = state.engine
-            let pass = state.turnstile.enter()
+            let pass = state.image.turnstile.enter()
             defer { pass.leave() }
             return try broadcaster.synchronized {
                 try broadcaster.subscribe(

@@ -19,7 +19,7 @@ import StrataEngine
 ///     notification  u8 layout ‖ varint device ‖ varint subscription ‖ u8 platform ‖ string
 ///                   application ‖ string token ‖ string item ‖ string payload ‖ zigzag created (ms)
 package enum PushRecords {
-    static func counters(_ m: PushState.Model) -> [UInt8] {
+    static func counters(_ m: PushModel) -> [UInt8] {
         var w = PushLayout.Writer()
         w.varint(m.nextDevice)
         w.varint(m.nextSubscription)
@@ -29,7 +29,7 @@ package enum PushRecords {
 
     // MARK: Devices
 
-    static func encode(_ d: PushState.DeviceEntry) -> [UInt8] {
+    static func encode(_ d: PushModel.DeviceEntry) -> [UInt8] {
         var w = PushLayout.Writer()
         w.u8(d.device.platform.code)
         w.string(d.device.applicationID)
@@ -39,23 +39,24 @@ package enum PushRecords {
         return w.bytes
     }
 
-    static func decodeDevice(_ bytes: [UInt8], number: UInt64) throws -> PushState.DeviceEntry {
-        var r = try PushLayout.Reader(bytes, what: "push device \(PushLayout.deviceID(number))")
-        let code = try r.u8()
-        guard let platform = PushDevice.Platform(code: code) else { throw r.fail("unknown platform \(code)") }
-        let app = try r.string()
-        let token = try r.string()
-        let suspended = try r.u8()
-        guard suspended <= 1 else { throw r.fail("bad suspended flag \(suspended)") }
-        let badge = try r.varint()
-        try r.end()
-        return PushState.DeviceEntry(device: PushDevice(platform: platform, applicationID: app, deviceToken: token),
-                                     suspended: suspended == 1, badge: badge)
+    static func decodeDevice(_ bytes: [UInt8], number: UInt64) throws -> PushModel.DeviceEntry {
+        try PushLayout.read(bytes, what: "push device \(PushLayout.deviceID(number))") { r in
+            let code = try r.uint8("platform")
+            guard let platform = PushDevice.Platform(code: code) else { throw r.corrupted("unknown platform \(code)") }
+            let app = try r.string("application")
+            let token = try r.string("token")
+            let suspended = try r.uint8("suspended flag")
+            guard suspended <= 1 else { throw r.corrupted("bad suspended flag \(suspended)") }
+            let badge = try r.varint("badge")
+            try r.expectEnd()
+            return PushModel.DeviceEntry(device: PushDevice(platform: platform, applicationID: app, deviceToken: token),
+                                         suspended: suspended == 1, badge: badge)
+        }
     }
 
     // MARK: Subscriptions
 
-    static func encode(_ e: PushState.SubscriptionEntry) -> [UInt8] {
+    static func encode(_ e: PushModel.SubscriptionEntry) -> [UInt8] {
         let s = e.subscription
         var w = PushLayout.Writer()
         w.varint(e.device)
@@ -105,72 +106,73 @@ package enum PushRecords {
         }
     }
 
-    static func decodeSubscription(_ bytes: [UInt8], number: UInt64) throws -> PushState.SubscriptionEntry {
+    static func decodeSubscription(_ bytes: [UInt8], number: UInt64) throws -> PushModel.SubscriptionEntry {
         var cache = CompileCache()
         return try decodeSubscription(bytes, number: number, cache: &cache)
     }
 
-    static func decodeSubscription(_ bytes: [UInt8], number: UInt64, cache: inout CompileCache) throws -> PushState.SubscriptionEntry {
+    static func decodeSubscription(_ bytes: [UInt8], number: UInt64, cache: inout CompileCache) throws -> PushModel.SubscriptionEntry {
         let id = PushLayout.subscriptionID(number)
-        var r = try PushLayout.Reader(bytes, what: "push subscription \(id)")
-        let device = try r.varint()
-        let mode = try r.u8()
-        let adapter = try r.u8()
-        guard (1...2).contains(mode), (1...2).contains(adapter) else { throw r.fail("bad mode \(mode) or adapter \(adapter)") }
-        var s = PushSubscription(mode: mode == 1 ? .merge : .distinct, items: cache.intern(try r.names()),
-                                 fields: cache.intern(try r.names()))
-        s.dataAdapter = adapter == 1 ? .timeSeries : .history
-        s.notificationFormat = try r.string()
-        switch try r.u8() {
-        case 0: break
-        case 1: s.triggerExpression = try r.string()
-        case let flag: throw r.fail("bad trigger flag \(flag)")
-        }
-        let buffer = try r.varint()
-        switch buffer {
-        case 0: break
-        case 1: s.requestedBufferSize = .unlimited
-        default:
-            guard buffer - 2 <= UInt64(Int.max) else { throw r.fail("buffer size \(buffer)") }
-            s.requestedBufferSize = .limited(Int(buffer - 2))
-        }
-        switch try r.u8() {
-        case 0: break
-        case 1: s.requestedMaxFrequency = .unlimited
-        case 2: s.requestedMaxFrequency = .limited(try r.double())
-        case let kind: throw r.fail("bad frequency kind \(kind)")
-        }
-        switch try r.u8() {
-        case 2: s.status = .subscribed
-        case 3: s.status = .triggered
-        case let status: throw r.fail("bad status \(status)")
-        }
-        s.statusTimestamp = SeriesTime.date(try r.signed())
-        try r.end()
-        s.subscriptionID = id
-        do {
-            try s.validate()
-            let format = CompileCache.Key(text: s.notificationFormat ?? "", fields: s.fields)
-            let template = try cache.templates[format] ?? NotificationTemplate(format.text, fields: s.fields)
-            cache.templates[format] = template
-            s.notificationFormat = template.format
-            var trigger: PushTrigger?
-            if let expression = s.triggerExpression {
-                let key = CompileCache.Key(text: expression, fields: s.fields)
-                let compiled = try cache.triggers[key] ?? PushTrigger(expression, fields: s.fields)
-                cache.triggers[key] = compiled
-                s.triggerExpression = compiled.expression
-                trigger = compiled
+        return try PushLayout.read(bytes, what: "push subscription \(id)") { r in
+            let device = try r.varint("device")
+            let mode = try r.uint8("mode")
+            let adapter = try r.uint8("adapter")
+            guard (1...2).contains(mode), (1...2).contains(adapter) else { throw r.corrupted("bad mode \(mode) or adapter \(adapter)") }
+            var s = PushSubscription(mode: mode == 1 ? .merge : .distinct, items: cache.intern(try PushLayout.names(&r, "item")),
+                                     fields: cache.intern(try PushLayout.names(&r, "field")))
+            s.dataAdapter = adapter == 1 ? .timeSeries : .history
+            s.notificationFormat = try r.string("format")
+            switch try r.uint8("trigger flag") {
+            case 0: break
+            case 1: s.triggerExpression = try r.string("trigger")
+            case let flag: throw r.corrupted("bad trigger flag \(flag)")
             }
-            return PushState.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
-        } catch StrataError.invalidArgument(let reason) {
-            throw r.fail(reason)
+            let buffer = try r.varint("buffer size")
+            switch buffer {
+            case 0: break
+            case 1: s.requestedBufferSize = .unlimited
+            default:
+                guard buffer - 2 <= UInt64(Int.max) else { throw r.corrupted("buffer size \(buffer)") }
+                s.requestedBufferSize = .limited(Int(buffer - 2))
+            }
+            switch try r.uint8("frequency kind") {
+            case 0: break
+            case 1: s.requestedMaxFrequency = .unlimited
+            case 2: s.requestedMaxFrequency = .limited(try r.double("frequency"))
+            case let kind: throw r.corrupted("bad frequency kind \(kind)")
+            }
+            switch try r.uint8("status") {
+            case 2: s.status = .subscribed
+            case 3: s.status = .triggered
+            case let status: throw r.corrupted("bad status \(status)")
+            }
+            s.statusTimestamp = SeriesTime.date(try r.signedVarint("status time"))
+            try r.expectEnd()
+            s.subscriptionID = id
+            do {
+                try s.validate()
+                let format = CompileCache.Key(text: s.notificationFormat ?? "", fields: s.fields)
+                let template = try cache.templates[format] ?? NotificationTemplate(format.text, fields: s.fields)
+                cache.templates[format] = template
+                s.notificationFormat = template.format
+                var trigger: PushTrigger?
+                if let expression = s.triggerExpression {
+                    let key = CompileCache.Key(text: expression, fields: s.fields)
+                    let compiled = try cache.triggers[key] ?? PushTrigger(expression, fields: s.fields)
+                    cache.triggers[key] = compiled
+                    s.triggerExpression = compiled.expression
+                    trigger = compiled
+                }
+                return PushModel.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
+            } catch StrataError.invalidArgument(let reason) {
+                throw r.corrupted(reason)
+            }
         }
     }
 
     // MARK: Item states
 
-    static func encodeItemState(merged: [String]?, timing: PushState.ItemTiming) -> [UInt8] {
+    static func encodeItemState(merged: [String]?, timing: PushModel.ItemTiming) -> [UInt8] {
         var w = PushLayout.Writer()
         w.names(merged ?? [])
         if let sent = timing.lastSent {
@@ -186,25 +188,26 @@ package enum PushRecords {
 
     /// An item state: the merged texts (nil when none) and the frequency state.
     static func decodeItemState(_ bytes: [UInt8], subscription n: UInt64, item: UInt64,
-                                fieldCount: Int) throws -> ([String]?, PushState.ItemTiming) {
-        var r = try PushLayout.Reader(bytes, what: "push item state \(PushLayout.subscriptionID(n))/\(item)")
-        let merged = try r.names()
-        guard merged.isEmpty || merged.count == fieldCount else { throw r.fail("\(merged.count) merged fields for \(fieldCount)") }
-        var timing = PushState.ItemTiming()
-        if r.offset < bytes.count {
-            switch try r.u8() {
-            case 0: break
-            case 1: timing.lastSent = try r.signed()
-            case let flag: throw r.fail("bad sent flag \(flag)")
+                                fieldCount: Int) throws -> ([String]?, PushModel.ItemTiming) {
+        try PushLayout.read(bytes, what: "push item state \(PushLayout.subscriptionID(n))/\(item)") { r in
+            let merged = try PushLayout.names(&r, "merged field")
+            guard merged.isEmpty || merged.count == fieldCount else { throw r.corrupted("\(merged.count) merged fields for \(fieldCount)") }
+            var timing = PushModel.ItemTiming()
+            if !r.isAtEnd {
+                switch try r.uint8("sent flag") {
+                case 0: break
+                case 1: timing.lastSent = try r.signedVarint("last-sent time")
+                case let flag: throw r.corrupted("bad sent flag \(flag)")
+                }
+                for _ in 0..<(try r.count("waiting count")) {
+                    let values = try PushLayout.names(&r, "waiting field")
+                    guard values.count == fieldCount else { throw r.corrupted("a waiting update of \(values.count) fields for \(fieldCount)") }
+                    timing.waiting.append(values)
+                }
             }
-            for _ in 0..<(try r.count()) {
-                let values = try r.names()
-                guard values.count == fieldCount else { throw r.fail("a waiting update of \(values.count) fields for \(fieldCount)") }
-                timing.waiting.append(values)
-            }
+            try r.expectEnd()
+            return (merged.isEmpty ? nil : merged, timing)
         }
-        try r.end()
-        return (merged.isEmpty ? nil : merged, timing)
     }
 
     // MARK: Notifications
@@ -223,20 +226,21 @@ package enum PushRecords {
     }
 
     package static func decodeNotification(_ bytes: [UInt8], id: UInt64) throws -> PushNotification {
-        var r = try PushLayout.Reader(bytes, what: "push notification \(id)")
-        let device = try r.varint()
-        let subscription = try r.varint()
-        let code = try r.u8()
-        guard let platform = PushDevice.Platform(code: code) else { throw r.fail("unknown platform \(code)") }
-        let app = try r.string()
-        let token = try r.string()
-        let item = try r.string()
-        let payload = try r.string()
-        let created = try r.signed()
-        try r.end()
-        return PushNotification(id: id, deviceID: PushLayout.deviceID(device), platform: platform, applicationID: app,
-                                deviceToken: token, subscriptionID: PushLayout.subscriptionID(subscription), item: item,
-                                payload: payload, created: SeriesTime.date(created))
+        try PushLayout.read(bytes, what: "push notification \(id)") { r in
+            let device = try r.varint("device")
+            let subscription = try r.varint("subscription")
+            let code = try r.uint8("platform")
+            guard let platform = PushDevice.Platform(code: code) else { throw r.corrupted("unknown platform \(code)") }
+            let app = try r.string("application")
+            let token = try r.string("token")
+            let item = try r.string("item")
+            let payload = try r.string("payload")
+            let created = try r.signedVarint("created")
+            try r.expectEnd()
+            return PushNotification(id: id, deviceID: PushLayout.deviceID(device), platform: platform, applicationID: app,
+                                    deviceToken: token, subscriptionID: PushLayout.subscriptionID(subscription), item: item,
+                                    payload: payload, created: SeriesTime.date(created))
+        }
     }
 }
 
@@ -245,10 +249,12 @@ package enum PushRecords {
 extension PushRecords {
     /// The counters record `(17, 0)`: the numbers the next device, subscription and notification get.
     package static func decodeCounters(_ bytes: [UInt8]) throws -> (device: UInt64, subscription: UInt64, notification: UInt64) {
-        var r = try PushLayout.Reader(bytes, what: "push counters")
-        let counters = (device: try r.varint(), subscription: try r.varint(), notification: try r.varint())
-        try r.end()
-        return counters
+        try PushLayout.read(bytes, what: "push counters") { r in
+            let counters = (device: try r.varint("next device number"), subscription: try r.varint("next subscription number"),
+                            notification: try r.varint("next notification number"))
+            try r.expectEnd()
+            return counters
+        }
     }
 
     /// A device record `(17, 1, number)`: the device, whether it is suspended, its last badge number.

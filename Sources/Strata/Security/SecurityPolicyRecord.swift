@@ -62,13 +62,10 @@ package enum SecurityPolicyRecord {
     /// - Throws: ``StrataError/unsupportedFormatVersion(file:found:)`` for another layout;
     ///   ``StrataError/corrupted(file:offset:reason:)`` naming the offset of what is wrong.
     package static func decode(_ bytes: [UInt8]) throws -> SecurityPolicy {
-        try bytes.withUnsafeBytes { buffer in
-            var reader = Reader(buffer: buffer)
-            guard let layout = buffer.first else { throw reader.corrupt("empty record") }
-            guard layout == layoutVersion else {
-                throw StrataError.unsupportedFormatVersion(file: "security policy \(TupleKey.describe(key))", found: UInt32(layout))
-            }
-            reader.offset = 1
+        let file = "security policy \(TupleKey.describe(key))"
+        guard let layout = bytes.first else { throw StrataError.corrupted(file: file, offset: 0, reason: "empty record") }
+        guard layout == layoutVersion else { throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(layout)) }
+        return try ByteReader.read(bytes, file: file, offset: 1) { reader in
             var policy = SecurityPolicy()
             policy.version = try reader.varint("version")
             var previous: String?
@@ -90,62 +87,38 @@ package enum SecurityPolicyRecord {
                 policy.principals[name] = try reader.names("roles of principal \(name.debugDescription)")
             }
             policy.defaultRoles = try reader.names("default roles")
-            guard reader.offset == buffer.count else { throw reader.corrupt("\(buffer.count - reader.offset) bytes after the policy") }
-            do { try policy.validate() } catch StrataError.invalidArgument(let reason) { throw reader.corrupt(reason) }
+            try reader.expectEnd("the policy")
+            do { try policy.validate() } catch StrataError.invalidArgument(let reason) { throw reader.corrupted(reason) }
             return policy
         }
     }
+}
 
-    private struct Reader {
-        let buffer: UnsafeRawBufferPointer
-        var offset = 0
-
-        func corrupt(_ reason: String) -> StrataError {
-            .corrupted(file: "security policy \(TupleKey.describe(SecurityPolicyRecord.key))", offset: offset, reason: reason)
+/// The policy's fields that ``ByteReader`` does not know.
+private extension ByteReader {
+    /// A string that must sort after `previous` (then set to it).
+    mutating func string(_ what: String, after previous: inout String?) throws -> String {
+        let start = offset
+        let s = try string(what)
+        if let p = previous, !p.utf8.lexicographicallyPrecedes(s.utf8) {
+            throw corrupted(at: start, "\(what) \(s.debugDescription) is not after \(p.debugDescription)")
         }
+        previous = s
+        return s
+    }
 
-        mutating func varint(_ what: String) throws -> UInt64 {
-            guard let v = Varint.read(buffer, at: &offset) else { throw corrupt("bad varint for \(what)") }
-            return v
+    mutating func permissions(_ what: String) throws -> Set<Permission> {
+        let v = try varint(what)
+        guard v & ~UInt64(PermissionSet.known.bits) == 0 else {
+            throw corrupted("\(what): unknown permission bits 0x\(String(v, radix: 16))")
         }
+        return PermissionSet(bits: UInt32(v)).permissions
+    }
 
-        /// A count of entries that take at least one byte each, so at most the bytes left.
-        mutating func count(_ what: String) throws -> Int {
-            let v = try varint(what)
-            guard v <= UInt64(buffer.count - offset) else { throw corrupt("\(what) \(v) exceeds the \(buffer.count - offset) bytes left") }
-            return Int(v)
-        }
-
-        mutating func string(_ what: String, after previous: inout String?) throws -> String {
-            let start = offset
-            let length = try count("length of \(what)")
-            let bytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + length])
-            guard let s = String(validating: bytes, as: UTF8.self) else {
-                offset = start
-                throw corrupt("\(what) is not UTF-8")
-            }
-            if let p = previous, !p.utf8.lexicographicallyPrecedes(s.utf8) {
-                offset = start
-                throw corrupt("\(what) \(s.debugDescription) is not after \(p.debugDescription)")
-            }
-            offset += length
-            previous = s
-            return s
-        }
-
-        mutating func permissions(_ what: String) throws -> Set<Permission> {
-            let v = try varint(what)
-            guard v & ~UInt64(PermissionSet.known.bits) == 0 else {
-                throw corrupt("\(what): unknown permission bits 0x\(String(v, radix: 16))")
-            }
-            return PermissionSet(bits: UInt32(v)).permissions
-        }
-
-        mutating func names(_ what: String) throws -> Set<String> {
-            var names = Set<String>()
-            var previous: String?
-            for _ in 0..<(try count(what)) { names.insert(try string("name in \(what)", after: &previous)) }
-            return names
-        }
+    mutating func names(_ what: String) throws -> Set<String> {
+        var names = Set<String>()
+        var previous: String?
+        for _ in 0..<(try count(what)) { names.insert(try string("name in \(what)", after: &previous)) }
+        return names
     }
 }

@@ -48,8 +48,7 @@ final class SecurityState: Sendable {
             return try policy().policy.policy.version
         } catch StrataError.corrupted {
             guard let bytes = try engine.get(SecurityPolicyRecord.key), bytes.first == SecurityPolicyRecord.layoutVersion else { return 0 }
-            var offset = 1
-            return bytes.withUnsafeBytes { Varint.read($0, at: &offset) } ?? 0
+            return (try? ByteReader.read(bytes, file: "security policy", offset: 1) { try $0.varint("version") }) ?? 0
         }
     }
 

@@ -345,10 +345,10 @@ public struct TransactionDocuments: Sendable {
     /// The database's name.
     public var name: String { state.name }
 
-    private func write(_ documents: [Document], mode: DatabaseState.WriteMode) throws -> [Document] {
+    private func write(_ documents: [Document], mode: DocumentWriter.WriteMode) throws -> [Document] {
         try transaction.access?.require(.updateTopic, state.name)
         return try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
-            try state.stageWrite(documents, mode: mode, writer: &hold.writer, into: &batch)
+            try state.writes.stageWrite(documents, mode: mode, writer: &hold.writer, into: &batch)
         }
     }
 
@@ -378,7 +378,7 @@ public struct TransactionDocuments: Sendable {
     public func delete(id: String) throws {
         try transaction.access?.require(.modifyTopic, state.name)
         try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
-            try state.stageDelete(id: id, writer: &hold.writer, into: &batch)
+            try state.writes.stageDelete(id: id, writer: &hold.writer, into: &batch)
         }
     }
 }

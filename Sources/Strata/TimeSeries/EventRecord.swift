@@ -48,23 +48,20 @@ package struct EventRecord {
     @inline(__always)
     package static func decode(_ bytes: UnsafeRawBufferPointer) -> EventRecord? {
         guard bytes.count >= 2 else { return nil }
-        let flags = bytes[0]
-        guard flags & ~knownFlags == 0 else { return nil }
-        var p = 1
-        guard let ts = Varint.read(bytes, at: &p) else { return nil }
-        var author: UInt64 = 0
-        if flags & authorFlag != 0 {
-            guard let a = Varint.read(bytes, at: &p) else { return nil }
-            author = a
+        var r = ByteReader(bytes, file: "event")
+        do {
+            let flags = try r.uint8("flags")
+            guard flags & ~knownFlags == 0 else { return nil }
+            let ts = try r.varint("timestamp")
+            let author = flags & authorFlag != 0 ? try r.varint("author") : 0
+            var original: (sequence: UInt64, timestampDelta: UInt64, author: UInt64)?
+            if flags & editFlag != 0 {
+                original = (try r.varint("original sequence"), try r.varint("original timestamp"), try r.varint("original author"))
+            }
+            return EventRecord(timestampDelta: ts, author: author, original: original, valueOffset: r.offset)
+        } catch {
+            return nil
         }
-        var original: (sequence: UInt64, timestampDelta: UInt64, author: UInt64)?
-        if flags & editFlag != 0 {
-            guard let s = Varint.read(bytes, at: &p), let t = Varint.read(bytes, at: &p),
-                  let a = Varint.read(bytes, at: &p) else { return nil }
-            original = (s, t, a)
-        }
-        guard p <= bytes.count else { return nil }
-        return EventRecord(timestampDelta: ts, author: author, original: original, valueOffset: p)
     }
 
     /// Whether the record is an edit, from its first byte alone.

@@ -113,66 +113,43 @@ package struct SeriesPayload: Sendable, Equatable {
         guard version == layoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
         }
-        return try bytes.withUnsafeBytes { b -> SeriesPayload in
-            var p = 1
-            func bad(_ why: String) -> StrataError { .corrupted(file: file, offset: p, reason: why) }
-            func varint(_ what: String) throws -> UInt64 {
-                guard let v = Varint.read(b, at: &p) else { throw bad("bad \(what)") }
-                return v
-            }
-            func int(_ what: String) throws -> Int {
-                let v = try varint(what)
-                guard v <= UInt64(Int.max) else { throw bad("\(what) \(v) out of range") }
-                return Int(v)
-            }
+        return try ByteReader.read(bytes, file: file, offset: 1) { r -> SeriesPayload in
+            func bad(_ why: String) -> StrataError { r.corrupted(why) }
             func ms(_ what: String) throws -> Int64 {
-                let v = try varint(what)
+                let v = try r.varint(what)
                 guard v < UInt64(SeriesTime.limit) else { throw bad("\(what) \(v) out of range") }
                 return Int64(v)
             }
-            func byte(_ what: String) throws -> UInt8 {
-                guard p < b.count else { throw bad("missing \(what)") }
-                defer { p += 1 }
-                return b[p]
-            }
-            func string(_ what: String) throws -> String {
-                let n = try int(what + " length")
-                guard n <= b.count - p, let s = String(validating: UnsafeRawBufferPointer(rebasing: b[p..<(p + n)]), as: UTF8.self)
-                else { throw bad("bad \(what)") }
-                p += n
-                return s
-            }
-            let typeName = try string("value type")
-            let flags = try byte("retained range flags")
+            let typeName = try r.string("value type")
+            let flags = try r.uint8("retained range flags")
             guard flags & ~3 == 0 else { throw bad("unknown retained range flags \(flags)") }
             var payload = SeriesPayload(typeName: typeName, options: TimeSeriesOptions())
             if flags & 1 != 0 {
-                let n = try int("retained count")
+                let n = try r.int("retained count")
                 guard n >= 1 else { throw bad("retained count \(n) below 1") }
                 payload.retainedCount = n
             }
             if flags & 2 != 0 { payload.retainedMilliseconds = try ms("retained duration") }
-            switch try byte("subscription range") {
+            switch try r.uint8("subscription range") {
             case 0: payload.subscription = .latest
             case 1: payload.subscription = .none
-            case 2: payload.subscription = .limit(try int("subscription count"))
+            case 2: payload.subscription = .limit(try r.int("subscription count"))
             case 3: payload.subscription = .last(try ms("subscription duration"))
             case let k: throw bad("unknown subscription range kind \(k)")
             }
-            switch try byte("base flag") {
+            switch try r.uint8("base flag") {
             case 0: payload.baseTimestamp = nil
             case 1:
-                let z = try varint("base timestamp")
+                let z = try r.varint("base timestamp")
                 payload.baseTimestamp = Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
             case let k: throw bad("bad base flag \(k)")
             }
-            payload.cutoff = try varint("cutoff")
-            let edit = try varint("last edit sequence")
+            payload.cutoff = try r.varint("cutoff")
+            let edit = try r.varint("last edit sequence")
             payload.lastEditSequence = edit == 0 ? nil : edit - 1
-            let authors = try int("author count")
-            guard authors <= b.count - p else { throw bad("author count \(authors) exceeds the payload") }
-            for _ in 0..<authors { payload.authors.append(try string("author")) }
-            guard p == b.count else { throw bad("\(b.count - p) bytes after the payload") }
+            let authors = try r.count("author count")
+            for _ in 0..<authors { payload.authors.append(try r.string("author")) }
+            try r.expectEnd("the payload")
             return payload
         }
     }

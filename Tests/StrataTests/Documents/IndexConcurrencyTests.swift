@@ -308,7 +308,7 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
             let store = try Store.open(at: tmp.url, options: documentStoreOptions())
             let db = try store.documents("k", indexes: [byV()])
             for id in ids { try db.save(Document(id: id, fields: ["v": .int(Int64(id.count))])) }
-            indexID = try db.state.activeIndex("v").id
+            indexID = try db.state.indexes.activeIndex("v").id
             try store.close()
         }
         do {
@@ -335,7 +335,7 @@ private func byV(calls: CallCounter? = nil) -> DocumentIndex {
             let calls = CallCounter()
             let db = try store.documents("k", indexes: [byV(calls: calls)])
             #expect(calls.value == 3)  // d1, d2, new (d3 is deleted)
-            #expect(try db.state.activeIndex("v").id == indexID)
+            #expect(try db.state.indexes.activeIndex("v").id == indexID)
             #expect(try rows(db, "v") == expectedRows(db, ids: ids))
             #expect(try Catalog.entry(store, database: "k", index: "v")?.state == DocumentLayout.indexReady)
             // In one open: a plain handle, writes, then naming it catches up at once.

@@ -43,7 +43,7 @@ final class CallCounter: Sendable {
             let rows = try db.query("cost", IndexQuery.all.with { $0.reduce = false }).rows
             #expect(rows.map(\.documentID) == (0..<20).filter { ![5, 6, 7].contains($0) }.map { "d\($0)" } + ["d5"])
             #expect(try db.query("cost", .all).rows.first?.value == .int(17 + 2))
-            firstId = try db.state.activeIndex("cost").id
+            firstId = try db.state.indexes.activeIndex("cost").id
             #expect(try storedRowCount(store, indexId: firstId) == 18)
             try store.close()
         }
@@ -53,12 +53,12 @@ final class CallCounter: Sendable {
             let store = try Store.open(at: tmp.url, options: documentStoreOptions())
             let db = try store.documents("m", indexes: [Self.byCost("1", calls: calls)])
             #expect(calls.value == 0)
-            #expect(try db.state.activeIndex("cost").id == firstId)
+            #expect(try db.state.indexes.activeIndex("cost").id == firstId)
             #expect(try db.query("cost", .range(start: 100)).rows.first?.value == 2)
             // New version: rebuilt under a new id, old rows gone.
             let rebuilt = try store.documents("m", indexes: [Self.byCost("2", calls: calls)])
             #expect(calls.value == 19)  // every live document, d6 too
-            let newId = try rebuilt.state.activeIndex("cost").id
+            let newId = try rebuilt.state.indexes.activeIndex("cost").id
             #expect(newId != firstId)
             #expect(try storedRowCount(store, indexId: firstId) == 0)
             #expect(try storedRowCount(store, indexId: newId) == 18)
@@ -68,7 +68,7 @@ final class CallCounter: Sendable {
         do {
             let store = try Store.open(at: tmp.url, options: documentStoreOptions())
             let db = try store.documents("m", indexes: [Self.byCost("2")])
-            let id = try db.state.activeIndex("cost").id
+            let id = try db.state.indexes.activeIndex("cost").id
             #expect(try db.query("cost", IndexQuery.all.with { $0.reduce = false }).count == 18)
             // Kept when no longer listed; dropped on purpose.
             _ = try store.documents("m", indexes: [])

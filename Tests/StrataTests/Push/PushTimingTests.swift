@@ -180,7 +180,7 @@ import StrataEngine
         #expect(try f.take() == ["2"])
         clock.advance(1_000)
         #expect(try f.take() == ["3"])
-        let state = try #require(f.push.state.model.withLock { $0.subscriptions.values.first })
+        let state = try #require(f.push.state.image.model.withLock { $0.subscriptions.values.first })
         #expect(state.timing[0]?.waiting.isEmpty == true && state.timing[0]?.lastSent != nil)
     }
 

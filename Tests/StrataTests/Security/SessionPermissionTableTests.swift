@@ -60,7 +60,7 @@ import StrataEngine
         out += "changes \(changes.map { "\($0.id)@\($0.sequence)" }) \(last)\n"
         for id in ["a", "b", "c"] { out += "doc \(id) \(String(describing: try d.document(id: id)?.fields))\n" }
         out += "policy \(try store.securityPolicy.version)\n"
-        out += "push subscriptions \(try store.pushNotifications().state.model.withLock { $0.subscriptions.count })\n"
+        out += "push subscriptions \(try store.pushNotifications().state.image.model.withLock { $0.subscriptions.count })\n"
         return out
     }
 

@@ -3,12 +3,24 @@ import StrataFormat
 import StrataFiles
 import StrataEngine
 
-// Writes that change a document's revision tree beyond "a child of the winner": revisions from
-// other replicas, conflict resolution, and deleting a document in conflict (whose winner then
-// becomes another leaf). Same two phases as `write`: plan and map without the writer lock, then
-// check under it that every planned document's stored record is byte for byte the one planned
-// from, and commit; else plan again.
-extension DatabaseState {
+/// Writes that change a document's revision tree beyond "a child of the winner": revisions from
+/// other replicas, conflict resolution, and deleting a document in conflict (whose winner then
+/// becomes another leaf). Same two phases as `write`: plan and map without the writer lock, then
+/// check under it that every planned document's stored record is byte for byte the one planned
+/// from, and commit; else plan again.
+///
+/// Also the reads that check a tree against its conflicting-revision entries.
+struct RevisionWriter: Sendable {
+    let name: String
+    let id: UInt64
+    let engine: Engine
+    let broadcaster: CommitBroadcaster
+    let clock: @Sendable () -> Date
+    let writer: CollectionLock<DatabaseState.WriterState>
+    let indexes: DatabaseIndexes
+    let staging: IndexStaging
+    let reader: DocumentReader
+
     /// One document's new revision tree and what must be written for it.
     struct RevisionPlan {
         var documentID: String
@@ -141,9 +153,9 @@ extension DatabaseState {
     }
 
     /// The rows each plan removes and adds (maps run here: call without the writer lock).
-    func rowChanges(of plans: [RevisionPlan], indexes: [String: ActiveIndex]) throws -> [RowChanges] {
+    func rowChanges(of plans: [RevisionPlan], indexes: [String: ActiveIndex]) throws -> [IndexStaging.RowChanges] {
         try plans.map { plan in
-            var changes: RowChanges = [:]
+            var changes: IndexStaging.RowChanges = [:]
             guard plan.winnerChanged, !indexes.isEmpty else { return changes }
             var newDocument = plan.newDocument
             newDocument?.attachments = [:]
@@ -160,7 +172,7 @@ extension DatabaseState {
     /// Commits `plans` with their `rows` as one batch once their stored records are checked;
     /// returns false (nothing written) when one changed or the attached indexes did since they
     /// were planned.
-    func commit(_ plans: [RevisionPlan], rows: [RowChanges], indexes active: [String: ActiveIndex], isExternal: Bool) throws -> Bool {
+    func commit(_ plans: [RevisionPlan], rows: [IndexStaging.RowChanges], indexes active: [String: ActiveIndex], isExternal: Bool) throws -> Bool {
         try writer.withLock { w -> Bool in
             guard !w.closed else { throw StrataError.closed }
             let current = indexes.withLock { $0 }
@@ -177,8 +189,8 @@ extension DatabaseState {
     }
 
     /// Adds the records of checked plans to `commit`, and advances `w` as if they committed.
-    func stage(_ plans: [RevisionPlan], rows: [RowChanges], indexes active: [String: ActiveIndex], isExternal: Bool,
-               writer w: inout WriterState, into commit: inout CommitBatch) throws {
+    func stage(_ plans: [RevisionPlan], rows: [IndexStaging.RowChanges], indexes active: [String: ActiveIndex], isExternal: Bool,
+               writer w: inout DatabaseState.WriterState, into commit: inout CommitBatch) throws {
         // One change sequence per plan, refused before anything is staged past the limit.
         var probe = w.nextSequence
         try CounterLimit.take(UInt64(plans.count), from: &probe, "change sequence")
@@ -186,7 +198,7 @@ extension DatabaseState {
         var batch = WriteBatch()
         swap(&batch, &commit.records)
         defer { swap(&batch, &commit.records) }
-        let converted = convertUnattachedIndexes(w, into: &batch)
+        let converted = staging.convertUnattachedIndexes(w, into: &batch)
         var changes: [DocumentChange] = []
         var touched: [String: [[UInt8]]] = [:]
         for (i, plan) in plans.enumerated() {
@@ -214,7 +226,7 @@ extension DatabaseState {
                          DocumentLayout.changeValue(id: documentID, isDeletion: record.isDeleted, revision: record.revision,
                                                     isExternal: isExternal))
             if i < rows.count {
-                stageRows(rows[i], of: documentID, key: plan.key, indexes: active, observing: observing, into: &batch,
+                staging.stageRows(rows[i], of: documentID, key: plan.key, indexes: active, observing: observing, into: &batch,
                           touched: &touched)
             }
             changes.append(DocumentChange(id: documentID, isDeletion: record.isDeleted, revision: record.revision,
@@ -227,7 +239,7 @@ extension DatabaseState {
         }
         if converted { w.unconverted = [:] }
         w.nextSequence += UInt64(plans.count)
-        commit.changes.append(Changes(databaseID: id, changes: changes, touched: observing ? touched : nil))
+        commit.changes.append(DatabaseState.Changes(databaseID: id, changes: changes, touched: observing ? touched : nil))
     }
 
     /// Plans with `make` from a fresh snapshot, maps, and commits, until the commit's check passes.
@@ -307,7 +319,7 @@ extension DatabaseState {
             }
             return try planRevisions(revisions, snapshot: snapshot)
         }
-        let stored = plans.first?.newDocument == nil ? try self.document(id: documentID) : nil
+        let stored = plans.first?.newDocument == nil ? try reader.document(id: documentID) : nil
         guard let plan = plans.first, var result = plan.newDocument ?? stored else {
             throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
         }
@@ -334,5 +346,31 @@ extension DatabaseState {
             }
         }
         return out
+    }
+
+    // MARK: Conflicting-revision entries
+
+    /// Checks that the conflicting-revision entries `(12, id, documentID, …)` are exactly for
+    /// losing leaves of `tree` that are not deletions (FORMAT.md 16.6: "one entry per leaf … and
+    /// none other"). A missing entry is found where its contents are read; this finds the entries
+    /// no leaf names, which readers — who get entries by the tree's revisions — would otherwise
+    /// skip without a word. One scan of the document's entries (none, for a document without
+    /// conflicts). Throws a corruption naming the document and the revision.
+    func checkConflictEntries(of documentID: String, tree: RevisionTree?, snapshot: Snapshot) throws {
+        let prefix = DocumentLayout.conflictPrefix(id, documentID)
+        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+        while try cursor.next() {
+            let key = cursor.withKey { Array($0) }
+            var d = TupleKeyDecoder(key[prefix.count...])
+            let text = try? d.nextString()
+            let revision = text.flatMap { d.isAtEnd ? RevisionID($0) : nil }
+            let losing = revision.flatMap { r in tree?.index(of: r) }.map { i in
+                i > 0 && tree!.nodes[i].isLeaf && !tree!.nodes[i].isDeleted
+            } ?? false
+            guard losing else {
+                throw StrataError.corrupted(file: "document \(documentID.debugDescription)", offset: 0,
+                                            reason: "conflicting-revision entry \(text.map { $0.debugDescription } ?? TupleKey.describe(key)) is not a losing leaf of the document's tree")
+            }
+        }
     }
 }

@@ -13,7 +13,25 @@ private final class LiveResult: @unchecked Sendable {
     var last: IndexQueryResult?
 }
 
-extension DatabaseState {
+/// The streams of one document database: live queries, and the change stream of its commits.
+final class DatabaseObservers: Sendable {
+    let name: String
+    let id: UInt64
+    let engine: Engine
+    let broadcaster: CommitBroadcaster
+    let writer: CollectionLock<DatabaseState.WriterState>
+    let indexes: DatabaseIndexes
+
+    init(name: String, id: UInt64, engine: Engine, broadcaster: CommitBroadcaster,
+         writer: CollectionLock<DatabaseState.WriterState>, indexes: DatabaseIndexes) {
+        self.name = name
+        self.id = id
+        self.engine = engine
+        self.broadcaster = broadcaster
+        self.writer = writer
+        self.indexes = indexes
+    }
+
     /// Starts a live query: yields the current result at once, then a new result after each
     /// commit that changes it. Results are the newest only (a consumer that falls behind gets
     /// the latest result, never a stale one, and never an overflow).
@@ -24,7 +42,7 @@ extension DatabaseState {
     /// throwing the error.
     func observe(_ indexName: String, _ query: IndexQuery) throws -> AsyncThrowingStream<IndexQueryResult, any Error> {
         if let e = engine.failure { throw e }
-        let index = try activeIndex(indexName)
+        let index = try indexes.activeIndex(indexName)
         _ = try IndexReader.validate(query, index: indexName, hasReduction: index.definition.reduce != nil)
         let spans = try IndexReader.spans(of: query, collation: index.definition.collation)
         let state = LiveResult()
@@ -44,7 +62,7 @@ extension DatabaseState {
                 guard let self else { throw CommitBroadcaster.EndOfStream() }
                 var hit = false
                 for change in commit.changes {
-                    if let c = change as? Changes, c.databaseID == id {
+                    if let c = change as? DatabaseState.Changes, c.databaseID == id {
                         guard let touched = c.touched else {
                             hit = true
                             break
@@ -54,7 +72,7 @@ extension DatabaseState {
                             hit = true
                             break
                         }
-                    } else if let c = change as? IndexesChanged, c.databaseID == id, c.names.contains(indexName) {
+                    } else if let c = change as? DatabaseState.IndexesChanged, c.databaseID == id, c.names.contains(indexName) {
                         hit = true
                         break
                     }
@@ -94,15 +112,10 @@ extension DatabaseState {
             ) { commit in
                 var out: [[DocumentChange]] = []
                 for change in commit.changes {
-                    if let c = change as? Changes, c.databaseID == id { out.append(c.changes) }
+                    if let c = change as? DatabaseState.Changes, c.databaseID == id { out.append(c.changes) }
                 }
                 return out
             }
         }
-    }
-
-    /// Indexes were built, rebuilt or dropped: their live queries run again (or end).
-    func indexesDidChange(_ names: [String]) {
-        broadcaster.notify([IndexesChanged(databaseID: id, names: names)])
     }
 }

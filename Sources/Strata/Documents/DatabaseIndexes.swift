@@ -1,35 +1,66 @@
 import Foundation
+import Synchronization
 import StrataFormat
 import StrataFiles
 import StrataEngine
 
-/// The documents whose rows an attached index does not hold yet: every document whose key is at
-/// or after ``from`` (a build walks the documents in key order), and those in ``ids`` (changed
-/// since the rows were written, to be caught up).
-///
-/// Writers leave the rows of pending documents alone; the build writes them, and removes the
-/// documents from the set, under the writer lock after checking that their stored revision is
-/// the one it mapped. So every document is, at every commit, either pending (its rows are the
-/// build's business) or held by the index exactly as stored.
-struct PendingDocuments: Sendable, Equatable {
-    /// The key of the first document of the range still to build (nil: none).
-    var from: [UInt8]?
-    /// Further documents to map again.
-    var ids: Set<String>
-
-    var isEmpty: Bool { from == nil && ids.isEmpty }
-
-    func contains(_ documentID: String, key: [UInt8]) -> Bool {
-        if ids.contains(documentID) { return true }
-        guard let from else { return false }
-        return !key.lexicographicallyPrecedes(from)
-    }
-}
-
 /// How many documents a build maps between two commits.
 let indexBuildChunk = 1000
 
-extension DatabaseState {
+/// The indexes of one document database: those attached in this open, and their configuration —
+/// attaching (building, catching up from the change feed), dropping — serialized by one builder
+/// at a time while writes go on.
+///
+/// Invariant: ``attached`` changes only while the database's writer lock is held.
+final class DatabaseIndexes: Sendable {
+    let name: String
+    let id: UInt64
+    let engine: Engine
+    let catalog: Catalog
+    let broadcaster: CommitBroadcaster
+    let writer: CollectionLock<DatabaseState.WriterState>
+    /// The attached indexes by name: those named since the database was opened.
+    let attached = Mutex<[String: ActiveIndex]>([:])
+    /// Serializes index builds, catch-ups and drops of this database.
+    let configuration = ConditionLock()
+
+    init(name: String, id: UInt64, engine: Engine, catalog: Catalog, broadcaster: CommitBroadcaster,
+         writer: CollectionLock<DatabaseState.WriterState>) {
+        self.name = name
+        self.id = id
+        self.engine = engine
+        self.catalog = catalog
+        self.broadcaster = broadcaster
+        self.writer = writer
+    }
+
+    /// Runs `body` on the attached indexes, under their lock.
+    func withLock<R, E: Error>(_ body: (inout sending [String: ActiveIndex]) throws(E) -> sending R) throws(E) -> sending R {
+        try attached.withLock(body)
+    }
+
+    /// The attached, complete index named `indexName`.
+    ///
+    /// - Throws: ``StrataError/notFound(_:)`` saying whether the index does not exist, is stored
+    ///   but not named in this open, or is still being built.
+    func activeIndex(_ indexName: String) throws -> ActiveIndex {
+        if let index = attached.withLock({ $0[indexName] }) {
+            guard index.pending == nil else {
+                throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+                                           + "is being built; query it once the Store.documents(_:indexes:) call naming it returns")
+            }
+            return index
+        }
+        let catalogName = DocumentLayout.indexCatalogName(database: name, index: indexName)
+        if try catalog.entry(kind: .documentIndex, name: catalogName) != nil {
+            throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+                                       + "is stored but not open: name it in Store.documents(_:indexes:) to bring it up to date")
+        }
+        throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
+    }
+
+    // MARK: Configuration
+
     /// The databases whose index configuration the current thread (task) is changing: a map that
     /// re-enters `configure` or `dropIndex` of the same database is refused instead of waiting
     /// for itself.
@@ -66,7 +97,7 @@ extension DatabaseState {
             }
         }
         func needed() -> [DocumentIndex] {
-            indexes.withLock { attached in
+            attached.withLock { attached in
                 definitions.filter { d in
                     guard let a = attached[d.name], a.definition.version == d.version,
                           a.definition.collation == d.collation, a.pending == nil else { return true }
@@ -102,7 +133,7 @@ extension DatabaseState {
         }
         let plan = try writer.withLock { w -> AttachPlan in
             guard !w.closed else { throw StrataError.closed }
-            if let a = indexes.withLock({ $0[definition.name] }), a.definition.version == definition.version,
+            if let a = attached.withLock({ $0[definition.name] }), a.definition.version == definition.version,
                a.definition.collation == definition.collation, a.pending == nil {
                 return .done
             }
@@ -113,7 +144,7 @@ extension DatabaseState {
                 if payload.state == DocumentLayout.indexReady, w.unconverted[definition.name] != nil {
                     // Current: it followed every commit until this open, and none since.
                     w.unconverted[definition.name] = nil
-                    indexes.withLock { $0[definition.name] = ActiveIndex(definition: definition, id: entry.id) }
+                    attached.withLock { $0[definition.name] = ActiveIndex(definition: definition, id: entry.id) }
                     return .done
                 }
                 if payload.state != DocumentLayout.indexBuilding {
@@ -129,7 +160,7 @@ extension DatabaseState {
                     let index = ActiveIndex(definition: definition, id: entry.id,
                                             pending: PendingDocuments(from: nil, ids: Set(changed)))
                     w.unconverted[definition.name] = nil
-                    indexes.withLock { $0[definition.name] = index }
+                    attached.withLock { $0[definition.name] = index }
                     return .catchUp(index, changed)
                 }
             }
@@ -149,7 +180,7 @@ extension DatabaseState {
             }
             let index = ActiveIndex(definition: definition, id: entry.id,
                                     pending: PendingDocuments(from: DocumentLayout.documentPrefix(id), ids: []))
-            indexes.withLock { $0[definition.name] = index }
+            attached.withLock { $0[definition.name] = index }
             return .build(index)
         }
         switch plan {
@@ -192,7 +223,7 @@ extension DatabaseState {
             try complete(index, queue: queue)
         } catch {
             try? writer.withLock { _ in
-                indexes.withLock { attached in
+                attached.withLock { attached in
                     if attached[index.name]?.id == index.id { attached[index.name] = nil }
                 }
             }
@@ -235,7 +266,7 @@ extension DatabaseState {
     private func map(_ documentID: String, key: [UInt8], value: UnsafeRawBufferPointer, index: ActiveIndex) throws -> Mapped {
         let record = try DocumentRecord(decoding: value, documentID: documentID)
         if record.isDeleted { return Mapped(id: documentID, key: key, revision: record.revision, rows: []) }
-        var document = try Self.document(id: documentID, record: record, value: value)
+        var document = try DocumentReader.document(id: documentID, record: record, value: value)
         document.attachments = [:]
         return Mapped(id: documentID, key: key, revision: record.revision, rows: try IndexMaintenance.rows(of: document, index: index))
     }
@@ -277,7 +308,7 @@ extension DatabaseState {
                 var last: [UInt8]?
                 while mapped.count < indexBuildChunk, try cursor.next() {
                     let key = cursor.withKey { Array($0) }
-                    let documentID = try Self.documentID(fromKey: key, prefixLength: documentPrefix.count)
+                    let documentID = try DocumentReader.documentID(fromKey: key, prefixLength: documentPrefix.count)
                     mapped.append(try map(documentID, key: key, value: cursor.value, index: start))
                     last = key
                 }
@@ -286,7 +317,7 @@ extension DatabaseState {
             }
             let done = try writer.withLock { w -> Bool in
                 guard !w.closed else { throw StrataError.closed }
-                guard indexes.withLock({ $0[start.name]?.id }) == start.id else {
+                guard attached.withLock({ $0[start.name]?.id }) == start.id else {
                     throw StrataError.notFound("index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
                 }
                 let current = try engine.snapshot()
@@ -300,7 +331,7 @@ extension DatabaseState {
                     let cursor = current.cursor(lower: pending.from ?? documentPrefix, upper: rangeEnd ?? documentsEnd)
                     while try cursor.next() {
                         let key = cursor.withKey { Array($0) }
-                        let documentID = try Self.documentID(fromKey: key, prefixLength: documentPrefix.count)
+                        let documentID = try DocumentReader.documentID(fromKey: key, prefixLength: documentPrefix.count)
                         let revision = try DocumentRecord(decoding: cursor.value, documentID: documentID).revision
                         if let m = byKey[key], m.revision == revision {
                             for row in m.rows { batch.putRaw(row.key, row.value) }
@@ -329,7 +360,7 @@ extension DatabaseState {
                                 name: DocumentLayout.indexCatalogName(database: name, index: start.name), into: &batch)
                 }
                 try engine.commit(CommitBatch(records: batch))
-                indexes.withLock { $0[start.name]?.pending = complete ? nil : pending }
+                attached.withLock { $0[start.name]?.pending = complete ? nil : pending }
                 queue.append(contentsOf: retry)
                 return complete
             }
@@ -354,9 +385,14 @@ extension DatabaseState {
                 Catalog.remove(kind: .documentIndex, name: catalogName, into: &batch)
                 try engine.commit(CommitBatch(records: batch))
                 w.unconverted[indexName] = nil
-                indexes.withLock { _ = $0.removeValue(forKey: indexName) }
+                attached.withLock { _ = $0.removeValue(forKey: indexName) }
             }
         }
         indexesDidChange([indexName])
+    }
+
+    /// Indexes were built, rebuilt or dropped: their live queries run again (or end).
+    func indexesDidChange(_ names: [String]) {
+        broadcaster.notify([DatabaseState.IndexesChanged(databaseID: id, names: names)])
     }
 }

@@ -1,0 +1,25 @@
+import Foundation
+import Synchronization
+import StrataFormat
+import StrataFiles
+import StrataEngine
+
+/// What the parts of push state share: the model under its lock, the turnstile that orders the
+/// writers of push records (see ``PushTurnstile``), and the store's clock, by which waiting
+/// updates come due.
+final class PushImage: Sendable {
+    let model: Mutex<PushModel>
+    let turnstile = PushTurnstile()
+    /// `model.subscriptions.count`, read without the lock on every commit.
+    let subscriptionCount = Atomic<Int>(0)
+    let clock: @Sendable () -> Date
+
+    init(_ model: PushModel, clock: @escaping @Sendable () -> Date) {
+        self.model = Mutex(model)
+        self.clock = clock
+        subscriptionCount.store(model.subscriptions.count, ordering: .relaxed)
+    }
+
+    /// The clock's time in milliseconds.
+    var now: Int64 { SeriesTime.milliseconds(clock()) ?? 0 }
+}

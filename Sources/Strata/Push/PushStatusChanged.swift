@@ -1,0 +1,6 @@
+import StrataEngine
+
+/// Status changes a commit made (for ``PushNotifications/statusChanges(bufferSize:)``).
+struct PushStatusChanged: CommitChange {
+    let changes: [PushStatusChange]
+}
