@@ -287,8 +287,7 @@ do {
     try store.write(deletes)
     var scanned = 0
     try step("scan all, after deleting 1,000 by one deleteRange", count: recordCount - 1_000, unit: "records") {
-        let cursor = try store.cursor()
-        while try cursor.next() { scanned += 1 }
+        scanned = try store.cursor().reduce(0) { n, _ in n + 1 }
     }
     check(scanned == recordCount - 1_000, "\(grouped(scanned)) records scanned")
 
