@@ -41,6 +41,10 @@ package final class DatabaseState: CollectionState {
         /// The versions a transaction holding the lock has staged and not committed yet, by
         /// document id (empty outside a transaction); nil document: deleted.
         var uncommitted: [String: (record: DocumentRecord, document: Document?)] = [:]
+        /// What a read through the transaction's handle returns for each id in `uncommitted`: the
+        /// live document with its attachments, or nil if the transaction deleted it. An id missing
+        /// here reads the stored version.
+        var visible: [String: Document?] = [:]
     }
 
     /// A commit's changes to the database, for change streams and live queries.
@@ -508,6 +512,7 @@ package final class DatabaseState: CollectionState {
                 var mapped = step.document
                 mapped.attachments = [:]
                 w.uncommitted[documentID] = (step.record, mapped)
+                w.visible[documentID] = .some(step.document)
             }
         }
         if converted { w.unconverted = [:] }
@@ -644,7 +649,10 @@ package final class DatabaseState: CollectionState {
                   into: &batch, touched: &touched)
         if converted { w.unconverted = [:] }
         w.nextSequence = sequence + 1
-        if TransactionScope.current != nil { w.uncommitted[documentID] = (tombstone, nil) }
+        if TransactionScope.current != nil {
+            w.uncommitted[documentID] = (tombstone, nil)
+            w.visible[documentID] = .some(nil)
+        }
         commit.changes.append(Changes(
             databaseID: id,
             changes: [DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
