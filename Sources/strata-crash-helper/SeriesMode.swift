@@ -42,10 +42,10 @@ func runSeries(directory: URL, arguments: [String]) -> Never {
         exitIfOrphaned()
         let i = random.below(2)
         let s = series[i]
-        let next = (try? s.bounds.next) ?? 0
+        let next = (try? s.bounds().next) ?? 0
         emit("BEGIN \(i) \(next)")
         do {
-            if random.below(6) == 0, let first = try? s.bounds.firstRetained, let o = originals[i].last(where: { $0 >= first }) {
+            if random.below(6) == 0, let first = try? s.bounds().firstRetained, let o = originals[i].last(where: { $0 >= first }) {
                 let m = try s.edit(originalSequence: o, value: -(Double(o) + 0.5))
                 guard m.sequence == next else { fail("edit got sequence \(m.sequence), expected \(next)") }
                 emit("ACK \(i) \(m.sequence) 1 EDIT \(o)")

@@ -121,8 +121,7 @@ do {
     t0 = now()
     let cursor = try store.cursor()
     var count = 0, valueBytes = 0
-    while try cursor.next() {
-        cursor.withUnsafeCurrent { _, v in valueBytes += v.count }
+    while try cursor.nextUnsafe({ _, v in valueBytes += v.count }) != nil {
         count += 1
     }
     let scan = now() - t0
@@ -138,8 +137,7 @@ do {
         key(rng.next() % UInt64(n), into: &k)
         let c = try store.cursor(from: k)
         var taken = 0
-        while taken < 1_000, try c.next() {
-            c.withUnsafeCurrent { _, v in rangeRecords += v.count > 0 ? 1 : 0 }
+        while taken < 1_000, try c.nextUnsafe({ _, v in rangeRecords += v.count > 0 ? 1 : 0 }) != nil {
             taken += 1
         }
     }
@@ -154,8 +152,7 @@ do {
         key(rng.next() % UInt64(n), into: &k)
         let c = try store.cursor(to: k, reverse: true)
         var taken = 0
-        while taken < 1_000, try c.next() {
-            c.withUnsafeCurrent { _, v in reverseRecords += v.count > 0 ? 1 : 0 }
+        while taken < 1_000, try c.nextUnsafe({ _, v in reverseRecords += v.count > 0 ? 1 : 0 }) != nil {
             taken += 1
         }
     }

@@ -162,7 +162,7 @@ do {
           "the values view holds \(grouped(eventCount)) events, the \(grouped(editCount)) edited ones as their edit")
     let all = try prices.query(RangeQuery.edits(.all).fromStart())
     check(all.events.count == eventCount + editCount, "the edits(.all) view holds all \(grouped(eventCount + editCount)) events")
-    if let latest = try prices.latest {
+    if let latest = try prices.latest() {
         let what = latest.originalEvent.map { "an edit of event \($0.sequence)" } ?? "an original"
         print("  latest: sequence \(latest.sequence), value \(latest.value), \(what), by \(latest.author)")
     }
@@ -287,8 +287,7 @@ do {
     try store.write(deletes)
     var scanned = 0
     try step("scan all, after deleting 1,000 by one deleteRange", count: recordCount - 1_000, unit: "records") {
-        let cursor = try store.cursor()
-        while try cursor.next() { scanned += 1 }
+        scanned = try store.cursor().reduce(0) { n, _ in n + 1 }
     }
     check(scanned == recordCount - 1_000, "\(grouped(scanned)) records scanned")
 
@@ -311,7 +310,7 @@ do {
     var refused: [String] = []
     do { try alice.edit(originalSequence: bobs.sequence, value: 1) } catch StrataError.permissionDenied(_, let p, _) { refused.append(p.rawValue) }
     do { _ = try alice.query(.edits(.all)) } catch StrataError.permissionDenied(_, let p, _) { refused.append(p.rawValue) }
-    do { _ = try store.session(principal: "eve").timeSeries("quotes/ACME", of: Double.self).latest } catch StrataError.permissionDenied(_, let p, _) {
+    do { _ = try store.session(principal: "eve").timeSeries("quotes/ACME", of: Double.self).latest() } catch StrataError.permissionDenied(_, let p, _) {
         refused.append(p.rawValue)
     }
     let authors = Set(try alice.query(.values).events.map(\.author))
@@ -334,7 +333,7 @@ do {
     let lastPage = try store.channel("chat.lobby", of: ChatMessage.self).history(limit: 1)
     let reopenedShop = try store.documents("shop", indexes: [totalByCustomerAndMonth])
     let grand = try reopenedShop.query("TotalByCustomerAndMonth", .all).rows.first?.value?.int64Value
-    check(try reopened.bounds.next == UInt64(eventCount + editCount) && lastPage.messages.first?.message.text == "single \(singles - 1)"
+    check(try reopened.bounds().next == UInt64(eventCount + editCount) && lastPage.messages.first?.message.text == "single \(singles - 1)"
           && grand == expected.values.reduce(0, +),
           "after reopening: \(grouped(eventCount + editCount)) events, the last message, the grand total \(grouped(Int(grand ?? 0)))")
     try step("compact everything into one sorted run", count: 1, unit: "compactions") { try store.compact() }

@@ -41,6 +41,10 @@ package final class DatabaseState: CollectionState {
         /// The versions a transaction holding the lock has staged and not committed yet, by
         /// document id (empty outside a transaction); nil document: deleted.
         var uncommitted: [String: (record: DocumentRecord, document: Document?)] = [:]
+        /// What a read through the transaction's handle returns for each id in `uncommitted`: the
+        /// live document with its attachments, or nil if the transaction deleted it. An id missing
+        /// here reads the stored version.
+        var visible: [String: Document?] = [:]
     }
 
     /// A commit's changes to the database, for change streams and live queries.

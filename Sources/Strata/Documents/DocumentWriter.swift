@@ -266,6 +266,7 @@ struct DocumentWriter: Sendable {
                 var mapped = step.document
                 mapped.attachments = [:]
                 w.uncommitted[documentID] = (step.record, mapped)
+                w.visible[documentID] = .some(step.document)
             }
         }
         if converted { w.unconverted = [:] }
@@ -367,7 +368,10 @@ struct DocumentWriter: Sendable {
                   into: &batch, touched: &touched)
         if converted { w.unconverted = [:] }
         w.nextSequence = sequence + 1
-        if TransactionScope.current != nil { w.uncommitted[documentID] = (tombstone, nil) }
+        if TransactionScope.current != nil {
+            w.uncommitted[documentID] = (tombstone, nil)
+            w.visible[documentID] = .some(nil)
+        }
         commit.changes.append(DatabaseState.Changes(
             databaseID: id,
             changes: [DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],

@@ -235,6 +235,18 @@ struct RevisionWriter: Sendable {
                 var mapped = plan.newDocument
                 mapped?.attachments = [:]
                 w.uncommitted[documentID] = (record, plan.winnerChanged ? mapped : nil)
+                if plan.winnerChanged {
+                    w.visible[documentID] = .some(record.isDeleted ? nil : plan.newDocument)
+                } else {
+                    // The winner stays: a read finds the stored one.
+                    w.visible[documentID] = nil
+                }
+                if plan.winnerChanged {
+                    w.visible[documentID] = .some(record.isDeleted ? nil : plan.newDocument)
+                } else {
+                    // The winner stays: a read finds the stored one.
+                    w.visible[documentID] = nil
+                }
             }
         }
         if converted { w.unconverted = [:] }

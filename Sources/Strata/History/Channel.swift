@@ -20,7 +20,7 @@ import StrataEngine
 /// committed before the next gets its timetoken); different channels commit concurrently.
 public struct Channel<Message: Codable & Sendable>: Sendable {
     let state: ChannelState
-    private let codec = ValueCodec<Message>()
+    let codec = ValueCodec<Message>()
     /// The session's checks, or nil for the store's own handle.
     let access: SessionAccess?
 

@@ -28,6 +28,9 @@ final class ChannelState: CollectionState {
         /// The timetokens of messages staged and not sealed yet (a transaction's publishes), in
         /// order; ``seal(_:into:)`` moves the floor for them and writes the head.
         var staged: [UInt64] = []
+        /// The records of `staged` when a transaction published them (for its handle's reads);
+        /// empty outside a transaction.
+        var stagedValues: [[UInt8]] = []
     }
 
     let writer: CollectionLock<Writer>
@@ -133,6 +136,7 @@ final class ChannelState: CollectionState {
             tt &+= 1
         }
         w.staged += timetokens
+        if TransactionScope.current != nil { w.stagedValues += values }
         if broadcaster.wantsChanges(of: history.engine, kind: .channel, name: keys.name) {
             batch.changes.append(Messages(channelID: keys.id, name: keys.name, typeName: typeName, timetokens: timetokens, values: values))
         }
@@ -157,6 +161,7 @@ final class ChannelState: CollectionState {
         w.head = head
         w.count = count
         w.staged = []
+        w.stagedValues = []
     }
 
     /// Tells the compaction filter the floor and retention of the committed writer state.

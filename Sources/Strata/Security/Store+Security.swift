@@ -8,7 +8,7 @@ extension Store {
     /// from its next call; it survives close and reopen.
     ///
     /// ```swift
-    /// var policy = try store.securityPolicy
+    /// var policy = try store.securityPolicy()
     /// policy.roles["trader"] = Role(paths: ["prices": [.readTopic, .selectTopic, .updateTopic]])
     /// policy.principals["alice"] = ["trader"]
     /// try store.setSecurityPolicy(policy)
@@ -26,8 +26,8 @@ extension Store {
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` or
     ///   ``StrataError/unsupportedFormatVersion(file:found:)`` if the stored policy cannot be read.
-    public var securityPolicy: SecurityPolicy {
-        get throws { try security.policy().policy.policy }
+    public func securityPolicy() throws -> SecurityPolicy {
+        try security.policy().policy.policy
     }
 
     /// A session for `principal`: the collection methods of the store, each checked against the
@@ -39,7 +39,7 @@ extension Store {
     /// try prices.append(101.5)                       // author "alice", needs .updateTopic
     /// ```
     ///
-    /// - Throws: ``StrataError/closed`` after close; the errors of ``securityPolicy`` if the
+    /// - Throws: ``StrataError/closed`` after close; the errors of ``securityPolicy()`` if the
     ///   stored policy cannot be read.
     public func session(principal: String) throws -> StoreSession {
         _ = try engine.snapshot()  // throws .closed after close

@@ -3,8 +3,7 @@ import StrataFiles
 import StrataEngine
 
 // The `async` twins of the session's methods (see Store+Async.swift for the rules): each runs
-// its synchronous twin on the store's executor. `securityPolicy` has no twin (a throwing
-// property cannot be overloaded by an `async` one); it reads memory after the first read.
+// its synchronous twin on the store's executor.
 extension StoreSession {
     private var executor: StoreExecutor { store.executor }
 
@@ -12,6 +11,11 @@ extension StoreSession {
     public func transaction<T: Sendable>(durability: Durability? = nil,
                                          _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         try await executor.run { try self.transaction(durability: durability, body) }
+    }
+
+    /// The `async` twin of ``securityPolicy()``.
+    public func securityPolicy() async throws -> SecurityPolicy {
+        try await executor.run { try self.securityPolicy() }
     }
 
     /// The `async` twin of ``setSecurityPolicy(_:)``.
@@ -26,6 +30,11 @@ extension Store {
     /// The `async` twin of ``session(principal:)``.
     public func session(principal: String) async throws -> StoreSession {
         try await executor.run { try self.session(principal: principal) }
+    }
+
+    /// The `async` twin of ``securityPolicy()``.
+    public func securityPolicy() async throws -> SecurityPolicy {
+        try await executor.run { try self.securityPolicy() }
     }
 
     /// The `async` twin of ``setSecurityPolicy(_:)``.

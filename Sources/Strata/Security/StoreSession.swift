@@ -54,11 +54,9 @@ public final class StoreSession: Sendable {
     }
 
     /// The store's security policy; needs the global ``Permission/viewSecurity``.
-    public var securityPolicy: SecurityPolicy {
-        get throws {
-            try access.requireGlobal(.viewSecurity)
-            return try store.securityPolicy
-        }
+    public func securityPolicy() throws -> SecurityPolicy {
+        try access.requireGlobal(.viewSecurity)
+        return try store.securityPolicy()
     }
 
     /// ``Store/setSecurityPolicy(_:)``; needs the global ``Permission/modifySecurity``.

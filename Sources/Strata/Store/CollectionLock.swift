@@ -1,3 +1,4 @@
+import Synchronization
 import StrataFormat
 import StrataFiles
 import StrataEngine
@@ -56,14 +57,29 @@ final class CollectionLock<State>: @unchecked Sendable {
     }
 }
 
-/// The transaction running on the current task, if any: lets collection locks refuse a write
-/// that would wait for its own transaction, and ``Store/transaction(_:)`` refuse to nest.
+/// The locks of the transaction running on the current task, if any: lets collection locks
+/// refuse a write that would wait for its own transaction, and ``Store/transaction(_:)`` refuse
+/// to nest.
 enum TransactionScope {
-    @TaskLocal static var current: (any TransactionHolding)?
+    @TaskLocal static var current: HeldLocks?
 }
 
-/// What ``CollectionLock`` asks of the transaction running on its task.
-protocol TransactionHolding: AnyObject, Sendable {
+/// The collection locks a ``Transaction`` holds, as ``CollectionLock`` asks about them. Unlike
+/// the transaction, it is `Sendable` (a task-local value is inherited by the tasks the body
+/// starts, which may ask from other threads), so its set is under a mutex.
+final class HeldLocks: Sendable {
+    private let locks = Mutex<Set<ObjectIdentifier>>([])
+
     /// Whether the transaction holds `lock`.
-    func holds(_ lock: AnyObject) -> Bool
+    func holds(_ lock: AnyObject) -> Bool {
+        locks.withLock { $0.contains(ObjectIdentifier(lock)) }
+    }
+
+    func insert(_ lock: AnyObject) {
+        _ = locks.withLock { $0.insert(ObjectIdentifier(lock)) }
+    }
+
+    func removeAll() {
+        locks.withLock { $0.removeAll() }
+    }
 }

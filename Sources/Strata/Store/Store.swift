@@ -350,43 +350,6 @@ public final class StoreSnapshot: Sendable {
     public func scan(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false,
                      limit: Int = .max) throws -> [(key: [UInt8], value: [UInt8])] {
         guard limit >= 0 else { throw StrataError.invalidArgument("limit \(limit) is negative") }
-        let c = cursor(from: start, to: end, reverse: reverse)
-        var out: [(key: [UInt8], value: [UInt8])] = []
-        while out.count < limit, try c.next() { out.append((c.key, c.value)) }
-        return out
-    }
-}
-
-/// Walks key-value pairs in order. Not thread-safe: use one cursor from one thread at a time.
-///
-/// ```swift
-/// let cursor = try store.cursor(from: Array("a".utf8))
-/// while try cursor.next() {
-///     print(cursor.key, cursor.value)
-/// }
-/// ```
-public final class KeyValueCursor {
-    private let merged: MergedCursor
-    private let prefixLength: Int
-
-    init(_ merged: MergedCursor, prefixLength: Int) {
-        self.merged = merged
-        self.prefixLength = prefixLength
-    }
-
-    /// Moves to the next pair (the first on the first call); false at the end.
-    public func next() throws -> Bool { try merged.next() }
-
-    /// The current key (after ``next()`` returned true).
-    public var key: [UInt8] { merged.withKey { Array($0[prefixLength...]) } }
-
-    /// The current value.
-    public var value: [UInt8] { Array(merged.value) }
-
-    /// Calls `body` with views of the current key and value, without copying them. The views are
-    /// valid only inside `body`: it is a programmer error to let them escape.
-    public func withUnsafeCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let prefixLength = self.prefixLength
-        return try merged.withCurrent { k, v in try body(UnsafeRawBufferPointer(rebasing: k[prefixLength...]), v) }
+        return try cursor(from: start, to: end, reverse: reverse).prefix(limit).collect()
     }
 }

@@ -28,8 +28,14 @@ import StrataEngine
 ///   handle returns (event metadata, timetokens, saved documents) are final once the
 ///   transaction commits.
 /// - **Isolation**: readers see all of the transaction or none of it: each collection's head is
-///   published at the instant the batch becomes visible. Reads inside the body (through ordinary
-///   handles) see what is committed, not the transaction's own writes.
+///   published at the instant the batch becomes visible.
+/// - **Reading your own writes**: the reads of the transaction's handles
+///   (``TransactionDocuments/document(id:)``, ``TransactionTimeSeries/latest()``,
+///   ``TransactionTimeSeries/event(sequence:)``, ``TransactionTimeSeries/bounds()``,
+///   ``TransactionChannel/lastMessage()``, ``TransactionChannel/stagedMessages()``) see the
+///   transaction's staged writes on top of what is committed, as they will be once it commits.
+///   Ordinary handles read what is committed, without the transaction's writes. A failed write
+///   (caught in the body) leaves nothing staged for the reads to see.
 /// - **Locking**: a collection's writer lock is taken at its first write in the body and held
 ///   until the transaction ends, so writes to it from other threads wait; writes to other
 ///   collections go on. Transactions of a store run one at a time. Inside the body, write a
@@ -44,14 +50,17 @@ import StrataEngine
 ///   must not write to the store.
 ///
 /// A `Transaction` and its handles are valid only inside the body; using one afterwards throws
-/// ``StrataError/invalidArgument(_:)``.
-public final class Transaction: @unchecked Sendable, TransactionHolding {
-    // Used only by the thread running the body (and `Store.transaction` around it).
+/// ``StrataError/invalidArgument(_:)``. They are not `Sendable`: use them on the thread that runs
+/// the body, which is the thread that holds the collection locks the transaction takes.
+public final class Transaction {
+    // Used only by the thread running the body (and `Store.transaction` around it): the type is
+    // not Sendable, so the compiler keeps it there.
     private let store: Store
     private var batch: CommitBatch
     /// The collections written so far, in the order first written; their locks are held.
     private var held: [HeldCollection] = []
-    private var heldLocks: Set<ObjectIdentifier> = []
+    /// The locks in `held`, for collection locks asked on this task (TransactionScope).
+    let heldLocks = HeldLocks()
     private var ended = false
     /// The checks of the session that runs the transaction, or nil for the store's own.
     let access: SessionAccess?
@@ -93,11 +102,12 @@ public final class Transaction: @unchecked Sendable, TransactionHolding {
         return TransactionDocuments(transaction: self, state: state)
     }
 
-    func holds(_ lock: AnyObject) -> Bool {
-        heldLocks.contains(ObjectIdentifier(lock))
+    /// The staged writer state of the collection whose lock is `lock`, if the transaction wrote it.
+    fileprivate func staged<State>(_ lock: CollectionLock<State>) -> State? {
+        (held.first(where: { $0.lock === lock }) as? Hold<State>)?.writer
     }
 
-    private func checkOpen() throws {
+    fileprivate func checkOpen() throws {
         if ended {
             throw StrataError.invalidArgument("a Transaction was used after its transaction ended")
         }
@@ -109,12 +119,12 @@ public final class Transaction: @unchecked Sendable, TransactionHolding {
     ) throws -> R {
         try checkOpen()
         let hold: Hold
-        if heldLocks.contains(ObjectIdentifier(lock)), let found = held.first(where: { $0.lock === lock }) as? Hold {
+        if let found = held.first(where: { $0.lock === lock }) as? Hold {
             hold = found
         } else {
             hold = make()
             held.append(hold)
-            heldLocks.insert(ObjectIdentifier(lock))
+            heldLocks.insert(lock)
         }
         // A failed write leaves the batch as it was: the body may catch the error and go on.
         // Rolled back rather than staged into a copy, which would copy every earlier write.
@@ -145,7 +155,7 @@ public final class Transaction: @unchecked Sendable, TransactionHolding {
         ended = true
         for hold in held.reversed() { hold.release() }
         held = []
-        heldLocks = []
+        heldLocks.removeAll()
     }
 }
 
@@ -178,7 +188,7 @@ extension Store {
         transactionLock.lock()
         defer { transactionLock.unlock() }
         let tx = Transaction(store: self, durability: durability, access: access)
-        return try TransactionScope.$current.withValue(tx) {
+        return try TransactionScope.$current.withValue(tx.heldLocks) {
             let result: T
             do {
                 result = try body(tx)
@@ -195,7 +205,8 @@ extension Store {
 extension Store {
     /// The `async` twin of ``transaction(durability:_:)``: the body runs on the store's executor,
     /// never on a cooperative thread. A transaction that started commits (or fails) as a whole
-    /// even if its task is cancelled meanwhile.
+    /// even if its task is cancelled meanwhile. The ``Transaction`` is not `Sendable`: it cannot
+    /// leave the body, whose result must be.
     public func transaction<T: Sendable>(durability: Durability? = nil,
                                          _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         try await executor.run { try self.transaction(durability: durability, body) }
@@ -204,15 +215,58 @@ extension Store {
 
 // MARK: Write handles
 
-/// The write handle of a time series inside a transaction (``Transaction/timeSeries(_:of:)``):
-/// appends and edits as on ``TimeSeries``, committed with the transaction.
-public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
+/// The handle of a time series inside a transaction (``Transaction/timeSeries(_:of:)``):
+/// appends and edits as on ``TimeSeries``, committed with the transaction, and reads that see
+/// them before it commits.
+public struct TransactionTimeSeries<Value: Codable & Sendable> {
     let transaction: Transaction
     let state: SeriesState
     let codec = ValueCodec<Value>()
 
     /// The series' path.
     public var path: String { state.path }
+
+    // MARK: Reading your own writes
+
+    /// Checks that the transaction is open and, in a session, ``Permission/readTopic``; returns
+    /// the writer state the transaction staged, or nil if it did not write the series.
+    private func readable() throws -> SeriesState.Writer? {
+        try transaction.checkOpen()
+        try transaction.access?.require(.readTopic, state.path)
+        return transaction.staged(state.writer)
+    }
+
+    /// The latest event as the transaction sees it: its own latest append or edit of the
+    /// series, else the committed latest event (nil for an empty series). Needs
+    /// ``Permission/readTopic`` in a session.
+    public func latest() throws -> Event<Value>? {
+        let staged = try readable()
+        guard let (s, record, decoding) = try staged.map({ try state.latest(staged: $0) }) ?? state.latest() else { return nil }
+        return try record.withUnsafeBytes { try TimeSeries<Value>.decode(s, $0, decoding, codec, path: state.path) }
+    }
+
+    /// The event (original or edit) with sequence number `sequence` as the transaction sees it:
+    /// appended or edited in it, or committed; nil if it is not retained (after the
+    /// transaction's own appends, as the retained range will be once it commits) or not written.
+    /// Needs ``Permission/readTopic`` in a session.
+    public func event(sequence: UInt64) throws -> Event<Value>? {
+        guard let staged = try readable() else {
+            let events = try TimeSeries<Value>(state: state).query(RangeQuery.edits(.all).from(sequence: sequence).next(1)).events
+            return events.first.flatMap { $0.sequence == sequence ? $0 : nil }
+        }
+        guard let (record, decoding) = try state.record(sequence, staged: staged) else { return nil }
+        return try record.withUnsafeBytes { try TimeSeries<Value>.decode(sequence, $0, decoding, codec, path: state.path) }
+    }
+
+    /// The number of retained events and the first and next sequence numbers as the
+    /// transaction sees them (its appends and edits counted). Needs ``Permission/readTopic`` in
+    /// a session.
+    public func bounds() throws -> SeriesBounds {
+        guard let staged = try readable() else { return try TimeSeries<Value>(state: state).bounds() }
+        return SeriesBounds(count: staged.head.count, firstRetained: staged.head.cutoff, next: staged.head.next)
+    }
+
+    // MARK: Writing
 
     /// The author of a write (see ``TimeSeries``): in a session's transaction its principal,
     /// after checking ``Permission/updateTopic``.
@@ -300,13 +354,39 @@ public struct TransactionTimeSeries<Value: Codable & Sendable>: Sendable {
     }
 }
 
-/// The write handle of a channel inside a transaction (``Transaction/channel(_:of:)``).
-public struct TransactionChannel<Message: Codable & Sendable>: Sendable {
+/// The handle of a channel inside a transaction (``Transaction/channel(_:of:)``): publishes,
+/// committed with the transaction, and reads that see them before it commits.
+public struct TransactionChannel<Message: Codable & Sendable> {
     let transaction: Transaction
     let channel: Channel<Message>
 
     /// The channel's name.
     public var name: String { channel.name }
+
+    // MARK: Reading your own writes
+
+    /// The messages the transaction published to the channel so far, oldest first (none are in
+    /// the channel's history before it commits). Needs ``Permission/readTopic`` in a session.
+    public func stagedMessages() throws -> [HistoryMessage<Message>] {
+        try transaction.checkOpen()
+        try transaction.access?.require(.readTopic, channel.name)
+        guard let staged = transaction.staged(channel.state.writer) else { return [] }
+        return try zip(staged.staged, staged.stagedValues).map { timetoken, value in
+            try value.withUnsafeBytes {
+                try HistoryQuery.message(timetoken, $0, keys: channel.state.keys, codec: channel.codec)
+            }
+        }
+    }
+
+    /// The newest message of the channel as the transaction sees it: the last one it published,
+    /// else the newest in the committed history (nil if there is none). Needs
+    /// ``Permission/readTopic`` in a session.
+    public func lastMessage() throws -> HistoryMessage<Message>? {
+        if let last = try stagedMessages().last { return last }
+        return try channel.history(limit: 1).messages.last
+    }
+
+    // MARK: Writing
 
     /// Publishes a message; see ``Channel/publish(_:meta:publisher:)``. Its timetoken is larger
     /// than every timetoken the store assigned before; messages of other channels committed
@@ -336,14 +416,25 @@ public struct TransactionChannel<Message: Codable & Sendable>: Sendable {
     }
 }
 
-/// The write handle of a document database inside a transaction (``Transaction/documents(_:)``).
-/// Later writes of the same id in the transaction see the earlier ones (revisions count on).
-public struct TransactionDocuments: Sendable {
+/// The handle of a document database inside a transaction (``Transaction/documents(_:)``).
+/// Later writes of the same id in the transaction see the earlier ones (revisions count on), and
+/// so does ``document(id:)``.
+public struct TransactionDocuments {
     let transaction: Transaction
     let state: DatabaseState
 
     /// The database's name.
     public var name: String { state.name }
+
+    /// The document `id` as the transaction sees it: as saved in the transaction (with its new
+    /// metadata and its attachments), nil if the transaction deleted it, else the stored one (nil
+    /// if absent or deleted). Needs ``Permission/readTopic`` in a session.
+    public func document(id: String) throws -> Document? {
+        try transaction.checkOpen()
+        try transaction.access?.require(.readTopic, state.name)
+        if let staged = transaction.staged(state.writer), let visible = staged.visible[id] { return visible }
+        return try state.document(id: id)
+    }
 
     private func write(_ documents: [Document], mode: DocumentWriter.WriteMode) throws -> [Document] {
         try transaction.access?.require(.updateTopic, state.name)
@@ -446,6 +537,9 @@ extension ChannelState {
 
 extension DatabaseState {
     fileprivate func hold() -> Hold<WriterState> {
-        Hold(writer, committed: { _, w in w.uncommitted = [:] })
+        Hold(writer, committed: { _, w in
+            w.uncommitted = [:]
+            w.visible = [:]
+        })
     }
 }

@@ -14,7 +14,7 @@ import StrataEngine
 /// let options = TimeSeriesOptions(retainedRange: .limit(10_000, last: .seconds(3_600)))
 /// ```
 ///
-/// Retention is exact: from the append that pushes an event out, no query, ``TimeSeries/latest``
+/// Retention is exact: from the append that pushes an event out, no query, ``TimeSeries/latest()``
 /// or subscription shows it again. Its space comes back when compaction next meets it.
 public struct RetainedRange: Sendable, Hashable, CustomStringConvertible {
     /// The most events kept, or nil for no count limit.

@@ -200,6 +200,21 @@ package final class SeriesState: CollectionState {
         }
     }
 
+    /// The latest event as the transaction whose staged writer state is `w` sees it: its own
+    /// latest write, else the committed latest event.
+    func latest(staged w: Writer) throws -> (UInt64, [UInt8], SeriesDecoding)? {
+        guard let record = w.latest else { return try latest() }
+        return (w.head.next - 1, record, SeriesDecoding(base: w.payload.baseTimestamp ?? 0, authors: w.payload.authors))
+    }
+
+    /// The record of event `sequence` as the transaction whose staged writer state is `w` sees it
+    /// (staged or committed), or nil if it is not retained there or not written yet.
+    func record(_ sequence: UInt64, staged w: Writer) throws -> ([UInt8], SeriesDecoding)? {
+        guard sequence >= w.head.cutoff, sequence < w.head.next else { return nil }
+        guard let bytes = try w.uncommitted[sequence] ?? storedRecord(sequence) else { return nil }
+        return (bytes, SeriesDecoding(base: w.payload.baseTimestamp ?? 0, authors: w.payload.authors))
+    }
+
     /// The head and stored options as of the last commit.
     var status: (head: SeriesHead, payload: SeriesPayload) {
         published.withLock { ($0.current.head, $0.current.payload) }

@@ -6,9 +6,7 @@ import StrataEngine
 // The `async` twins of the time-series methods (see Store+Async.swift for the rules): each runs
 // its synchronous twin on the store's executor. A task cancelled before the work starts gets
 // `StrataError.cancelled` and nothing is written; a write that started commits and returns.
-//
-// `latest` has no twin: a throwing property cannot be overloaded by an `async` one, and it reads
-// memory under a short lock (never a file, never the commit lock). `subscribe()` is a stream.
+// `subscribe()` is a stream and has no twin.
 extension TimeSeries {
     private var executor: StoreExecutor { state.executor }
 
@@ -93,6 +91,22 @@ extension TimeSeries {
     ///   query started.
     public func query(_ query: RangeQuery) async throws -> QueryResult<Value> {
         try await executor.run { try self.query(query) }
+    }
+
+    /// The `async` twin of ``latest()``: runs on the store's executor.
+    ///
+    /// - Throws: as ``latest()``; ``StrataError/cancelled`` if the task was cancelled before the
+    ///   read started.
+    public func latest() async throws -> Event<Value>? {
+        try await executor.run { try self.latest() }
+    }
+
+    /// The `async` twin of ``bounds()``: runs on the store's executor.
+    ///
+    /// - Throws: as ``bounds()``; ``StrataError/cancelled`` if the task was cancelled before the
+    ///   read started.
+    public func bounds() async throws -> SeriesBounds {
+        try await executor.run { try self.bounds() }
     }
 }
 

@@ -31,7 +31,7 @@ import StrataEngine
 ///   to subscribers in one order; writes to different series run concurrently and share group
 ///   commits.
 /// - **Exact retention**: from the write that pushes an event out of the ``RetainedRange``, no
-///   query, ``latest`` or subscription shows it.
+///   query, ``latest()`` or subscription shows it.
 ///
 /// Handles are cheap values; every handle of a series in a store shares its state. All methods
 /// are thread-safe; after ``Store/close()`` they throw ``StrataError/closed``.
@@ -199,22 +199,18 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
 
     /// The latest event (highest sequence number, original or edit), or nil for an empty series.
     /// A read of memory: no I/O. Needs ``Permission/readTopic`` in a session.
-    public var latest: Event<Value>? {
-        get throws {
-            try access?.require(.readTopic, state.path)
-            guard let (s, record, decoding) = try state.latest() else { return nil }
-            return try record.withUnsafeBytes { try Self.decode(s, $0, decoding, codec, path: state.path) }
-        }
+    public func latest() throws -> Event<Value>? {
+        try access?.require(.readTopic, state.path)
+        guard let (s, record, decoding) = try state.latest() else { return nil }
+        return try record.withUnsafeBytes { try Self.decode(s, $0, decoding, codec, path: state.path) }
     }
 
-    /// The number of retained events and the first and next sequence numbers. Needs
-    /// ``Permission/readTopic`` in a session.
-    public var bounds: (count: UInt64, firstRetained: UInt64, next: UInt64) {
-        get throws {
-            try access?.require(.readTopic, state.path)
-            let head = state.status.head
-            return (head.count, head.cutoff, head.next)
-        }
+    /// The number of retained events and the first and next sequence numbers. A read of memory:
+    /// no I/O. Needs ``Permission/readTopic`` in a session.
+    public func bounds() throws -> SeriesBounds {
+        try access?.require(.readTopic, state.path)
+        let head = state.status.head
+        return SeriesBounds(count: head.count, firstRetained: head.cutoff, next: head.next)
     }
 
     // MARK: Subscribing

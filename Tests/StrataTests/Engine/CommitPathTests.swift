@@ -112,7 +112,7 @@ struct CommitPathTests {
             }
         }
         #expect(store.engine.visibleSequence.load(ordering: .acquiring) == before)
-        #expect(try series.bounds.next == 1)
+        #expect(try series.bounds().next == 1)
         #expect(try channel.history().messages.isEmpty)
         #expect(try db.document(id: "a") == nil && db.changes(since: 0).changes.isEmpty)
         // Once it accepts again, every collection goes on where it stood: no gap, no stale head.
@@ -191,7 +191,7 @@ struct CommitPathTests {
             }.start()
         }
         #expect(done.wait(seconds: 120), "writers never finished")
-        let total = blocking { states.reduce(0) { $0 + Int((try? TimeSeries<Int64>(state: $1).bounds.next) ?? 0) } }
+        let total = blocking { states.reduce(0) { $0 + Int((try? TimeSeries<Int64>(state: $1).bounds().next) ?? 0) } }
         var seen: [(UInt64, Int, UInt64, Int)] = []
         var events = 0
         for try await element in stream {

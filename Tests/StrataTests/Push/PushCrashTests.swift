@@ -30,7 +30,7 @@ struct PushCrashTests {
             options.clock = { Date().addingTimeInterval(ahead) }
             let store = try Store.open(at: dir.url, options: options)
             defer { try? store.close() }
-            let next = try store.timeSeries("crash/push", of: Double.self).bounds.next
+            let next = try store.timeSeries("crash/push", of: Double.self).bounds().next
             let values = try store.timeSeries("crash/push", of: Double.self).query(.values).events.map(\.value)
             let push = try store.pushNotifications()
             var notified: [UInt64] = []

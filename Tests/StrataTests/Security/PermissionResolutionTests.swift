@@ -87,7 +87,7 @@ import StrataEngine
                 Issue.record("not .invalidArgument for \(policy)")
             }
         }
-        #expect(try store.securityPolicy.version == 0)
+        #expect(try store.securityPolicy().version == 0)
         #expect(try store.engine.get(SecurityPolicyRecord.key) == nil)
     }
 

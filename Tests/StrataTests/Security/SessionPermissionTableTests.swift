@@ -59,7 +59,7 @@ import StrataEngine
         let (changes, last) = try d.changes(since: 0)
         out += "changes \(changes.map { "\($0.id)@\($0.sequence)" }) \(last)\n"
         for id in ["a", "b", "c"] { out += "doc \(id) \(String(describing: try d.document(id: id)?.fields))\n" }
-        out += "policy \(try store.securityPolicy.version)\n"
+        out += "policy \(try store.securityPolicy().version)\n"
         out += "push subscriptions \(try store.pushNotifications().state.image.model.withLock { $0.subscriptions.count })\n"
         return out
     }
@@ -113,8 +113,8 @@ import StrataEngine
         Entry(name: "query edits latest", path: series, required: [.readTopic, .queryObsoleteTimeSeriesEvents]) {
             try _ = $0.timeSeries(series, of: Double.self).query(.edits(.latest).fromLast(1))
         },
-        Entry(name: "latest", path: series, required: [.readTopic]) { try _ = $0.timeSeries(series, of: Double.self).latest },
-        Entry(name: "bounds", path: series, required: [.readTopic]) { try _ = $0.timeSeries(series, of: Double.self).bounds },
+        Entry(name: "latest", path: series, required: [.readTopic]) { try _ = $0.timeSeries(series, of: Double.self).latest() },
+        Entry(name: "bounds", path: series, required: [.readTopic]) { try _ = $0.timeSeries(series, of: Double.self).bounds() },
         Entry(name: "query async", path: series, required: [.readTopic]) {
             try _ = await $0.timeSeries(series, of: Double.self).query(.values)
         },
@@ -218,7 +218,7 @@ import StrataEngine
             _ = try push.subscribe(sub, device: device.id)
         },
         // Security
-        Entry(name: "securityPolicy", path: "", required: [.viewSecurity]) { try _ = $0.securityPolicy },
+        Entry(name: "securityPolicy", path: "", required: [.viewSecurity]) { try _ = $0.securityPolicy() },
         Entry(name: "setSecurityPolicy", path: "", required: [.modifySecurity]) { try $0.setSecurityPolicy(SecurityPolicy()) },
     ]
 

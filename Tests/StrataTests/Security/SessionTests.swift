@@ -40,7 +40,7 @@ import StrataEngine
         }
         #expect(try store.catalog.entry(kind: .timeSeries, name: "prices/MSFT") == nil)
         #expect(throws: StrataError.permissionDenied(principal: "carol", permission: .readTopic, path: "prices/AAPL")) {
-            try store.session(principal: "carol").timeSeries("prices/AAPL", of: Double.self).latest
+            try store.session(principal: "carol").timeSeries("prices/AAPL", of: Double.self).latest()
         }
         // The owner is not checked, and edits anyone's events.
         #expect(try store.timeSeries("prices/AAPL", of: Double.self).edit(originalSequence: 1, value: 2).sequence == 3)
@@ -71,7 +71,7 @@ import StrataEngine
         #expect(throws: denied("c")) {
             try alice.transaction { tx in _ = try tx.channel("c", of: String.self).publish("y", publisher: "bob") }
         }
-        #expect(try s.bounds.next == 1 && s.query(.edits(.all)).events.map(\.author) == ["alice"])
+        #expect(try s.bounds().next == 1 && s.query(.edits(.all)).events.map(\.author) == ["alice"])
         #expect(try c.history().messages.isEmpty)
         try c.publish("z")
         #expect(try c.history().messages.map(\.publisher) == ["alice"])
@@ -133,13 +133,13 @@ import StrataEngine
         policy.roles["w"] = Role(paths: ["a": [.readTopic]])
         #expect(try store.setSecurityPolicy(policy).version == 2)
         #expect(throws: StrataError.permissionDenied(principal: "p", permission: .updateTopic, path: "a/s")) { try s.append(2) }
-        #expect(try s.bounds.next == 1)
+        #expect(try s.bounds().next == 1)
         policy.principals["p"] = nil
         try store.setSecurityPolicy(policy)
-        #expect(throws: StrataError.permissionDenied(principal: "p", permission: .readTopic, path: "a/s")) { try s.latest }
+        #expect(throws: StrataError.permissionDenied(principal: "p", permission: .readTopic, path: "a/s")) { try s.latest() }
         policy.defaultRoles = ["w"]
         try store.setSecurityPolicy(policy)
-        #expect(try s.latest?.value == 1)
+        #expect(try s.latest()?.value == 1)
     }
 
     @Test("the policy and its version survive close and reopen; a session made after reopening applies it")
@@ -160,15 +160,15 @@ import StrataEngine
         }
         let store = try Store.open(at: dir.url)
         defer { try? store.close() }
-        #expect(try store.securityPolicy == policy)
+        #expect(try store.securityPolicy() == policy)
         #expect(policy.version == 2)
         let admin = try store.session(principal: "admin")
-        #expect(try admin.securityPolicy == policy)
+        #expect(try admin.securityPolicy() == policy)
         #expect(throws: StrataError.permissionDenied(principal: "alice", permission: .viewSecurity, path: nil)) {
-            try store.session(principal: "alice").securityPolicy
+            try store.session(principal: "alice").securityPolicy()
         }
         #expect(try admin.setSecurityPolicy(SecurityPolicy()).version == 3)
-        #expect(throws: StrataError.permissionDenied(principal: "admin", permission: .viewSecurity, path: nil)) { try admin.securityPolicy }
+        #expect(throws: StrataError.permissionDenied(principal: "admin", permission: .viewSecurity, path: nil)) { try admin.securityPolicy() }
         #expect(throws: StrataError.permissionDenied(principal: "alice", permission: .updateTopic, path: "prices/X")) {
             try store.session(principal: "alice").timeSeries("prices/X", of: Double.self).append(1)
         }
@@ -184,7 +184,7 @@ import StrataEngine
         let s = try session.timeSeries("s", of: Int64.self)
         try store.close()
         #expect(throws: StrataError.closed) { try s.append(1) }
-        #expect(throws: StrataError.closed) { try s.latest }
+        #expect(throws: StrataError.closed) { try s.latest() }
         #expect(throws: StrataError.closed) { try session.documents("d") }
     }
 
@@ -232,8 +232,8 @@ import StrataEngine
     }
 
     static func check(_ store: Store, appended: Int) throws {
-        #expect(try store.timeSeries("a/s", of: Int64.self).bounds.next == UInt64(appended))
-        #expect(try store.securityPolicy.version == 51)
+        #expect(try store.timeSeries("a/s", of: Int64.self).bounds().next == UInt64(appended))
+        #expect(try store.securityPolicy().version == 51)
         // The last policy set (open) is the one in effect everywhere.
         try store.session(principal: "late").timeSeries("a/s", of: Int64.self).append(0)
     }

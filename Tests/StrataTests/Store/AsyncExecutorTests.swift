@@ -114,7 +114,7 @@ struct AsyncExecutorTests {
 
         // Nothing ran: no event, message, key or document; the store is open; the other one was
         // never opened.
-        #expect(try series.bounds.count == 0)
+        #expect(try blocking { try series.bounds() }.count == 0)
         #expect(try blocking { try room.history() }.messages.isEmpty)
         #expect(try blocking { try store.get(b("k")) } == nil)
         #expect(try blocking { try db.document(id: "x") } == nil)

@@ -79,7 +79,10 @@ struct AsyncTwinTests {
         await #expect(throws: StrataError.self) { try await series.edit(originalSequence: 2, value: "Z") }
 
         // Explicit timestamps and authors.
-        let latest = try #require(try series.latest).timestamp
+        let latest = try #require(try await series.latest()).timestamp
+        #expect(try await series.latest()?.sequence == 3 && blocking { try series.latest() }?.value == "Y")
+        #expect(try await series.bounds() == SeriesBounds(count: 4, firstRetained: 0, next: 4))
+        #expect(try blocking { try series.bounds() } == SeriesBounds(count: 4, firstRetained: 0, next: 4))
         let t = Date(timeIntervalSince1970: (latest.timeIntervalSince1970 + 10).rounded(.down))
         #expect(try await series.append("C", timestamp: t).timestamp == t)
         do {
@@ -111,6 +114,28 @@ struct AsyncTwinTests {
             _ = try await store.timeSeries("prices", of: Int64.self)
             Issue.record("reopening with another value type succeeded")
         } catch StrataError.typeMismatch {}
+        #expect(try await limited.bounds() == SeriesBounds(count: 3, firstRetained: 7, next: 10))
+    }
+
+    @Test func securityPolicyTwinsDoWhatTheSyncTwinsDo() async throws {
+        let tmp = try TemporaryDirectory()
+        defer { tmp.remove() }
+        let store = try await Store.open(at: tmp.url, options: StoreOptions(durability: .buffered))
+        defer { try? store.close() }
+        #expect(try await store.securityPolicy().version == 0)
+        var policy = SecurityPolicy()
+        policy.roles["admin"] = Role(global: [.viewSecurity])
+        policy.principals["root"] = ["admin"]
+        try await store.setSecurityPolicy(policy)
+        let stored = try await store.securityPolicy()
+        #expect(try stored.version == 1 && stored == blocking { try store.securityPolicy() })
+        #expect(try await store.session(principal: "root").securityPolicy() == stored)
+        let eve = try await store.session(principal: "eve")
+        await #expect(throws: StrataError.permissionDenied(principal: "eve", permission: .viewSecurity, path: nil)) {
+            try await eve.securityPolicy()
+        }
+        try await store.close()
+        await #expect(throws: StrataError.closed) { try await store.securityPolicy() }
     }
 
     @Test func channelTwinsDoWhatTheSyncTwinsDo() async throws {

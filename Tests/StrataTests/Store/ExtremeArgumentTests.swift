@@ -341,7 +341,7 @@ private func refuses(_ label: @autoclosure () -> String, naming argument: String
     /// A series of six events without edits (the reader's fast path).
     private static func plainSeries(_ store: Store) throws -> TimeSeries<Int> {
         let s = try store.timeSeries("plain", of: Int.self)
-        if try s.bounds.count == 0 {
+        if try s.bounds().count == 0 {
             for i in 0..<6 { try s.append(i, timestamp: Date(timeIntervalSince1970: 1_700_000_000 + Double(i))) }
         }
         return s
@@ -406,7 +406,7 @@ private func refuses(_ label: @autoclosure () -> String, naming argument: String
                 let s = try store.timeSeries("r\(n)", of: Int.self, options: TimeSeriesOptions(retainedRange: r))
                 try s.append(contentsOf: [1, 2, 3])
                 _ = try s.query(.values.fromStart())
-                _ = try s.bounds
+                _ = try s.bounds()
             }
         }
         for sub in subscriptions {

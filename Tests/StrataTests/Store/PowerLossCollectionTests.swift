@@ -93,7 +93,7 @@ private final class SeriesWorkload: PowerLossWorkload {
         for (i, path) in Self.paths.enumerated() where names.contains(path) {
             let s = try store.timeSeries(path, of: Double.self, options: Self.options(i))
             open[i] = s
-            baseNext[i] = try s.bounds.next
+            baseNext[i] = try s.bounds().next
             originals[i] = try s.query(.edits(.all)).events.filter { !$0.isEditEvent }.suffix(50).map(\.sequence)
         }
     }
@@ -111,7 +111,7 @@ private final class SeriesWorkload: PowerLossWorkload {
         }
         let i = open.keys.sorted()[rng.below(open.count)]
         let s = open[i]!
-        let bounds = try s.bounds
+        let bounds = try s.bounds()
         let next = bounds.next
         if rng.below(6) == 0, let o = originals[i, default: []].last(where: { $0 >= bounds.firstRetained }) {
             journal.append(.edit(i, sequence: next, original: o))
@@ -159,7 +159,7 @@ private final class SeriesWorkload: PowerLossWorkload {
             if case .create(let j)? = journal.prefix(durable).last, j == i { creationsChecked += 1 }
             if begun > durable, case .create(let j) = journal[durable], j == i { cutsDuringCreation += 1 }
             let s = try store.timeSeries(path, of: Double.self, options: Self.options(i))
-            let bounds = try s.bounds
+            let bounds = try s.bounds()
             let events = try s.query(.edits(.all)).events
             if events.map(\.sequence) != Array(bounds.firstRetained..<bounds.next) {
                 problems.append("\(path): sequences \(events.first?.sequence ?? 0)…\(events.last?.sequence ?? 0) (\(events.count)) not contiguous in \(bounds.firstRetained)..<\(bounds.next)")
@@ -187,7 +187,7 @@ private final class SeriesWorkload: PowerLossWorkload {
         // Each series goes on at its next sequence.
         beforeWriting()
         for (path, s) in series {
-            let next = try s.bounds.next
+            let next = try s.bounds().next
             let m = try s.append(Double(next) + 0.25)
             if m.sequence != next { problems.append("\(path): the append after reopen got \(m.sequence), expected \(next)") }
         }

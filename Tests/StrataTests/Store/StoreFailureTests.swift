@@ -93,7 +93,7 @@ private func withFailingLogSync<R>(_ directory: String, _ faults: IOFaults, _ bo
         // Writes fail with it too; reads go on.
         #expect(throws: injected) { _ = try series.append(2) }
         #expect(throws: injected) { _ = try room.publish("again") }
-        #expect(try series.bounds.next == 1)
+        #expect(try await series.bounds().next == 1)
     }
 
     @Test("a collection opened after the failure refuses subscriptions with it")

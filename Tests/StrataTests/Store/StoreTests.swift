@@ -531,7 +531,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         #expect(again.count == before.count && zip(again, before).allSatisfy { $0.key == $1.key && $0.value == $1.value })
         let cursor = snapshot.cursor(from: b("b"), to: b("d"))
         var seen: [String] = []
-        while try cursor.next() { seen.append(String(decoding: cursor.key, as: UTF8.self)) }
+        while let (key, _) = try cursor.next() { seen.append(String(decoding: key, as: UTF8.self)) }
         #expect(seen == ["b", "c"])
 
         #expect(try store.get(b("a")) == b("a2"))
@@ -666,9 +666,10 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
 
         let cursor = try store.cursor(from: b("b"), reverse: true)
         var seen: [String] = []
-        while try cursor.next() { seen.append(String(decoding: cursor.key, as: UTF8.self) + String(decoding: cursor.value, as: UTF8.self)) }
+        while let (key, value) = try cursor.next() { seen.append(String(decoding: key, as: UTF8.self) + String(decoding: value, as: UTF8.self)) }
         #expect(seen == ["eE", "dD", "cC", "bB"])
-        #expect(try !cursor.next(), "a finished cursor stays finished")
+        #expect(try cursor.next() == nil, "a finished cursor stays finished")
+        #expect(try cursor.nextUnsafe { _, _ in Issue.record("body called past the end") } == nil)
     }
 
     // MARK: Options

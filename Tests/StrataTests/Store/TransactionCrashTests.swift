@@ -53,7 +53,7 @@ struct TransactionCrashTests {
     static func read(_ store: Store) throws -> Found {
         var found = Found()
         let series = try store.timeSeries("tx/events", of: Double.self)
-        let bounds = try series.bounds
+        let bounds = try series.bounds()
         let events = try series.query(.edits(.all)).events
         if events.map(\.sequence) != Array(0..<bounds.next) || bounds.firstRetained != 0 {
             found.problems.append("series sequences not contiguous: \(events.map(\.sequence)) of \(bounds)")

@@ -57,8 +57,8 @@ struct TransactionTests {
             return (event, tt, doc)
         }
         let series = try store.timeSeries("fills", of: Double.self)
-        #expect(try series.latest?.value == 101.5 && series.latest?.sequence == event.sequence && event.sequence == 0)
-        #expect(try series.latest?.metadata == event)
+        #expect(try series.latest()?.value == 101.5 && series.latest()?.sequence == event.sequence && event.sequence == 0)
+        #expect(try series.latest()?.metadata == event)
         let page = try store.channel("orders", of: String.self).history()
         #expect(page.messages.map(\.message) == ["filled"] && page.messages.map(\.timetoken) == [tt])
         let stored = try #require(try store.documents("book").document(id: "AAPL"))
@@ -67,7 +67,7 @@ struct TransactionTests {
         try store.close()
         let again = try Store.open(at: tmp.url)
         defer { try? again.close() }
-        #expect(try again.timeSeries("fills", of: Double.self).latest?.value == 101.5)
+        #expect(try again.timeSeries("fills", of: Double.self).latest()?.value == 101.5)
         #expect(try again.channel("orders", of: String.self).history().messages.map(\.timetoken) == [tt])
         #expect(try again.documents("book").document(id: "AAPL")?["last"]?.doubleValue == 101.5)
     }
@@ -97,7 +97,7 @@ struct TransactionTests {
                 throw Abandon()
             }
         }
-        #expect(try series.bounds.next == 1 && series.latest?.value == 0)
+        #expect(try series.bounds().next == 1 && series.latest()?.value == 0)
         #expect(try series.query(.edits(.all)).events.map(\.sequence) == [0])
         #expect(try channel.history().messages.map(\.message) == [0])
         #expect(try db.document(id: "counter")?.metadata.revision == 1 && db.document(id: "other") == nil)
@@ -111,7 +111,7 @@ struct TransactionTests {
         #expect(feed.changes.map(\.sequence) == [feedBefore.lastSequence + 1] && feed.changes.map(\.revision) == [2])
         // The locks were released.
         _ = try store.transaction { tx in try tx.timeSeries("s", of: Int64.self).append(2) }
-        #expect(try series.bounds.next == 3)
+        #expect(try series.bounds().next == 3)
     }
 
     @Test func aFailedWriteTheBodyCatchesLeavesTheRestCommitted() throws {
@@ -150,7 +150,7 @@ struct TransactionTests {
         try store.close()
         store = try Store.open(at: tmp.url)
         let picky = try store.timeSeries("picky", of: Picky.self)
-        #expect(try picky.bounds.next == 0 && picky.query(.edits(.all)).events.isEmpty)
+        #expect(try picky.bounds().next == 0 && picky.query(.edits(.all)).events.isEmpty)
         #expect(try picky.append(Picky(3)).sequence == 0)
         #expect(try store.channel("c", of: Picky.self).history().messages.isEmpty)
         let untouched = try store.documents("untouched")
@@ -267,7 +267,7 @@ struct TransactionTests {
             }
             let a = try store.timeSeries("s/tx", of: Int64.self, options: limited)
             let b = try store.timeSeries("s/direct", of: Int64.self, options: limited)
-            #expect(try a.bounds == b.bounds && a.bounds == (count: 3, firstRetained: 3, next: 6), "reopened: \(reopened)")
+            #expect(try a.bounds() == b.bounds() && a.bounds() == SeriesBounds(count: 3, firstRetained: 3, next: 6), "reopened: \(reopened)")
             #expect(try a.query(.edits(.all)).events.map(\.value) == b.query(.edits(.all)).events.map(\.value))
             let ca = try store.channel("c/tx", of: Int.self), cb = try store.channel("c/direct", of: Int.self)
             #expect(try ca.history().messages.map(\.message) == [2, 3, 4], "reopened: \(reopened)")
@@ -385,7 +385,7 @@ struct TransactionTests {
                     expectInvalidArgument(write)
                 }
                 // Reads see what is committed.
-                #expect(try series.latest?.value == 1 && (try channel.history().messages.isEmpty))
+                #expect(try series.latest()?.value == 1 && (try channel.history().messages.isEmpty))
                 #expect(try db.document(id: "a") == nil)
             }
         }
@@ -433,7 +433,7 @@ struct TransactionTests {
         }
         expectInvalidArgument({ try kept?.channel("c", of: Int.self).publish(2) })
         #expect(try store.channel("c", of: Int.self).history().messages.isEmpty)
-        #expect(try store.timeSeries("s", of: Int64.self).bounds.next == 1)
+        #expect(try store.timeSeries("s", of: Int64.self).bounds().next == 1)
     }
 
     @Test func closeInsideTheBodyFailsTheTransactionAndAfterwardsTransactionsThrowClosed() throws {
@@ -454,7 +454,7 @@ struct TransactionTests {
         #expect(throws: StrataError.closed) { try store.transaction { _ in } }
         store = try Store.open(at: tmp.url)
         defer { try? store.close() }
-        #expect(try store.timeSeries("s", of: Int64.self).bounds.next == 1)
+        #expect(try store.timeSeries("s", of: Int64.self).bounds().next == 1)
         #expect(try store.documents("d").document(id: "a") == nil)
         // Close from another thread while a transaction holds its collections: it waits for it.
         let holding = Signal(), closing = Signal()
@@ -651,7 +651,7 @@ struct TransactionTests {
             do {
                 while !done.load(ordering: .acquiring) {
                     let c1 = try channel.history(limit: 1).messages.last?.message ?? -1
-                    let s = try series.latest?.value ?? -1
+                    let s = try series.latest()?.value ?? -1
                     let d = try db.document(id: "counter")?["last"]?.int64Value ?? -1
                     let c2 = try channel.history(limit: 1).messages.last?.message ?? -1
                     if !(c1 <= s && s <= d && d <= c2) {
@@ -697,7 +697,7 @@ struct TransactionTests {
         #expect(finished.wait(seconds: 60), "reader never finished")
         #expect(problems.withLock { $0 }.isEmpty, "\(problems.withLock { $0.prefix(5) })")
         #expect(reads.load(ordering: .relaxed) > 0)
-        #expect(try series.latest?.value == last && (try db.document(id: "counter")?["last"]?.int64Value) == last)
+        #expect(try series.latest()?.value == last && (try db.document(id: "counter")?["last"]?.int64Value) == last)
     }
 }
 

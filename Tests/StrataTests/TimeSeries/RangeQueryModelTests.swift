@@ -236,7 +236,7 @@ struct RangeQueryModelTests {
                 model.applyRetention()
             }
             try s.append(contentsOf: batch)
-            #expect(try s.bounds.firstRetained == UInt64(model.cutoff), "step \(step)")
+            #expect(try s.bounds().firstRetained == UInt64(model.cutoff), "step \(step)")
             if step % 40 == 39 { try check(&r, s, model, queries: 40, checked: &checked) }
             // Odd seeds settle the events so far into chunks (FORMAT.md §14.6) now and then, so
             // that queries, edits and retention meet chunks, event records and both at once.
@@ -297,7 +297,7 @@ struct RangeQueryModelTests {
         let empty = try store.timeSeries("empty", of: Int64.self)
         let r = try empty.query(.values.fromLast(5))
         #expect(r.events.isEmpty && r.selectedCount == 0 && r.isComplete)
-        #expect(try empty.latest == nil)
+        #expect(try empty.latest() == nil)
     }
 
     @Test("a span ending on a timestamp shared by the anchor's event runs forward over the rest of its run")

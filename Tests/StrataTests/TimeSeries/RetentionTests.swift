@@ -30,8 +30,8 @@ struct RetentionTests {
         let r = try s.query(.edits(.all))
         #expect(r.events.map(\.sequence) == Array(990..<1000))
         #expect(r.selectedCount == 10)
-        #expect(try s.bounds == (10, 990, 1000))
-        #expect(try s.latest?.value == 999)
+        #expect(try s.bounds() == SeriesBounds(count: 10, firstRetained: 990, next: 1000))
+        #expect(try s.latest()?.value == 999)
         #expect(try s.query(.values.from(sequence: 5).next(3)).events.map(\.sequence) == [990, 991, 992])
         #expect(try s.query(.values.from(sequence: 5).previous(3)).events.isEmpty)
     }
@@ -50,7 +50,7 @@ struct RetentionTests {
         // A jump far ahead discards everything but the new event.
         try s.append(99, timestamp: SeriesTime.date(Self.base + 100_000))
         #expect(try s.query(.values).events.map(\.value) == [99])
-        #expect(try s.latest?.value == 99)
+        #expect(try s.latest()?.value == 99)
         // Both limits: the stricter one wins.
         let b = try store.timeSeries("b", of: Int64.self,
                                      options: TimeSeriesOptions(retainedRange: .limit(5, last: .milliseconds(1_000))))
@@ -111,14 +111,14 @@ struct RetentionTests {
             // Reopening in the same store with other options applies them to the shared state.
             let again = try store.timeSeries("r", of: Int64.self, options: TimeSeriesOptions(retainedRange: .limit(2)))
             #expect(try s.query(.values).events.map(\.value) == [118, 119])
-            #expect(try again.bounds.firstRetained == 118)
+            #expect(try again.bounds().firstRetained == 118)
             try store.close()
         }
         do {
             let store = try openStore(dir)
             let s = try store.timeSeries("r", of: Int64.self, options: TimeSeriesOptions(retainedRange: .limit(2)))
             #expect(try s.query(.values).events.map(\.value) == [118, 119])
-            #expect(try s.bounds.next == 120)
+            #expect(try s.bounds().next == 120)
             try store.close()
         }
     }
@@ -226,6 +226,6 @@ struct RetentionTests {
         }
         #expect(file == "time series \"t\"")
         #expect(stats.writeError == nil, "a post-commit read does not fail the store")
-        #expect(try s.bounds.next == 2)
+        #expect(try s.bounds().next == 2)
     }
 }

@@ -62,7 +62,7 @@ struct SeriesChunkStorageTests {
             #expect(form.edits == 6, "\(name): \(form)")
         }
         #expect(try (Self.everything(doubles), Self.everything(integers), Self.everything(strings)) == before)
-        let last = try #require(try doubles.latest)
+        let last = try #require(try doubles.latest())
         #expect(last.value == .infinity && last.sequence == 3_008)
         let nan = try doubles.query(.values.from(sequence: 3_006).next(0)).events
         #expect(nan.first?.value.bitPattern == Double(nan: 0x1234, signaling: false).bitPattern)
@@ -75,8 +75,8 @@ struct SeriesChunkStorageTests {
         integers = try store.timeSeries("i", of: Int64.self)
         strings = try store.timeSeries("s", of: String.self)
         #expect(try (Self.everything(doubles), Self.everything(integers), Self.everything(strings)) == before)
-        #expect(try doubles.latest?.sequence == 3_008)
-        #expect(try doubles.bounds.next == 3_009)
+        #expect(try doubles.latest()?.sequence == 3_008)
+        #expect(try doubles.bounds().next == 3_009)
         // Appends and an edit of a chunked original continue where they were.
         let m = try doubles.edit(originalSequence: 10, value: 42)
         #expect(m.sequence == 3_009)
@@ -85,7 +85,7 @@ struct SeriesChunkStorageTests {
         try doubles.append(1)
         try store.compact()
         #expect(try doubles.query(.values.from(sequence: 10).next(0)).events.first?.value == 42)
-        #expect(try doubles.latest?.sequence == 3_010)
+        #expect(try doubles.latest()?.sequence == 3_010)
     }
 
     @Test("events stored one record each, as earlier versions stored them, read the same and are chunked by the next compaction")
@@ -180,8 +180,8 @@ struct SeriesChunkStorageTests {
             if i % 1_500 == 1_499 { try store.compact() }
         }
         try store.compact()
-        #expect(try counted.bounds.firstRetained == 5_000)
-        #expect(try timed.bounds.firstRetained == 3_999)
+        #expect(try counted.bounds().firstRetained == 5_000)
+        #expect(try timed.bounds().firstRetained == 3_999)
         #expect(try counted.query(.values).events.map(\.value) == (5_000..<6_000).map(Double.init))
         #expect(try timed.query(.values).events.map(\.value) == (3_999..<6_000).map(Double.init))
         // Whole chunks below the cutoff are gone; at most one straddles it.
@@ -192,13 +192,13 @@ struct SeriesChunkStorageTests {
         defer { try? store.close() }
         counted = try store.timeSeries("count", of: Double.self, options: TimeSeriesOptions(retainedRange: .limit(1_000)))
         timed = try store.timeSeries("time", of: Double.self, options: TimeSeriesOptions(retainedRange: .last(.milliseconds(2_000))))
-        #expect(try counted.bounds.firstRetained == 5_000)
-        #expect(try timed.bounds.firstRetained == 3_999)
+        #expect(try counted.bounds().firstRetained == 5_000)
+        #expect(try timed.bounds().firstRetained == 3_999)
         #expect(try counted.query(.values.from(sequence: 4_990).next(20)).events.first?.sequence == 5_000)
         // The time limit advances through chunked events, one walk per write.
         clock.advance(1_000)
         try timed.append(-1)
-        #expect(try timed.bounds.firstRetained == 4_999)
+        #expect(try timed.bounds().firstRetained == 4_999)
         #expect(try timed.query(.values).events.count == 1_002)
     }
 

@@ -34,7 +34,7 @@ struct SeriesCrashTests {
         for (i, path) in paths.enumerated() {
             let s = try store.timeSeries(path, of: Double.self,
                                          options: TimeSeriesOptions(retainedRange: i == 0 ? .all : .limit(40)))
-            let bounds = try s.bounds
+            let bounds = try s.bounds()
             let events = try s.query(.edits(.all)).events
             #expect(events.map(\.sequence) == Array(bounds.firstRetained..<bounds.next), "\(path)")
             if i == 0 { #expect(bounds.firstRetained == 0) } else { #expect(bounds.count == min(40, bounds.next)) }
@@ -69,8 +69,8 @@ struct SeriesCrashTests {
         // events checked above were read from chunks (FORMAT.md §14.6) as well as from records.
         try store.compact()
         #expect(try s.state.reader().0.storedForm().chunks > 0)
-        #expect(try s.query(.edits(.all)).events.count == Int(try s.bounds.count))
-        let next = try s.bounds.next
+        #expect(try s.query(.edits(.all)).events.count == Int(try s.bounds().count))
+        let next = try s.bounds().next
         #expect(try s.append(Double(next) + 0.25).sequence == next)
     }
 }

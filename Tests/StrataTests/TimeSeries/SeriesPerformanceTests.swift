@@ -55,7 +55,7 @@ struct SeriesPerformanceTests {
 
         var sink = 0.0
         let latestTime = try seconds {
-            for i in 0..<1_000_000 { sink += try all[i % seriesCount].latest?.value ?? 0 }
+            for i in 0..<1_000_000 { sink += try all[i % seriesCount].latest()?.value ?? 0 }
         }
         print("series perf: latest \(Int(1_000_000 / latestTime)) /s (\(sink > 0))")
 

@@ -94,7 +94,7 @@ struct TimeSeriesTests {
         let latest = try s.query(.edits(.latest))
         #expect(latest.events.map(\.sequence) == [0, 1, 3])
 
-        let l = try #require(try s.latest)
+        let l = try #require(try s.latest())
         #expect(l.sequence == 3 && l.value == "Y" && l.originalEvent == a)
     }
 
@@ -171,7 +171,7 @@ struct TimeSeriesTests {
         #expect(throws: StrataError.self) {
             try s.append(contentsOf: [(value: 3.0, timestamp: t), (value: 4.0, timestamp: t.addingTimeInterval(-1))])
         }
-        #expect(try s.bounds.next == 1)
+        #expect(try s.bounds().next == 1)
         // The clock is behind the latest timestamp: implicit timestamps are raised to it.
         let m = try s.append(5)
         #expect(m.timestamp == t)
@@ -194,7 +194,7 @@ struct TimeSeriesTests {
         invalid { _ = try store.timeSeries("x", of: Double.self, options: TimeSeriesOptions(subscriptionRange: .limit(-1))) }
         try store.close()
         #expect(throws: StrataError.closed) { try s.append(1) }
-        #expect(throws: StrataError.closed) { _ = try s.latest }
+        #expect(throws: StrataError.closed) { _ = try s.latest() }
         #expect(throws: StrataError.closed) { _ = try s.query(.values) }
     }
 
@@ -213,8 +213,8 @@ struct TimeSeriesTests {
             let store = try openStore(dir, principal: "p2", durability: .synchronous)
             #expect(throws: StrataError.self) { try store.timeSeries("p", of: String.self) }
             let s = try store.timeSeries("p", of: Int64.self)
-            #expect(try s.latest?.sequence == 100)
-            #expect(try s.latest?.value == -5)
+            #expect(try s.latest()?.sequence == 100)
+            #expect(try s.latest()?.value == -5)
             let m = try s.append(100)
             #expect(m.sequence == 101 && m.author == "p2")
             let values = try s.query(.values)
@@ -226,7 +226,7 @@ struct TimeSeriesTests {
         do {
             let store = try openStore(dir)
             let s = try store.timeSeries("p", of: Int64.self)
-            #expect(try s.bounds.next == 102)
+            #expect(try s.bounds().next == 102)
             #expect(try s.query(.edits(.all)).events.map(\.sequence) == Array(0..<102))
             try store.close()
         }
@@ -244,7 +244,7 @@ struct TimeSeriesTests {
             for (i, h) in handles.enumerated() where round % (i % 3 + 1) == 0 { try h.append(Double(i * 1000 + round)) }
         }
         let again = try store.timeSeries("s/7", of: Double.self)
-        #expect(try again.bounds.next == handles[7].bounds.next)
+        #expect(try again.bounds().next == handles[7].bounds().next)
         for (i, h) in handles.enumerated() {
             let events = try h.query(.values).events
             #expect(events.map(\.sequence) == Array(0..<UInt64(events.count)))

@@ -40,8 +40,8 @@ final class StrataKeyValue: KeyValueEngine {
         init(_ cursor: KeyValueCursor) { self.cursor = cursor }
         func next(_ limit: Int) throws -> (items: Int, bytes: Int) {
             var n = 0, bytes = 0
-            while n < limit, try cursor.next() {
-                bytes += cursor.withUnsafeCurrent { k, v in k.count + v.count }
+            while n < limit, let size = try cursor.nextUnsafe({ k, v in k.count + v.count }) {
+                bytes += size
                 n += 1
             }
             return (n, bytes)

@@ -126,7 +126,7 @@ final class StrataTimeSeries: TimeSeriesEngine {
     }
 
     func latest(series s: Int) throws -> SeriesEvent? {
-        try series[s].latest.map { SeriesEvent(sequence: $0.sequence, timestamp: $0.timestamp, value: $0.value) }
+        try series[s].latest().map { SeriesEvent(sequence: $0.sequence, timestamp: $0.timestamp, value: $0.value) }
     }
 
     func settle() throws { try store.compact() }
