@@ -236,14 +236,32 @@ package final class DatabaseState: CollectionState {
                                    collation: index.definition.collation, snapshot: try engine.snapshot())
     }
 
-    /// The persistent change feed after `since`.
+    /// The persistent change feed after `since`, each change with its revision id (read from the
+    /// document's record, which the feed's one entry per document always matches).
     func changes(since: UInt64, limit: Int) throws -> (changes: [DocumentChange], lastSequence: UInt64) {
+        let (entries, last, snapshot) = try feed(since: since, limit: limit)
+        let changes = try entries.map { entry in
+            guard let record = try record(entry.id, snapshot: snapshot), record.changeSequence == entry.sequence,
+                  record.revision == entry.revision else {
+                throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
+                                            reason: "change \(entry.sequence) of document \(entry.id.debugDescription) "
+                                                + "does not match the document's record")
+            }
+            return DocumentChange(id: entry.id, isDeletion: entry.isDeletion, revisionID: record.revisionID(documentID: entry.id),
+                                  sequence: entry.sequence, isExternal: entry.isExternal)
+        }
+        return (changes, last)
+    }
+
+    /// The entries of the persistent change feed after `since`, at most `limit`, with the
+    /// snapshot they were read from.
+    func feed(since: UInt64, limit: Int) throws -> (entries: [DocumentLayout.ChangeEntry], lastSequence: UInt64, snapshot: Snapshot) {
         guard limit >= 0 else { throw StrataError.invalidArgument("changes limit \(limit) is negative") }
         let snapshot = try engine.snapshot()
         let prefix = DocumentLayout.changePrefix(id)
         let lower = since == .max ? DocumentLayout.changeKey(id, since) + [0] : DocumentLayout.changeKey(id, since + 1)
         let cursor = snapshot.cursor(lower: lower, upper: TupleKey.prefixSuccessor(prefix))
-        var out: [DocumentChange] = []
+        var out: [DocumentLayout.ChangeEntry] = []
         var last = since
         while out.count < limit, try cursor.next() {
             let key = cursor.withKey { Array($0) }
@@ -255,7 +273,7 @@ package final class DatabaseState: CollectionState {
             out.append(try DocumentLayout.decodeChange(cursor.value, sequence: sequence))
             last = sequence
         }
-        return (out, last)
+        return (out, last, snapshot)
     }
 
     // MARK: Writing
@@ -318,10 +336,10 @@ package final class DatabaseState: CollectionState {
             switch mode {
             case .save: break
             case .saveIfCurrent:
-                let stored = old.flatMap { $0.record.isDeleted ? nil : $0.record.revisionID(documentID: documentID).description } ?? ""
+                let stored = old.flatMap { $0.record.isDeleted ? nil : $0.record.revisionID(documentID: documentID) }
                 if document.metadata.revisionID != stored {
-                    let given = document.metadata.revisionID.isEmpty ? "no revision" : "revision \(document.metadata.revisionID)"
-                    let now = stored.isEmpty ? "none (absent or deleted)" : stored
+                    let given = document.metadata.revisionID.map { "revision \($0)" } ?? "no revision"
+                    let now = stored?.description ?? "none (absent or deleted)"
                     throw StrataError.conflict("document \(documentID.debugDescription) in database \(name.debugDescription) was "
                                                + "saved with \(given), but the stored revision is \(now)")
                 }
@@ -501,7 +519,7 @@ package final class DatabaseState: CollectionState {
                 stageRows(rows[i], of: documentID, key: step.key, indexes: active, observing: observing, into: &batch,
                           touched: &touched)
             }
-            changes.append(DocumentChange(id: documentID, isDeletion: false, revision: step.record.revision,
+            changes.append(DocumentChange(id: documentID, isDeletion: false, revisionID: step.record.revisionID(documentID: documentID),
                                           sequence: step.record.changeSequence))
             results.append(step.document)
             if inTransaction {
@@ -647,7 +665,7 @@ package final class DatabaseState: CollectionState {
         if TransactionScope.current != nil { w.uncommitted[documentID] = (tombstone, nil) }
         commit.changes.append(Changes(
             databaseID: id,
-            changes: [DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
+            changes: [DocumentChange(id: documentID, isDeletion: true, revisionID: tree.winner.revision, sequence: sequence)],
             touched: observing ? touched : nil))
     }
 

@@ -177,7 +177,7 @@ package struct DocumentRecord: Sendable, Equatable {
         m.createDate = createDate
         m.lastChange = lastChange
         m.revision = revision
-        m.revisionID = revisionID(documentID: id).description
+        m.revisionID = revisionID(documentID: id)
         m.type = type
         m.channels = channels
         return m
@@ -293,8 +293,17 @@ package enum DocumentLayout {
         return out
     }
 
+    /// A change-feed entry as stored: the revision is its generation only.
+    struct ChangeEntry {
+        var sequence: UInt64
+        var id: String
+        var isDeletion: Bool
+        var revision: UInt64
+        var isExternal: Bool
+    }
+
     /// Decodes a change-feed entry whose key ends in `sequence`.
-    static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> DocumentChange {
+    static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> ChangeEntry {
         var reader = Reader(buffer: value, kind: "change", name: String(sequence))
         let flags = try reader.byte()
         guard flags <= 3 else { throw reader.corrupted(0, "unknown flags 0x\(String(flags, radix: 16))") }
@@ -302,7 +311,7 @@ package enum DocumentLayout {
         guard let id = String(validating: UnsafeRawBufferPointer(rebasing: value[reader.offset...]), as: UTF8.self) else {
             throw reader.corrupted(reader.offset, "document id is not UTF-8")
         }
-        return DocumentChange(id: id, isDeletion: flags & 1 != 0, revision: revision, sequence: sequence, isExternal: flags & 2 != 0)
+        return ChangeEntry(sequence: sequence, id: id, isDeletion: flags & 1 != 0, revision: revision, isExternal: flags & 2 != 0)
     }
 
     /// `(5, indexId)`: the prefix of an index's rows.

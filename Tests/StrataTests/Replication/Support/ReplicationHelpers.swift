@@ -80,7 +80,7 @@ func saveDocuments(_ db: DocumentDatabase, prefix: String, count: Int, channels:
             document.metadata.channels = channels
             batch.append(document)
         }
-        for saved in try await db.save(contentsOf: batch) { revisions[saved.metadata.id] = saved.metadata.revisionID }
+        for saved in try await db.save(contentsOf: batch) { revisions[saved.metadata.id] = saved.metadata.revisionID?.description }
     }
     return revisions
 }
