@@ -4,7 +4,7 @@ import StrataEngine
 
 /// One change of a database: a document saved or deleted.
 ///
-/// ``DocumentDatabase/changes()`` streams them as they commit; ``DocumentDatabase/changes(since:limit:)``
+/// ``DocumentDatabase/changes(bufferSize:)`` streams them as they commit; ``DocumentDatabase/changes(since:limit:)``
 /// reads them back from the persistent change feed.
 public struct DocumentChange: Sendable, Hashable {
     /// The id of the document.
