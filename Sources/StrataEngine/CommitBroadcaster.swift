@@ -193,7 +193,9 @@ package final class CommitBroadcaster: Sendable {
         }
         let policy: AsyncThrowingStream<Element, any Error>.Continuation.BufferingPolicy
         switch buffering {
-        case .bounded(let n): policy = .bufferingOldest(max(1, n) + first.count)
+        case .bounded(let n):
+            let (sum, overflowed) = max(1, n).addingReportingOverflow(first.count)
+            policy = .bufferingOldest(overflowed ? .max : sum)
         case .newest: policy = .bufferingNewest(1)
         }
         let (stream, continuation) = AsyncThrowingStream<Element, any Error>.makeStream(bufferingPolicy: policy)

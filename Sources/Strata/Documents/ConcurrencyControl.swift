@@ -14,7 +14,7 @@ public enum ConcurrencyControl: Sendable, Hashable {
     /// Save over whatever is stored: the last writer wins (the default).
     case lastWriteWins
     /// Save only if the stored winning revision is the one the document carries
-    /// (``DocumentMetadata/revisionID``; empty for a document that must not exist); otherwise
+    /// (``DocumentMetadata/revisionID``; nil for a document that must not exist); otherwise
     /// throw ``StrataError/conflict(_:)`` and write nothing.
     case failOnConflict
 }

@@ -3,8 +3,8 @@ import StrataFormat
 import StrataFiles
 import StrataEngine
 
-/// How many commits' change batches a ``DocumentDatabase/changes()`` subscriber may have
-/// pending before its stream ends.
+/// How many commits' change batches a ``DocumentDatabase/changes(bufferSize:)`` subscriber may
+/// have pending before its stream ends, by default (the default of `bufferSize`).
 let documentChangesBufferLimit = 1024
 
 /// The last result a live query yielded; touched only on the broadcaster's delivery queue (and
@@ -95,8 +95,9 @@ final class DatabaseObservers: Sendable {
                                    collation: index.definition.collation, snapshot: try engine.snapshot())
     }
 
-    /// A stream of the changes of each later commit of the database.
-    func changeStream() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
+    /// A stream of the changes of each later commit of the database, of which a subscriber may
+    /// have `bufferSize` commits pending before its stream ends.
+    func changeStream(bufferSize: Int) throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         if let e = engine.failure { throw e }
         let id = self.id
         let name = self.name
@@ -104,9 +105,9 @@ final class DatabaseObservers: Sendable {
         return try writer.withLock { w in
             guard !w.closed else { throw StrataError.closed }
             return try broadcaster.subscribe(
-                after: try engine.snapshot().sequence, buffering: .bounded(documentChangesBufferLimit),
+                after: try engine.snapshot().sequence, buffering: .bounded(bufferSize),
                 overflow: {
-                    "changes() of document database \(name.debugDescription): more than \(documentChangesBufferLimit) "
+                    "changes() of document database \(name.debugDescription): more than \(bufferSize) "
                         + "commits pending; resume with changes(since:)"
                 }
             ) { commit in

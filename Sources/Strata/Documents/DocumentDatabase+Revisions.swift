@@ -46,8 +46,7 @@ extension DocumentDatabase {
 
     /// Change-feed entries after `since`, at most `limit`, each with the document's leaf revisions.
     package func revisionChanges(since: UInt64, limit: Int) throws -> [RevisionChange] {
-        let (changes, _) = try state.reader.changes(since: since, limit: limit)
-        let snapshot = try state.engine.snapshot()
+        let (changes, _, snapshot) = try state.reader.feed(since: since, limit: limit)
         var out: [RevisionChange] = []
         out.reserveCapacity(changes.count)
         for change in changes {

@@ -188,17 +188,28 @@ public struct DocumentDatabase: Sendable {
     /// A stream of the changes of each commit from now on, one array per committed write.
     ///
     /// The stream ends when the consumer cancels it. It ends by throwing
-    /// ``StrataError/subscriberOverflow(_:)`` when the consumer falls more than 1,024 commits
-    /// behind (rather than grow memory without bound); the persistent feed,
+    /// ``StrataError/subscriberOverflow(_:)`` when the consumer falls more than `bufferSize`
+    /// commits behind (rather than grow memory without bound); the persistent feed,
     /// ``changes(since:limit:)``, then gives what it missed. It ends by throwing
     /// ``StrataError/closed`` when the store closes, and by throwing the store's failure when the
     /// store fails (see ``StoreStatistics/writeError``); `changes()` then throws that failure at
     /// once, and ``StrataError/closed`` after the store closed.
     ///
+    /// ```swift
+    /// for try await batch in try db.changes(bufferSize: 10_000) {
+    ///     for change in batch { print(change.id, change.revisionID) }
+    /// }
+    /// ```
+    ///
     /// Needs ``Permission/selectTopic`` in a session.
-    public func changes() throws -> AsyncThrowingStream<[DocumentChange], any Error> {
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` for `bufferSize` < 1.
+    public func changes(bufferSize: Int = 1_024) throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         try require(.selectTopic)
-        return try state.observers.changeStream()
+        guard bufferSize >= 1 else {
+            throw StrataError.invalidArgument("changes() of document database \(name.debugDescription): bufferSize \(bufferSize) must be at least 1")
+        }
+        return try state.observers.changeStream(bufferSize: bufferSize)
     }
 
     /// The persistent change feed: the changes after sequence `since`, in sequence order, at

@@ -117,13 +117,22 @@ package enum DocumentLayout {
     }
 
     /// Decodes a change-feed entry whose key ends in `sequence`.
-    static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> DocumentChange {
+    /// A change-feed entry as stored: the revision is its generation only.
+    struct ChangeEntry {
+        var sequence: UInt64
+        var id: String
+        var isDeletion: Bool
+        var revision: UInt64
+        var isExternal: Bool
+    }
+
+    static func decodeChange(_ value: UnsafeRawBufferPointer, sequence: UInt64) throws -> ChangeEntry {
         var reader = ByteReader(value, kind: "change", name: String(sequence))
         let flags = try reader.uint8("flags")
         guard flags <= 3 else { throw reader.corrupted(at: 0, "unknown flags 0x\(String(flags, radix: 16))") }
         let revision = try reader.varint("revision")
         let id = try reader.restAsString("document id")
-        return DocumentChange(id: id, isDeletion: flags & 1 != 0, revision: revision, sequence: sequence, isExternal: flags & 2 != 0)
+        return ChangeEntry(sequence: sequence, id: id, isDeletion: flags & 1 != 0, revision: revision, isExternal: flags & 2 != 0)
     }
 
     /// `(5, indexId)`: the prefix of an index's rows.

@@ -30,9 +30,15 @@ public struct DocumentMetadata: Sendable, Hashable {
     /// deleted and saved again continues from the deletion's revision, so a revision of an id
     /// never repeats. Revisions received by replication keep the generation they were made with.
     public internal(set) var revision: UInt64
-    /// The CouchDB revision id of this revision, `"<revision>-<digest>"` (see ``RevisionID``): what
-    /// replication compares. Empty before the first save.
-    public internal(set) var revisionID: String
+    /// The CouchDB revision id of this revision (its ``RevisionID/generation`` is ``revision``):
+    /// what replication compares, and what ``ConcurrencyControl/failOnConflict`` checks. Nil
+    /// before the first save.
+    ///
+    /// ```swift
+    /// let saved = try db.save(invoice)
+    /// saved.metadata.revisionID?.description   // "1-9a0c…"
+    /// ```
+    public internal(set) var revisionID: RevisionID?
     /// The kind of the document (PredixSDK's `type`), if the application gives one.
     public var type: String?
     /// The channels the document belongs to (for sync), in the order given.
@@ -44,7 +50,7 @@ public struct DocumentMetadata: Sendable, Hashable {
         self.createDate = Date(timeIntervalSinceReferenceDate: 0)
         self.lastChange = Date(timeIntervalSinceReferenceDate: 0)
         self.revision = 0
-        self.revisionID = ""
+        self.revisionID = nil
         self.type = nil
         self.channels = []
     }

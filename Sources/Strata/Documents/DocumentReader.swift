@@ -78,14 +78,32 @@ package struct DocumentReader: Sendable {
                                    collation: index.definition.collation, snapshot: try engine.snapshot())
     }
 
-    /// The persistent change feed after `since`.
+    /// The persistent change feed after `since`, each change with its revision id (read from the
+    /// document's record, which the feed's one entry per document always matches).
     func changes(since: UInt64, limit: Int) throws -> (changes: [DocumentChange], lastSequence: UInt64) {
+        let (entries, last, snapshot) = try feed(since: since, limit: limit)
+        let changes = try entries.map { entry in
+            guard let record = try record(entry.id, snapshot: snapshot), record.changeSequence == entry.sequence,
+                  record.revision == entry.revision else {
+                throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
+                                            reason: "change \(entry.sequence) of document \(entry.id.debugDescription) "
+                                                + "does not match the document's record")
+            }
+            return DocumentChange(id: entry.id, isDeletion: entry.isDeletion, revisionID: record.revisionID(documentID: entry.id),
+                                  sequence: entry.sequence, isExternal: entry.isExternal)
+        }
+        return (changes, last)
+    }
+
+    /// The entries of the persistent change feed after `since`, at most `limit`, with the
+    /// snapshot they were read from.
+    func feed(since: UInt64, limit: Int) throws -> (entries: [DocumentLayout.ChangeEntry], lastSequence: UInt64, snapshot: Snapshot) {
         guard limit >= 0 else { throw StrataError.invalidArgument("changes limit \(limit) is negative") }
         let snapshot = try engine.snapshot()
         let prefix = DocumentLayout.changePrefix(id)
         let lower = since == .max ? DocumentLayout.changeKey(id, since) + [0] : DocumentLayout.changeKey(id, since + 1)
         let cursor = snapshot.cursor(lower: lower, upper: TupleKey.prefixSuccessor(prefix))
-        var out: [DocumentChange] = []
+        var out: [DocumentLayout.ChangeEntry] = []
         var last = since
         while out.count < limit, try cursor.next() {
             let key = cursor.withKey { Array($0) }
@@ -97,7 +115,7 @@ package struct DocumentReader: Sendable {
             out.append(try DocumentLayout.decodeChange(cursor.value, sequence: sequence))
             last = sequence
         }
-        return (out, last)
+        return (out, last, snapshot)
     }
 
     /// The stored record of `documentID`, or nil.

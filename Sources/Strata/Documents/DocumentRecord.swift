@@ -173,7 +173,7 @@ package struct DocumentRecord: Sendable, Equatable {
         m.createDate = createDate
         m.lastChange = lastChange
         m.revision = revision
-        m.revisionID = revisionID(documentID: id).description
+        m.revisionID = revisionID(documentID: id)
         m.type = type
         m.channels = channels
         return m

@@ -76,10 +76,10 @@ struct DocumentWriter: Sendable {
             switch mode {
             case .save: break
             case .saveIfCurrent:
-                let stored = old.flatMap { $0.record.isDeleted ? nil : $0.record.revisionID(documentID: documentID).description } ?? ""
+                let stored = old.flatMap { $0.record.isDeleted ? nil : $0.record.revisionID(documentID: documentID) }
                 if document.metadata.revisionID != stored {
-                    let given = document.metadata.revisionID.isEmpty ? "no revision" : "revision \(document.metadata.revisionID)"
-                    let now = stored.isEmpty ? "none (absent or deleted)" : stored
+                    let given = document.metadata.revisionID.map { "revision \($0)" } ?? "no revision"
+                    let now = stored?.description ?? "none (absent or deleted)"
                     throw StrataError.conflict("document \(documentID.debugDescription) in database \(name.debugDescription) was "
                                                + "saved with \(given), but the stored revision is \(now)")
                 }
@@ -259,7 +259,7 @@ struct DocumentWriter: Sendable {
                 staging.stageRows(rows[i], of: documentID, key: step.key, indexes: active, observing: observing, into: &batch,
                           touched: &touched)
             }
-            changes.append(DocumentChange(id: documentID, isDeletion: false, revision: step.record.revision,
+            changes.append(DocumentChange(id: documentID, isDeletion: false, revisionID: step.record.revisionID(documentID: documentID),
                                           sequence: step.record.changeSequence))
             results.append(step.document)
             if inTransaction {
@@ -374,7 +374,7 @@ struct DocumentWriter: Sendable {
         }
         commit.changes.append(DatabaseState.Changes(
             databaseID: id,
-            changes: [DocumentChange(id: documentID, isDeletion: true, revision: tombstone.revision, sequence: sequence)],
+            changes: [DocumentChange(id: documentID, isDeletion: true, revisionID: tree.winner.revision, sequence: sequence)],
             touched: observing ? touched : nil))
     }
 

@@ -115,7 +115,7 @@ struct LeafRevision: Sendable {
         }
         var document = Document(id: id, fields: fields)
         document.metadata = record.metadata(id: id)
-        document.metadata.revisionID = revision.description
+        document.metadata.revisionID = revision
         document.attachments = attachments
         return document
     }

@@ -9,11 +9,17 @@ import StrataEngine
 /// lowercase hex digits (an MD5 of the parent revision and the new contents, as CouchDB's), so two
 /// replicas that make the same change to the same revision make the same revision id.
 ///
+/// Wherever the API names a revision it is a `RevisionID`: ``DocumentMetadata/revisionID`` and
+/// ``DocumentChange/revisionID``. It is `Codable` as its string, the form the gateway's wire
+/// format (`_rev`) and CouchDB use.
+///
 /// ```swift
 /// let saved = try db.save(invoice)
-/// let id = RevisionID(saved.metadata.revisionID)   // RevisionID(generation: 1, digest: "9a0c…")
+/// let id = saved.metadata.revisionID!          // RevisionID(generation: 1, digest: "9a0c…")
+/// id.generation                               // 1
+/// let same = try RevisionID(parsing: id.description)
 /// ```
-public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConvertible, Codable {
     /// The generation: 1 for a document's first revision, one more for each revision after it.
     public let generation: UInt64
     /// The digest: at most 64 characters of `[0-9a-zA-Z]`.
@@ -35,6 +41,36 @@ public struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertibl
         guard let dash = string.utf8.firstIndex(of: UInt8(ascii: "-")),
               let generation = UInt64(Substring(string.utf8[string.utf8.startIndex..<dash])) else { return nil }
         self.init(generation: generation, digest: String(Substring(string.utf8[string.utf8.index(after: dash)...])))
+    }
+
+    /// Parses `"<generation>-<digest>"`, throwing when it is malformed.
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the text.
+    public init(parsing string: String) throws {
+        guard let id = RevisionID(string) else {
+            throw StrataError.invalidArgument("revision id \(string.debugDescription) is not \"<generation>-<digest>\" "
+                                              + "with a generation of 1 or more and a digest of 1…\(Self.maximumDigestLength) "
+                                              + "characters of [0-9a-zA-Z]")
+        }
+        self = id
+    }
+
+    /// Decodes a revision id from its string (`"<generation>-<digest>"`).
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` when the string is malformed.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let string = try container.decode(String.self)
+        guard let id = RevisionID(string) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "malformed revision id \(string.debugDescription)")
+        }
+        self = id
+    }
+
+    /// Encodes the revision id as its string (`"<generation>-<digest>"`).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
     }
 
     /// `"<generation>-<digest>"`.

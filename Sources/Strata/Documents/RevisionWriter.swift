@@ -229,7 +229,7 @@ struct RevisionWriter: Sendable {
                 staging.stageRows(rows[i], of: documentID, key: plan.key, indexes: active, observing: observing, into: &batch,
                           touched: &touched)
             }
-            changes.append(DocumentChange(id: documentID, isDeletion: record.isDeleted, revision: record.revision,
+            changes.append(DocumentChange(id: documentID, isDeletion: record.isDeleted, revisionID: record.revisionID(documentID: documentID),
                                           sequence: sequence, isExternal: isExternal))
             if TransactionScope.current != nil {
                 var mapped = plan.newDocument
@@ -335,7 +335,7 @@ struct RevisionWriter: Sendable {
         guard let plan = plans.first, var result = plan.newDocument ?? stored else {
             throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
         }
-        result.metadata.revisionID = plan.record.revisionID(documentID: documentID).description
+        result.metadata.revisionID = plan.record.revisionID(documentID: documentID)
         return result
     }
 

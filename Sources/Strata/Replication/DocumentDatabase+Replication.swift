@@ -11,7 +11,7 @@ extension DocumentDatabase {
     ///     with: URL(string: "http://127.0.0.1:4984/main")!)
     /// config.authentication = .basic(user: "alice", password: "secret")
     /// let replication = try db.startReplication(with: config)
-    /// for await event in replication.events { print(event) }
+    /// for try await event in try replication.events() { print(event) }
     /// ```
     ///
     /// Several replications of one database may run at once (e.g. with two gateways). Needs

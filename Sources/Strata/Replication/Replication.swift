@@ -8,8 +8,10 @@ import StrataEngine
 ///
 /// ```swift
 /// let replication = try db.startReplication(with: .oneTimeBidirectionalReplication(with: url))
-/// for await event in replication.events {
-///     if case .failed(let error) = event { print(error) }
+/// do {
+///     for try await event in try replication.events() { print(event) }
+/// } catch {
+///     print("failed: \(error)")
 /// }
 /// print(replication.status)     // .completed
 /// ```
@@ -22,26 +24,38 @@ import StrataEngine
 public final class Replication: Sendable {
     /// The configuration it was started with.
     public let configuration: ReplicationConfiguration
-    /// The events, in order: ``ReplicationEvent/sending(_:)`` and
-    /// ``ReplicationEvent/receiving(_:)`` after each batch, ``ReplicationEvent/completed`` when
-    /// every direction has caught up (the last event of a one-time replication; a repeating one
-    /// reports it each time it catches up), ``ReplicationEvent/failed(_:)`` as the last event of a
-    /// failed replication. The stream ends when the replication ends. One consumer; it keeps the
-    /// newest 1,024 events when the consumer falls behind (so the final event is never lost).
-    public let events: AsyncStream<ReplicationEvent>
 
-    private let continuation: AsyncStream<ReplicationEvent>.Continuation
+    /// How a consumer's stream of events ended, or ends when the replication does.
+    private enum StreamEnd {
+        /// Completed or stopped: the stream finishes.
+        case finished
+        /// Failed, or the store closed: the stream ends by throwing the error.
+        case failed(StrataError)
+    }
+
+    private struct Consumer {
+        let continuation: AsyncThrowingStream<ReplicationEvent, any Error>.Continuation
+        let bufferSize: Int
+    }
 
     private struct State {
         var status: ReplicationStatus = .active
         var task: Task<Void, Never>?
         var stopRequested = false
+        var closedByStore = false
         var pullCaughtUp = false
         var pushCaughtUp = false
         var received = ReplicationEvent.Progress(completed: 0, total: 0)
         var sent = ReplicationEvent.Progress(completed: 0, total: 0)
         var rejected: [String] = []
         var waiters: [CheckedContinuation<ReplicationStatus, Never>] = []
+        /// The open event streams; events are yielded to them under the lock, so every stream
+        /// sees them in the order they happened.
+        var consumers: [UInt64: Consumer] = [:]
+        var nextConsumer: UInt64 = 0
+        /// Set when the replication has ended: how its streams ended, and how a stream made
+        /// later ends after its catch-up.
+        var streamEnd: StreamEnd?
     }
 
     private let state = Mutex(State())
@@ -51,7 +65,6 @@ public final class Replication: Sendable {
 
     init(configuration: ReplicationConfiguration) {
         self.configuration = configuration
-        (events, continuation) = AsyncStream.makeStream(of: ReplicationEvent.self, bufferingPolicy: .bufferingNewest(1_024))
         state.withLock {
             $0.pushCaughtUp = !configuration.pushes
             $0.pullCaughtUp = !configuration.pulls
@@ -66,9 +79,82 @@ public final class Replication: Sendable {
     /// newest 1,000).
     public var rejectedDocuments: [String] { state.withLock { $0.rejected } }
 
+    /// A stream of the replication's events, in order: ``ReplicationEvent/sending(_:)`` and
+    /// ``ReplicationEvent/receiving(_:)`` after each batch, ``ReplicationEvent/completed`` when
+    /// every direction has caught up (the last event of a one-time replication; a repeating one
+    /// reports it each time it catches up), ``ReplicationEvent/failed(_:)`` as the last event of a
+    /// failed replication.
+    ///
+    /// A stream starts with where the replication is, so that one made after the replication
+    /// started misses nothing (progress is cumulative): the latest ``ReplicationEvent/sending(_:)``
+    /// and ``ReplicationEvent/receiving(_:)`` if any documents moved, then
+    /// ``ReplicationEvent/completed`` if the replication has caught up or completed, or
+    /// ``ReplicationEvent/failed(_:)`` if it failed; then every later event. Each call makes a
+    /// stream of its own, so several consumers may follow one replication.
+    ///
+    /// The stream finishes when the replication completes or stops, and ends by throwing the
+    /// replication's error when it fails (after ``ReplicationEvent/failed(_:)``),
+    /// ``StrataError/closed`` when the store's close stopped it, and
+    /// ``StrataError/subscriberOverflow(_:)`` when its consumer falls more than `bufferSize`
+    /// events behind (no event is ever dropped silently; ``status`` still tells where the
+    /// replication is). Cancelling the consuming task ends the stream, not the replication.
+    ///
+    /// ```swift
+    /// for try await event in try replication.events() {
+    ///     if case .receiving(let p) = event { print("\(p.completed)/\(p.total)") }
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``StrataError/invalidArgument(_:)`` for `bufferSize` < 1.
+    public func events(bufferSize: Int = 1_024) throws -> AsyncThrowingStream<ReplicationEvent, any Error> {
+        guard bufferSize >= 1 else {
+            throw StrataError.invalidArgument("replication events: bufferSize \(bufferSize) must be at least 1")
+        }
+        return makeEvents(bufferSize: bufferSize)
+    }
+
+    /// The same as ``events(bufferSize:)`` with its default buffer of 1,024 events: a new stream
+    /// at each use.
+    ///
+    /// ```swift
+    /// for try await event in replication.events { print(event) }
+    /// ```
+    public var events: AsyncThrowingStream<ReplicationEvent, any Error> {
+        makeEvents(bufferSize: 1_024)
+    }
+
+    private func makeEvents(bufferSize: Int) -> AsyncThrowingStream<ReplicationEvent, any Error> {
+        let (stream, continuation, ended) = state.withLock { s in
+            var catchUp: [ReplicationEvent] = []
+            if s.sent.completed > 0 { catchUp.append(.sending(s.sent)) }
+            if s.received.completed > 0 { catchUp.append(.receiving(s.received)) }
+            switch s.status {
+            case .completed, .idle: catchUp.append(.completed)
+            case .failed(let error): catchUp.append(.failed(error))
+            case .active, .offline, .stopped: break
+            }
+            // The catch-up is buffered on top of `bufferSize`.
+            let (limit, overflowed) = bufferSize.addingReportingOverflow(catchUp.count)
+            let (stream, continuation) = AsyncThrowingStream.makeStream(
+                of: ReplicationEvent.self, throwing: (any Error).self,
+                bufferingPolicy: .bufferingOldest(overflowed ? .max : limit))
+            for event in catchUp { continuation.yield(event) }
+            if let end = s.streamEnd { return (stream, continuation, Optional(end)) }
+            s.nextConsumer += 1
+            let token = s.nextConsumer
+            s.consumers[token] = Consumer(continuation: continuation, bufferSize: bufferSize)
+            continuation.onTermination = { [weak self] _ in
+                self?.state.withLock { _ = $0.consumers.removeValue(forKey: token) }
+            }
+            return (stream, continuation, nil)
+        }
+        if let ended { Self.finish(continuation, ended) }
+        return stream
+    }
+
     /// Stops the replication: the task ends at its next step (a batch being committed commits
-    /// first) and the event stream ends. The status becomes ``ReplicationStatus/stopped`` unless it
-    /// had ended already. Idempotent.
+    /// first) and the event streams finish. The status becomes ``ReplicationStatus/stopped``
+    /// unless it had ended already. Idempotent.
     ///
     /// ```swift
     /// replication.stop()
@@ -114,14 +200,22 @@ public final class Replication: Sendable {
         }
     }
 
+    /// Stops the replication because the store closes: its streams end by throwing
+    /// ``StrataError/closed``.
+    func stopForClose() {
+        state.withLock { $0.closedByStore = true }
+        stop()
+    }
+
     private func taskEnded() {
-        let (waiters, status) = state.withLock { s -> ([CheckedContinuation<ReplicationStatus, Never>], ReplicationStatus) in
+        let (waiters, status, consumers, end) = state.withLock { s in
             if !s.status.isFinal { s.status = .stopped }
             s.task = nil
             defer { s.waiters = [] }
-            return (s.waiters, s.status)
+            let (consumers, end) = Self.endStreams(&s)
+            return (s.waiters, s.status, consumers, end)
         }
-        continuation.finish()
+        for consumer in consumers { Self.finish(consumer.continuation, end) }
         for waiter in waiters { waiter.resume(returning: status) }
     }
 
@@ -130,18 +224,18 @@ public final class Replication: Sendable {
     /// A direction has started work (`caughtUp` false) or caught up (true). When every direction
     /// has caught up, a repeating replication goes idle and reports ``ReplicationEvent/completed``.
     func direction(pull: Bool, caughtUp: Bool) {
-        let event = state.withLock { s -> ReplicationEvent? in
-            guard !s.status.isFinal else { return nil }
+        let overflowed = state.withLock { s -> [Consumer] in
+            guard !s.status.isFinal else { return [] }
             if pull { s.pullCaughtUp = caughtUp } else { s.pushCaughtUp = caughtUp }
             if s.pullCaughtUp && s.pushCaughtUp {
-                guard configuration.repeating, s.status != .idle else { return nil }
+                guard configuration.repeating, s.status != .idle else { return [] }
                 s.status = .idle
-                return .completed
+                return Self.yield(.completed, &s)
             }
             s.status = .active
-            return nil
+            return []
         }
-        if let event { continuation.yield(event) }
+        Self.finishOverflowed(overflowed)
     }
 
     /// Waiting to retry (``ReplicationStatus/offline``) or working again.
@@ -159,18 +253,18 @@ public final class Replication: Sendable {
     /// Counts documents read from a change feed (`total`) and done (`completed`), and reports the
     /// progress of that direction.
     func progress(pull: Bool, total: Int = 0, completed: Int = 0) {
-        let event = state.withLock { s -> ReplicationEvent? in
-            guard !s.status.isFinal else { return nil }
+        let overflowed = state.withLock { s -> [Consumer] in
+            guard !s.status.isFinal else { return [] }
             if pull {
                 s.received.total += total
                 s.received.completed += completed
-                return completed > 0 ? .receiving(s.received) : nil
+                return completed > 0 ? Self.yield(.receiving(s.received), &s) : []
             }
             s.sent.total += total
             s.sent.completed += completed
-            return completed > 0 ? .sending(s.sent) : nil
+            return completed > 0 ? Self.yield(.sending(s.sent), &s) : []
         }
-        if let event { continuation.yield(event) }
+        Self.finishOverflowed(overflowed)
     }
 
     /// Records a document the gateway refused.
@@ -183,18 +277,73 @@ public final class Replication: Sendable {
 
     /// Ends with `status` (``ReplicationStatus/completed``, ``ReplicationStatus/stopped`` or
     /// ``ReplicationStatus/failed(_:)``), reporting ``ReplicationEvent/completed`` or
-    /// ``ReplicationEvent/failed(_:)``.
-    func end(_ status: ReplicationStatus) {
-        let event = state.withLock { s -> ReplicationEvent? in
-            guard !s.status.isFinal else { return nil }
-            s.status = status
-            switch status {
-            case .completed: return .completed
-            case .failed(let error): return .failed(error)
-            default: return nil
+    /// ``ReplicationEvent/failed(_:)``, and ends the event streams. `closed`: the store's close
+    /// ended it.
+    func end(_ status: ReplicationStatus, closed: Bool = false) {
+        let (overflowed, consumers, end) = state.withLock { s -> ([Consumer], [Consumer], StreamEnd) in
+            if closed { s.closedByStore = true }
+            var overflowed: [Consumer] = []
+            if !s.status.isFinal {
+                s.status = status
+                switch status {
+                case .completed: overflowed = Self.yield(.completed, &s)
+                case .failed(let error): overflowed = Self.yield(.failed(error), &s)
+                default: break
+                }
             }
+            let (consumers, end) = Self.endStreams(&s)
+            return (overflowed, consumers, end)
         }
-        if let event { continuation.yield(event) }
-        continuation.finish()
+        Self.finishOverflowed(overflowed)
+        for consumer in consumers { Self.finish(consumer.continuation, end) }
+    }
+
+    // MARK: Streams
+
+    /// Yields `event` to every stream; returns the streams it overflowed (removed, to be ended
+    /// outside the lock: ending one runs its termination handler, which takes the lock).
+    private static func yield(_ event: ReplicationEvent, _ s: inout State) -> [Consumer] {
+        var overflowed: [Consumer] = []
+        for (token, consumer) in s.consumers {
+            switch consumer.continuation.yield(event) {
+            case .enqueued: continue
+            case .dropped: overflowed.append(consumer)
+            case .terminated: break
+            @unknown default: break
+            }
+            s.consumers[token] = nil
+        }
+        return overflowed
+    }
+
+    private static func finishOverflowed(_ consumers: [Consumer]) {
+        for consumer in consumers {
+            consumer.continuation.finish(throwing: StrataError.subscriberOverflow(
+                "replication events: a consumer fell more than \(consumer.bufferSize) events behind"))
+        }
+    }
+
+    /// Marks the streams ended (once): returns the open ones, to be ended outside the lock, and
+    /// how they end.
+    private static func endStreams(_ s: inout State) -> ([Consumer], StreamEnd) {
+        if let end = s.streamEnd { return ([], end) }
+        let end: StreamEnd
+        if case .failed(let error) = s.status {
+            end = .failed(error)
+        } else if s.closedByStore {
+            end = .failed(.closed)
+        } else {
+            end = .finished
+        }
+        s.streamEnd = end
+        defer { s.consumers = [:] }
+        return (Array(s.consumers.values), end)
+    }
+
+    private static func finish(_ continuation: AsyncThrowingStream<ReplicationEvent, any Error>.Continuation, _ end: StreamEnd) {
+        switch end {
+        case .finished: continuation.finish()
+        case .failed(let error): continuation.finish(throwing: error)
+        }
     }
 }

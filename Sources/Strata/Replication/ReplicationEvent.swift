@@ -2,10 +2,10 @@ import StrataFormat
 import StrataFiles
 import StrataEngine
 
-/// What a replication reports through ``Replication/events``.
+/// What a replication reports through ``Replication/events(bufferSize:)``.
 ///
 /// ```swift
-/// for await event in replication.events {
+/// for try await event in try replication.events() {
 ///     switch event {
 ///     case .sending(let p): print("sent \(p.completed) of \(p.total)")
 ///     case .receiving(let p): print("received \(p.completed) of \(p.total)")
@@ -24,7 +24,7 @@ public enum ReplicationEvent: Sendable, Equatable {
     case completed
     /// The replication ended with an error: a 4xx answer of the gateway (bad credentials,
     /// missing rights, an unknown database: ``StrataError/network(_:)``), retries used up, or a
-    /// local error. The stream ends after it.
+    /// local error. The stream then ends by throwing the error.
     case failed(StrataError)
 
     /// How far a direction of a replication has got: documents done, of those known so far.

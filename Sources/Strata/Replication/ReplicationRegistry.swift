@@ -39,8 +39,9 @@ final class ReplicationRegistry: Sendable {
         for replication in replications(of: state) { replication.stop() }
     }
 
-    /// Stops every replication of the store.
+    /// Stops every replication of the store, which closes: their event streams end by throwing
+    /// ``StrataError/closed``.
     func stopEverything() {
-        for replication in running.withLock({ $0.values.flatMap(\.values) }) { replication.stop() }
+        for replication in running.withLock({ $0.values.flatMap(\.values) }) { replication.stopForClose() }
     }
 }

@@ -56,7 +56,8 @@ struct Replicator: Sendable {
             }
             replication.end(replication.isStopRequested ? .stopped : .completed)
         } catch {
-            replication.end(Self.finalStatus(of: error, stopRequested: replication.isStopRequested))
+            replication.end(Self.finalStatus(of: error, stopRequested: replication.isStopRequested),
+                            closed: (error as? StrataError) == .closed)
         }
     }
 

@@ -141,7 +141,7 @@ enum WireRevision {
         document.metadata.createDate = revision.createDate
         document.metadata.lastChange = revision.lastChange
         document.metadata.revision = revision.revisionID.generation
-        document.metadata.revisionID = revision.revisionID.description
+        document.metadata.revisionID = revision.revisionID
         document.attachments = revision.attachments
         return document
     }

@@ -238,7 +238,9 @@ public final class Store: Sendable {
     /// Waits for background work, makes every write durable and releases the directory.
     /// Idempotent; afterwards every call on the store throws ``StrataError/closed``, and every open
     /// stream (``TimeSeries/subscribe()``, ``Channel/messages(bufferSize:)``,
-    /// ``DocumentDatabase/observe(_:_:)``, ``DocumentDatabase/changes()``) ends by throwing it.
+    /// ``DocumentDatabase/observe(_:_:)``, ``DocumentDatabase/changes(bufferSize:)``,
+    /// ``PushNotifications/notifications(bufferSize:)``, ``Replication/events(bufferSize:)``, …)
+    /// ends by throwing it.
     public func close() throws {
         let path = directory.path
         // The entry stays busy until the engine is closed, so that an `open` of the same directory

@@ -34,8 +34,12 @@ public struct StoreOptions: Sendable {
     public var cacheSize: Int = 256 << 20
     /// Bloom filter bits per key in each segment, for point lookups (0…32; 0 writes none). Default 10.
     public var bloomBitsPerKey: Int = 10
-    /// With ``Durability/buffered``, how often the log is synced, in seconds (0.001…60). Default 0.1.
-    public var syncInterval: Double = 0.1
+    /// With ``Durability/buffered``, how often the log is synced (1 ms…60 s). Default 100 ms.
+    ///
+    /// ```swift
+    /// options.syncInterval = .milliseconds(50)
+    /// ```
+    public var syncInterval: Duration = .milliseconds(100)
     /// Makes the id of a document saved without one. Default: a new UUID string.
     public var documentIDFactory: @Sendable () -> String = { UUID().uuidString }
     /// The clock the store reads for default event timestamps and history timetokens. Default:
@@ -90,7 +94,8 @@ public struct StoreOptions: Sendable {
         try check((64 << 10...16 << 30).contains(segmentSize), "segmentSize \(segmentSize) is outside 64 KiB…16 GiB")
         try check(cacheSize >= 0, "cacheSize \(cacheSize) is negative")
         try check((0...32).contains(bloomBitsPerKey), "bloomBitsPerKey \(bloomBitsPerKey) is outside 0…32")
-        try check(syncInterval >= 0.001 && syncInterval <= 60, "syncInterval \(syncInterval) is outside 0.001…60 seconds")
+        try check(syncInterval >= .milliseconds(1) && syncInterval <= .seconds(60),
+                  "syncInterval \(syncInterval) is outside 1 ms…60 s")
         var e = EngineOptions()
         e.durability = durability
         e.memtableSize = memtableSize
@@ -98,7 +103,7 @@ public struct StoreOptions: Sendable {
         e.segment.bloomBitsPerKey = bloomBitsPerKey
         e.targetSegmentSize = segmentSize
         e.cacheSize = cacheSize
-        e.syncInterval = syncInterval
+        e.syncInterval = Double(syncInterval.components.seconds) + Double(syncInterval.components.attoseconds) / 1e18
         e.logger = logger
         e.fileSystem = fileSystem
         return e

@@ -509,8 +509,9 @@ package final class SeriesState: CollectionState {
     /// A stream of the subscription range's events, then of every event of the series as it
     /// commits. It starts under the writer lock, from a snapshot whose later commits of the series
     /// all reach it, so it misses and repeats nothing. `decode` makes an element of a record.
+    /// `bufferSize` nil: the series' ``TimeSeriesOptions/subscriberBufferSize``.
     func subscribe<Element: Sendable>(
-        decode: @escaping @Sendable (UInt64, UnsafeRawBufferPointer, SeriesDecoding) throws -> Element
+        bufferSize: Int? = nil, decode: @escaping @Sendable (UInt64, UnsafeRawBufferPointer, SeriesDecoding) throws -> Element
     ) throws -> AsyncThrowingStream<Element, any Error> {
         try writer.withLock { w in
             if let e = engine.failure { throw e }
@@ -518,7 +519,7 @@ package final class SeriesState: CollectionState {
             let range = w.payload.subscriptionRange.query
             let id = self.id
             let path = self.path
-            let bufferSize = w.bufferSize
+            let bufferSize = bufferSize ?? w.bufferSize
             return try broadcaster.subscribe(
                 after: sequence, buffering: .bounded(bufferSize),
                 initial: {

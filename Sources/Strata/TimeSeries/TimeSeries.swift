@@ -227,12 +227,36 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// ``StoreStatistics/writeError``), it ends by throwing that failure, and so does every stream
     /// subscribed afterwards. In a session it needs ``Permission/selectTopic``: without it the
     /// stream ends at once with ``StrataError/permissionDenied(principal:permission:path:)``.
+    ///
+    /// ```swift
+    /// for try await event in prices.subscribe() { print(event.sequence, event.value) }
+    /// ```
     public func subscribe() -> AsyncThrowingStream<Event<Value>, any Error> {
+        subscribe(bufferSize: nil)
+    }
+
+    /// ``subscribe()`` with a buffer of `bufferSize` events instead of
+    /// ``TimeSeriesOptions/subscriberBufferSize``: a subscriber that falls more than `bufferSize`
+    /// events behind (the subscription range's events come on top) gets its stream ended by
+    /// throwing ``StrataError/subscriberOverflow(_:)``. A `bufferSize` below 1 ends the stream at
+    /// once by throwing ``StrataError/invalidArgument(_:)``.
+    ///
+    /// ```swift
+    /// for try await event in prices.subscribe(bufferSize: 100_000) { chart.add(event) }
+    /// ```
+    public func subscribe(bufferSize: Int) -> AsyncThrowingStream<Event<Value>, any Error> {
+        subscribe(bufferSize: Optional(bufferSize))
+    }
+
+    private func subscribe(bufferSize: Int?) -> AsyncThrowingStream<Event<Value>, any Error> {
         let codec = self.codec
         let path = state.path
         do {
             try access?.require(.selectTopic, path)
-            return try state.subscribe { sequence, bytes, decoding in
+            if let bufferSize, bufferSize < 1 {
+                throw StrataError.invalidArgument("time series \"\(path)\": bufferSize \(bufferSize) must be at least 1")
+            }
+            return try state.subscribe(bufferSize: bufferSize) { sequence, bytes, decoding in
                 try Self.decode(sequence, bytes, decoding, codec, path: path)
             }
         } catch {

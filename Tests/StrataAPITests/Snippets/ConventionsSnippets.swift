@@ -33,13 +33,30 @@ let morning = try prices.query(RangeQuery.values.from(Date(timeIntervalSince1970
     _ = (prices, lastHour, morning)
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:62: skipped (target state: StoreOptions.syncInterval becomes a Duration)
+// Sources/Strata/Strata.docc/Conventions.md:61
+func snippet_Conventions_61(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 62)
+var options = StoreOptions()
+options.durability = .buffered
+options.syncInterval = .milliseconds(100)
+#sourceLocation()
+    _ = options
+}
 
-// Sources/Strata/Strata.docc/Conventions.md:77: skipped (target state: DocumentMetadata.revisionID is a RevisionID)
+// Sources/Strata/Strata.docc/Conventions.md:76
+func snippet_Conventions_76(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 77)
+let db = try store.documents("main")
+let saved = try db.save(["InvoiceNumber": "A-1", "TotalCost": 1200])
+let revision: RevisionID = saved.metadata.revisionID!
+print(revision.generation, revision.digest)     // 1, 32 hex digits
+#sourceLocation()
+    _ = (db, saved, revision)
+}
 
-// Sources/Strata/Strata.docc/Conventions.md:97
-func snippet_Conventions_97(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 98)
+// Sources/Strata/Strata.docc/Conventions.md:96
+func snippet_Conventions_96(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 97)
 _ = try store.timeSeries("prices/AAPL", of: Double.self,
                          options: TimeSeriesOptions(retainedRange: .limit(10_000)))
 let prices = try store.timeSeries("prices/AAPL", of: Double.self)   // still .limit(10_000)
@@ -47,9 +64,9 @@ let prices = try store.timeSeries("prices/AAPL", of: Double.self)   // still .li
     _ = prices
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:121
-func snippet_Conventions_121(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 122)
+// Sources/Strata/Strata.docc/Conventions.md:120
+func snippet_Conventions_120(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 121)
 let db = try store.documents("main")
 do {
     try db.delete(id: "A-1")
@@ -64,17 +81,43 @@ do {
     _ = db
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:143
-func snippet_Conventions_143(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 144)
+// Sources/Strata/Strata.docc/Conventions.md:142
+func snippet_Conventions_142(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 143)
 func record(_ price: Double, in prices: TimeSeries<Double>) async throws {
     try await prices.append(price)          // the twin, on the store's executor
 }
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:150: skipped (target state: latest() is a method with an async twin)
+// Sources/Strata/Strata.docc/Conventions.md:148
+func snippet_Conventions_148(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 149)
+let prices = try await store.timeSeries("prices/AAPL", of: Double.self)
+let newest = try await prices.latest()
+#sourceLocation()
+    _ = (prices, newest)
+}
 
-// Sources/Strata/Strata.docc/Conventions.md:162: skipped (target state: KeyValueCursor.next() throws -> Element?)
+// Sources/Strata/Strata.docc/Conventions.md:159
+func snippet_Conventions_159(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 160)
+let cursor = try store.cursor(from: Array("user/".utf8), to: Array("user0".utf8))
+while let (key, value) = try cursor.next() {
+    print(String(decoding: key, as: UTF8.self), value.count)
+}
+#sourceLocation()
+    _ = cursor
+}
 
-// Sources/Strata/Strata.docc/Conventions.md:176: skipped (target state: transaction handles read (document(id:) on TransactionDocuments))
+// Sources/Strata/Strata.docc/Conventions.md:172
+func snippet_Conventions_172(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 173)
+try store.transaction { tx in
+    let book = try tx.documents("book")
+    try book.save(Document(id: "AAPL", fields: ["last": 101.5]))
+    let read = try book.document(id: "AAPL")    // the save above
+    precondition(read?["last"] == 101.5)
+}
+#sourceLocation()
+}

@@ -9,7 +9,7 @@ import Strata
 func snippet_DurabilityAndRecovery_30(store: Store, url: URL, batch: WriteBatch) throws {
 #sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 31)
 var options = StoreOptions(durability: .buffered)
-options.syncInterval = 0.05
+options.syncInterval = .milliseconds(50)
 let store = try Store.open(at: url, options: options)
 try store.write(batch, durability: .synchronous)     // this one write waits for stable storage
 try store.sync()                                     // everything so far, now

@@ -96,9 +96,21 @@ let snapshot = try store.snapshot()                       // unaffected by later
     _ = (batch, name, snapshot)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:155
-func snippet_GettingStarted_155(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 156)
+// Sources/Strata/Strata.docc/GettingStarted.md:132
+func snippet_GettingStarted_132(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 133)
+let cursor = try store.cursor(from: Array("user/".utf8), to: Array("user0".utf8))
+while let (key, value) = try cursor.next() {
+    print(String(decoding: key, as: UTF8.self), value.count)
+}
+let firstTen = try Array(snapshot.cursor().prefix(10))
+#sourceLocation()
+    _ = (cursor, firstTen)
+}
+
+// Sources/Strata/Strata.docc/GettingStarted.md:173
+func snippet_GettingStarted_173(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 174)
 try store.transaction { tx in
     let orders = try tx.documents("shop")
     try orders.save(["customer": "acme", "total": 1200, "status": "paid"])
@@ -108,9 +120,9 @@ try store.transaction { tx in
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:172
-func snippet_GettingStarted_172(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 173)
+// Sources/Strata/Strata.docc/GettingStarted.md:190
+func snippet_GettingStarted_190(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 191)
 func record(_ reading: Double, in series: TimeSeries<Double>) async throws {
     try await series.append(reading)          // commits without blocking the task's thread
 }

@@ -26,7 +26,12 @@ for (key, value) in try store.scan(from: Array("user/".utf8), to: Array("user0".
 }
 let snapshot = try store.snapshot()          // unaffected by later writes
 
+// Cursors read lazily, one pair at a time: nil at the end, and on every call after it.
+let cursor = try store.cursor(from: Array("user/".utf8))
+while let (key, value) = try cursor.next() { print(key.count, value.count) }
+let firstTen = try Array(snapshot.cursor().prefix(10))   // map, filter, first(where:), reduce…
+
 try store.close()
 #sourceLocation()
-    _ = (store, batch, name, snapshot)
+    _ = (store, batch, name, snapshot, cursor, firstTen)
 }

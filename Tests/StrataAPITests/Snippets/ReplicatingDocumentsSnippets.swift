@@ -13,21 +13,21 @@ var config = ReplicationConfiguration.repeatingBidirectionalReplication(
 config.authentication = .basic(user: "demo", password: "demo")
 let replication = try db.startReplication(with: config)
 
-for await event in replication.events {
+for try await event in try replication.events() {
     switch event {
     case .sending(let p): print("sent \(p.completed) of \(p.total)")
     case .receiving(let p): print("received \(p.completed) of \(p.total)")
     case .completed: print("caught up")
-    case .failed(let error): print(error)
+    case .failed(let error): print(error)    // then the stream throws it
     }
 }
 #sourceLocation()
     _ = (db, config, replication)
 }
 
-// Sources/Strata/Strata.docc/ReplicatingDocuments.md:56
-func snippet_ReplicatingDocuments_56(store: Store, config: inout ReplicationConfiguration) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 57)
+// Sources/Strata/Strata.docc/ReplicatingDocuments.md:63
+func snippet_ReplicatingDocuments_63(store: Store, config: inout ReplicationConfiguration) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 64)
 config.limitToChannels = ["east"]               // received: only these channels
 config.filter = { document, parameters in       // sent: only what the filter accepts
     document["owner"] == parameters["owner"]
@@ -36,9 +36,9 @@ config.filterParameters = ["owner": "alice"]
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/ReplicatingDocuments.md:111
-func snippet_ReplicatingDocuments_111(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 112)
+// Sources/Strata/Strata.docc/ReplicatingDocuments.md:118
+func snippet_ReplicatingDocuments_118(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 119)
 func replicate(_ db: DocumentDatabase) throws -> Replication {
     var config = ReplicationConfiguration.repeatingBidirectionalReplication(
         with: URL(string: "http://127.0.0.1:4984/main")!)
@@ -54,12 +54,12 @@ invoice.metadata.channels = ["east"]
 try await laptop.save(invoice)                 // on the phone about 10 ms later (loopback)
 for try await changes in try phone.changes() where changes.contains(where: \.isExternal) { break }
 
-for await event in r2.events {           // progress, completion, failure
+for try await event in try r2.events() {   // progress, completion, failure; ends when r2 stops
     switch event {
     case .sending(let p):    print("sent \(p.completed) of \(p.total)")
     case .receiving(let p):  print("received \(p.completed) of \(p.total)")
     case .completed:         print("in sync")          // each time it catches up
-    case .failed(let error): print("stopped: \(error)") // bad credentials, rights, retries used up
+    case .failed(let error): print("stopped: \(error)") // bad credentials, rights, retries used up; then thrown
     }
 }
 #sourceLocation()

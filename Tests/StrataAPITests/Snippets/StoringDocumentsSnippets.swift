@@ -79,9 +79,9 @@ since = last
     _ = (since, changes, last)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:141
-func snippet_StoringDocuments_141(store: Store, shop: DocumentDatabase, invoice: Document) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 142)
+// Sources/Strata/Strata.docc/StoringDocuments.md:142
+func snippet_StoringDocuments_142(store: Store, shop: DocumentDatabase, invoice: Document) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 143)
 let saved = try shop.save(invoice)
 print(saved.metadata.revisionID)               // "1-9a0c…": generation and digest
 
@@ -90,15 +90,15 @@ edited["Paid"] = true
 try shop.save(edited, concurrencyControl: .failOnConflict)   // .conflict if it changed meanwhile
 
 for loser in try shop.conflicts(id: saved.metadata.id) {      // after replication
-    print(loser.metadata.revisionID, loser["TotalCost"] ?? "-")
+    print(loser.metadata.revisionID?.description ?? "-", loser["TotalCost"] ?? "-")
 }
 #sourceLocation()
     _ = (saved, edited)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:181
-func snippet_StoringDocuments_181(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 182)
+// Sources/Strata/Strata.docc/StoringDocuments.md:182
+func snippet_StoringDocuments_182(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 183)
 let db = try await store.documents("main", indexes: [
     DocumentIndex(name: "InvoiceCostIndex", version: "1", map: { doc, emit in
         if let cost = doc["TotalCost"] { emit(cost, doc["InvoiceNumber"]) }

@@ -57,6 +57,42 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(RevisionID("3-a")! < RevisionID("3-b")!)
     }
 
+    @Test("a revision id is Codable as its string, and its throwing parser names what it refused")
+    func revisionIDCodableAndParsing() throws {
+        let r = try RevisionID(parsing: "7-0a1B")
+        #expect(r.generation == 7 && r.digest == "0a1B")
+        let encoded = try JSONEncoder().encode([r])
+        #expect(String(decoding: encoded, as: UTF8.self) == #"["7-0a1B"]"#)
+        #expect(try JSONDecoder().decode([RevisionID].self, from: encoded) == [r])
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([RevisionID].self, from: Data(#"["7-"]"#.utf8)) }
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([RevisionID].self, from: Data("[7]".utf8)) }
+        for bad in ["", "0-a", "1-a b"] {
+            #expect { try RevisionID(parsing: bad) } throws: { error in
+                guard case StrataError.invalidArgument(let message) = error else { return false }
+                return message.contains(bad.debugDescription)
+            }
+        }
+        #expect(RevisionID(r.description) == r)
+    }
+
+    @Test("a change of the stream and of the persistent feed carries the revision id of the document it changed")
+    func changesCarryRevisionIDs() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (store, db) = try Self.open(dir)
+        defer { try? store.close() }
+        var stream = try db.changes().makeAsyncIterator()
+        let first = try await db.save(Document(id: "d", fields: ["n": 1]))
+        let second = try await db.save(Document(id: "d", fields: ["n": 2]))
+        try await db.delete(id: "d")
+        var live: [DocumentChange] = []
+        while live.count < 3, let batch = try await stream.next() { live += batch }
+        #expect(live.map(\.revisionID).prefix(2) == [first.metadata.revisionID!, second.metadata.revisionID!])
+        #expect(live.map(\.revision) == [1, 2, 3] && live[2].isDeletion && live[2].revisionID.generation == 3)
+        let (feed, _) = try await db.changes(since: 0)
+        #expect(feed.count == 1 && feed[0].revisionID == live[2].revisionID)
+    }
+
     @Test("a save gets revision id <revision>-<32 hex digits>; the same change of the same revision gets the same id anywhere")
     func localRevisionIDs() throws {
         let dir = try TemporaryDirectory()
@@ -65,13 +101,13 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         let (storeB, b) = try Self.open(dir, "b")
         defer { try? storeA.close(); try? storeB.close() }
         let first = try a.save(Document(id: "d", fields: ["n": 1]))
-        let id = try #require(RevisionID(first.metadata.revisionID))
+        let id = try #require(first.metadata.revisionID)
         #expect(id.generation == 1 && id.digest.count == 32 && first.metadata.revision == 1)
         #expect(try a.document(id: "d")?.metadata.revisionID == first.metadata.revisionID)
         let same = try b.save(Document(id: "d", fields: ["n": 1]))
         #expect(same.metadata.revisionID == first.metadata.revisionID)
         let second = try a.save(Document(id: "d", fields: ["n": 2]))
-        #expect(second.metadata.revisionID.hasPrefix("2-") && second.metadata.revisionID != first.metadata.revisionID)
+        #expect(second.metadata.revisionID?.generation == 2 && second.metadata.revisionID != first.metadata.revisionID)
         try a.delete(id: "d")
         let changes = try a.revisionChanges(since: 0, limit: 10)
         #expect(changes.count == 1 && changes[0].isDeletion && changes[0].leaves.map(\.generation) == [3])
@@ -98,7 +134,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(conflictsA.count == 1 && conflictsA == conflictsB)
         #expect(Set([winnerA["v"], conflictsA[0]["v"]]) == Set<JSON?>(["from a", "from b"]))
         // CouchDB's rule: equal generations, the greater digest wins.
-        #expect(RevisionID(conflictsA[0].metadata.revisionID)! < RevisionID(winnerA.metadata.revisionID)!)
+        #expect(conflictsA[0].metadata.revisionID! < winnerA.metadata.revisionID!)
         // Nothing more to move, either way.
         #expect(try exchangeRevisions(from: a, to: b) == 0 && (try exchangeRevisions(from: b, to: a)) == 0)
 
@@ -106,7 +142,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         try storeA.close()
         let dumped = try #require(try DocumentInspector.dump(database: "main", ofStoreAt: dir.url.appendingPathComponent("a").path)
             .documents.first)
-        #expect(dumped.revisionID == winnerA.metadata.revisionID && dumped.conflicts == [conflictsA[0].metadata.revisionID])
+        #expect(dumped.revisionID == winnerA.metadata.revisionID?.description && dumped.conflicts == [conflictsA[0].metadata.revisionID?.description])
         #expect(dumped.revisionsKept == 3)
         (storeA, a) = try Self.open(dir, "a")
 
@@ -160,14 +196,14 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
             try db.save(stale, concurrencyControl: .failOnConflict)
         } throws: { error in
             guard case StrataError.conflict(let message) = error else { return false }
-            return message.contains(first.metadata.revisionID) && message.contains(second.metadata.revisionID)
+            return message.contains(first.metadata.revisionID!.description) && message.contains(second.metadata.revisionID!.description)
         }
         #expect(try db.document(id: "d")?["v"] == 2)
         #expect(try db.save(stale)["v"] == 3)
         try db.delete(id: "d")
         #expect(throws: StrataError.self) { try db.save(stale, concurrencyControl: .failOnConflict) }
         var recreated = Document(id: "d", fields: ["v": 4])
-        recreated.metadata.revisionID = ""
+        recreated.metadata.revisionID = nil
         #expect(try db.save(recreated, concurrencyControl: .failOnConflict).metadata.revision == 5)
     }
 
@@ -257,7 +293,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         let (storeB, b) = try Self.open(dir, "b")
         defer { try? storeA.close(); try? storeB.close() }
         for i in 0..<30 { try a.save(Document(id: "d", fields: ["i": .int(Int64(i))])) }
-        let leaf = try #require(RevisionID(try a.document(id: "d")!.metadata.revisionID))
+        let leaf = try #require(try a.document(id: "d")!.metadata.revisionID)
         let full = try #require(try a.replicatedRevision(id: "d", revision: leaf, historyLimit: 1000))
         #expect(leaf.generation == 30 && full.history.count == RevisionTree.defaultHistoryLimit)
         try exchangeRevisions(from: a, to: b)
@@ -304,7 +340,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         // A history with a bad digest, or longer than the generation, is cut where it stops making sense.
         try db.insertReplicatedRevisions([revision("h", "2-bb", history: ["bb", "not valid!", "zz"]),
                                           revision("g", "1-aa", history: ["aa", "x", "y"])])
-        #expect(try db.document(id: "h")?.metadata.revisionID == "2-bb" && (try db.document(id: "g"))?.metadata.revisionID == "1-aa")
+        #expect(try db.document(id: "h")?.metadata.revisionID == RevisionID("2-bb") && (try db.document(id: "g"))?.metadata.revisionID == RevisionID("1-aa"))
     }
 
     @Test("a document at generation 2⁶⁴ − 1 refuses another save or a deletion with .invalidArgument, and stays readable")
@@ -332,7 +368,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         (store, db) = try Self.open(dir)
         defer { try? store.close() }
         #expect(try db.document(id: "max")?["v"] == 1)
-        #expect(try db.document(id: "max")?.metadata.revisionID == "\(UInt64.max)-ab")
+        #expect(try db.document(id: "max")?.metadata.revisionID?.description == "\(UInt64.max)-ab")
     }
 
     @Test("crafted revision trees are refused as corrupt, naming the document", arguments: [
@@ -378,12 +414,12 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         batch.records.putRaw(DocumentLayout.documentKey(db.state.id, "old"), value)
         try store.engine.commit(batch)
         let legacy = try #require(try db.document(id: "old"))
-        #expect(legacy.metadata.revisionID == DocumentRecord.legacyRevisionID(documentID: "old", revision: 4).description)
-        #expect(legacy.metadata.revisionID.hasPrefix("4-"))
+        #expect(legacy.metadata.revisionID == DocumentRecord.legacyRevisionID(documentID: "old", revision: 4))
+        #expect(legacy.metadata.revisionID?.generation == 4)
         let saved = try db.save(legacy)
         #expect(saved.metadata.revision == 5)
-        let full = try #require(try db.replicatedRevision(id: "old", revision: RevisionID(saved.metadata.revisionID)!, historyLimit: 10))
-        #expect(full.history.count == 2 && full.history[1] == RevisionID(legacy.metadata.revisionID)!.digest)
+        let full = try #require(try db.replicatedRevision(id: "old", revision: saved.metadata.revisionID!, historyLimit: 10))
+        #expect(full.history.count == 2 && full.history[1] == legacy.metadata.revisionID!.digest)
     }
 
     @Test("a database of layout 1 is rewritten as layout 2 when opened; an unknown layout is refused")

@@ -586,7 +586,7 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         case 2: o.segmentSize = 1
         case 3: o.cacheSize = -1
         case 4: o.bloomBitsPerKey = 33
-        case 5: o.syncInterval = 0
+        case 5: o.syncInterval = .zero
         default: o.blockSize = 8 << 20
         }
         guard case .invalidArgument(let message)? = openError(s.url, options: o) else {

@@ -93,7 +93,7 @@ import StrataEngine
             let store = try Store.open(at: base.url)
             defer { try? store.close() }
             let saved = try store.documents("db").save(Document(id: "a", fields: ["n": .int(1)]))
-            winner = saved.metadata.revisionID
+            winner = saved.metadata.revisionID!.description
             let prefix = Keyspace.documentChanges.prefix
             let cursor = try store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
             #expect(try cursor.next())

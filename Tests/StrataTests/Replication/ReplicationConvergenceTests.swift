@@ -35,7 +35,7 @@ struct ReplicationConvergenceTests {
                 document["operation"] = .int(Int64(operation))
                 document.metadata.channels = ["c\(rng.below(3))"]
                 let saved = try await db.save(document)
-                workload.lastSaved[id] = saved.metadata.revisionID
+                workload.lastSaved[id] = saved.metadata.revisionID?.description
                 workload.saves += 1
             } else if try await db.document(id: id) != nil {
                 do {

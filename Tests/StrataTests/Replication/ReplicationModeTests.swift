@@ -48,7 +48,7 @@ struct ReplicationModeTests {
             for n in 0..<10 {
                 var document = try #require(try await a.db.document(id: "a-\(n)"))
                 document["n"] = .int(Int64(1000 + n))
-                updated["a-\(n)"] = try await a.db.save(document).metadata.revisionID
+                updated["a-\(n)"] = try await a.db.save(document).metadata.revisionID?.description
             }
             // (The same URLs as before: a checkpoint belongs to one replication, named by its URL.)
             let push2 = try await runOnce(a.db, cluster.configuration(ReplicationConfiguration.oneTimeBidirectionalReplication, database: "main", gateway: 0))
@@ -151,7 +151,7 @@ struct ReplicationModeTests {
             _ = try await store.db.save(x0)
             var e0 = try #require(try await store.db.document(id: "e-0"))
             e0["k"] = 100
-            let e0Revision = try await store.db.save(e0).metadata.revisionID
+            let e0Revision = try await store.db.save(e0).metadata.revisionID?.description
             let push = try await runOnce(store.db, cluster.configuration(ReplicationConfiguration.oneTimeBidirectionalReplication,
                                                                          database: "main", user: "alice", password: "alice-pw"))
             #expect(push.status == .completed, "\(push.log.all)")

@@ -55,7 +55,7 @@ struct ReplicatorGatewayTests {
         let pushStart = ContinuousClock.now
         let push = try dbA.startReplication(with: try Self.configuration { .oneTimeClientToServerReplication(with: $0) })
         var sent = 0
-        for await event in push.events { if case .sending(let p) = event { sent = p.completed } }
+        for try await event in try push.events() { if case .sending(let p) = event { sent = p.completed } }
         let pushTime = ContinuousClock.now - pushStart
         #expect(push.status == .completed)
         #expect(sent == count + 1)
@@ -86,7 +86,7 @@ struct ReplicatorGatewayTests {
         // Again: nothing to do, both directions complete at once from their checkpoints.
         let again = try dbB.startReplication(with: pullConfig)
         var received = 0
-        for await event in again.events { if case .receiving(let p) = event { received = p.completed } }
+        for try await event in try again.events() { if case .receiving(let p) = event { received = p.completed } }
         #expect(again.status == .completed)
         #expect(received == 0)
     }
@@ -140,12 +140,18 @@ struct ReplicatorGatewayTests {
         let config = try Self.configuration({ .repeatingBidirectionalReplication(with: $0) }, password: "certainly-wrong")
         let replication = try await store.documents("main").startReplication(with: config)
         var events: [ReplicationEvent] = []
-        for await event in replication.events { events.append(event) }
+        var ending: (any Error)?
+        do {
+            for try await event in try replication.events() { events.append(event) }
+        } catch {
+            ending = error
+        }
         guard case .failed(.network(let message))? = events.last else {
             Issue.record("events \(events)")
             return
         }
         #expect(message.contains("401"))
+        #expect((ending as? StrataError) == .network(message))
     }
 
     @Test("a user who may write only channel east: a document in west is refused (403), reported and passed; east goes through",

@@ -39,12 +39,19 @@ import StrataEngine
         config.maximumRetryDelay = .milliseconds(50)
         let replication = try db.startReplication(with: config)
         var events: [ReplicationEvent] = []
-        for await event in replication.events { events.append(event) }
+        var ending: (any Error)?
+        do {
+            for try await event in try replication.events() { events.append(event) }
+        } catch {
+            ending = error
+        }
         #expect(events.count == 1)
         guard case .failed(.network(let message))? = events.last else {
             Issue.record("events: \(events)")
             return
         }
+        // The stream ends by throwing the replication's error, after reporting it.
+        #expect((ending as? StrataError) == .network(message))
         #expect(message.contains("127.0.0.1"))
         #expect(message.contains("gave up after 2 retries"))
         guard case .failed(.network) = replication.status else {
@@ -77,7 +84,7 @@ import StrataEngine
         #expect(sawOffline)
         replication.stop()
         var events: [ReplicationEvent] = []
-        for await event in replication.events { events.append(event) }
+        for try await event in replication.events { events.append(event) }     // finishes: stopped
         #expect(events.isEmpty)
         #expect(await replication.finished() == .stopped)
         #expect(replication.status == .stopped)

@@ -115,7 +115,7 @@ import StrataEngine
     func filterDocument() throws {
         let document = WireRevision.document(of: try Self.revision())
         #expect(document.metadata.id == "invoice-1")
-        #expect(document.metadata.revisionID == "3-6f1ad2c5a9d04b2f9a6c0e1b7d3e8f20")
+        #expect(document.metadata.revisionID?.description == "3-6f1ad2c5a9d04b2f9a6c0e1b7d3e8f20")
         #expect(document.metadata.revision == 3)
         #expect(document.metadata.type == "invoice")
         #expect(document.metadata.channels == ["east", "billing"])

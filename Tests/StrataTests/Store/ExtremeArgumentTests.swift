@@ -29,8 +29,6 @@ private enum Extremes {
                                       .leastNonzeroMagnitude, .infinity, -.infinity, .nan]
     static let dates: [Date] = intervals.map { Date(timeIntervalSince1970: $0) }
         + [.distantPast, .distantFuture, Date(timeIntervalSinceReferenceDate: .greatestFiniteMagnitude)]
-    static let doubles: [Double] = [0, -0.0, 1, -1, 0.001, 0.0009, 60, 60.0001, .nan, .infinity, -.infinity,
-                                    .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNonzeroMagnitude]
     static let timetokens: [Timetoken?] = [nil] + uint64s.map { Timetoken($0) }
     /// Whether each case is named on standard error before it runs.
     static let logCases = ProcessInfo.processInfo.environment["STRATA_EXTREME_LOG"] == "1"
@@ -137,10 +135,10 @@ private func refuses(_ label: @autoclosure () -> String, naming argument: String
                 }
             }
         }
-        for v in Extremes.doubles {
+        for v in Extremes.durations + [.microseconds(999), .seconds(60), .seconds(60) + .nanoseconds(1)] {
             var options = StoreOptions(durability: .buffered)
             options.syncInterval = v
-            if v >= 0.001 && v <= 60 {
+            if v >= .milliseconds(1) && v <= .seconds(60) {
                 survive("open with syncInterval \(v)") { try Store.open(at: url, options: options).close() }
             } else {
                 refuses("open with syncInterval \(v)", naming: "syncInterval") { _ = try Store.open(at: url, options: options) }

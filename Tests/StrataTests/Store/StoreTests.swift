@@ -403,7 +403,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         let dir = StoreDirectory("survive")
         defer { dir.remove() }
         var options = smallOptions(durability)
-        options.syncInterval = 0.01
+        options.syncInterval = .milliseconds(10)
         var rng = SplitMix64(seed: durability == .synchronous ? 1 : 2)
         var expected: [[UInt8]: [UInt8]] = [:]
         var store = try Store.open(at: dir.url, options: options)
@@ -443,7 +443,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         let dir = StoreDirectory("sync")
         defer { dir.remove() }
         var options = smallOptions(.buffered)
-        options.syncInterval = 60
+        options.syncInterval = .seconds(60)
         let store = try Store.open(at: dir.url, options: options)
         try store.sync()
         for i in 0..<100 { try store.put(numbered(i), b("v\(i)")) }
@@ -692,9 +692,10 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         add("cacheSize -1") { $0.cacheSize = -1 }
         add("bloomBitsPerKey -1") { $0.bloomBitsPerKey = -1 }
         add("bloomBitsPerKey 33") { $0.bloomBitsPerKey = 33 }
-        add("syncInterval 0") { $0.syncInterval = 0 }
-        add("syncInterval 61") { $0.syncInterval = 61 }
-        add("syncInterval NaN") { $0.syncInterval = .nan }
+        add("syncInterval 0") { $0.syncInterval = .zero }
+        add("syncInterval 999 µs") { $0.syncInterval = .microseconds(999) }
+        add("syncInterval 60 s + 1 ns") { $0.syncInterval = .seconds(60) + .nanoseconds(1) }
+        add("syncInterval -1 s") { $0.syncInterval = .seconds(-1) }
         for (name, options) in cases {
             do {
                 let s = try Store.open(at: dir.url, options: options)
@@ -712,7 +713,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         edge.segmentSize = 64 << 10
         edge.cacheSize = 0
         edge.bloomBitsPerKey = 0
-        edge.syncInterval = 0.001
+        edge.syncInterval = .milliseconds(1)
         let store = try Store.open(at: dir.url, options: edge)
         for i in 0..<2_000 { try store.put(numbered(i), [UInt8](repeating: 3, count: 50)) }
         #expect(try store.get(numbered(1_234)) == [UInt8](repeating: 3, count: 50))

@@ -68,8 +68,8 @@ final class ReplicaStore: @unchecked Sendable {
         var documents: [String: ReplicaDocument] = [:]
         for id in try documentIDs().union(extraIDs) {
             guard let document = try database.document(id: id) else { continue }
-            let conflicts = try database.conflicts(id: id).map(\.metadata.revisionID)
-            documents[id] = ReplicaDocument(winner: document.metadata.revisionID, conflicts: Set(conflicts))
+            let conflicts = try database.conflicts(id: id).map { $0.metadata.revisionID?.description ?? "" }
+            documents[id] = ReplicaDocument(winner: document.metadata.revisionID?.description ?? "", conflicts: Set(conflicts))
         }
         return ReplicaSnapshot(documents: documents)
     }

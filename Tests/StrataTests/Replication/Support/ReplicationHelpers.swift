@@ -23,8 +23,10 @@ final class ReplicationEventLog: Sendable {
     private let events = Mutex<[ReplicationEvent]>([])
 
     init(_ replication: Replication) {
+        let stream = replication.events
         Task { [self] in
-            for await event in replication.events { self.events.withLock { $0.append(event) } }
+            // The stream ends by throwing a failure (also logged as its `.failed` event) or the close.
+            for try await event in stream { self.events.withLock { $0.append(event) } }
         }
     }
 
@@ -80,7 +82,7 @@ func saveDocuments(_ db: DocumentDatabase, prefix: String, count: Int, channels:
             document.metadata.channels = channels
             batch.append(document)
         }
-        for saved in try await db.save(contentsOf: batch) { revisions[saved.metadata.id] = saved.metadata.revisionID }
+        for saved in try await db.save(contentsOf: batch) { revisions[saved.metadata.id] = saved.metadata.revisionID?.description }
     }
     return revisions
 }
