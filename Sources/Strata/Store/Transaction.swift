@@ -433,7 +433,7 @@ public struct TransactionDocuments {
         try transaction.checkOpen()
         try transaction.access?.require(.readTopic, state.name)
         if let staged = transaction.staged(state.writer), let visible = staged.visible[id] { return visible }
-        return try state.document(id: id)
+        return try state.reader.document(id: id)
     }
 
     private func write(_ documents: [Document], mode: DocumentWriter.WriteMode) throws -> [Document] {

@@ -103,7 +103,7 @@ let cursor = try store.cursor(from: Array("user/".utf8), to: Array("user0".utf8)
 while let (key, value) = try cursor.next() {
     print(String(decoding: key, as: UTF8.self), value.count)
 }
-let firstTen = try Array(snapshot.cursor().prefix(10))
+let firstTen = try Array(store.snapshot().cursor().prefix(10))
 #sourceLocation()
     _ = (cursor, firstTen)
 }

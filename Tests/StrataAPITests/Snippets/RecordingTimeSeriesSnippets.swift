@@ -66,7 +66,7 @@ try await prices.append(contentsOf: [101.6, 101.7])             // one atomic ba
 try await prices.edit(originalSequence: m.sequence, value: 99.0) // an edit event, sequence 3
 let last100 = try await prices.query(RangeQuery.values.fromLast(100))            // merged view
 let history = try await prices.query(RangeQuery.edits(.all).from(sequence: 0).next(10))
-let newest = try prices.latest()                          // the event with the highest sequence
+let newest = try await prices.latest()                    // the event with the highest sequence
 for try await event in prices.subscribe() { print(event.sequence, event.value) }
 #sourceLocation()
     _ = (prices, m, last100, history, newest)

@@ -83,7 +83,7 @@ since = last
 func snippet_StoringDocuments_142(store: Store, shop: DocumentDatabase, invoice: Document) throws {
 #sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 143)
 let saved = try shop.save(invoice)
-print(saved.metadata.revisionID)               // "1-9a0c…": generation and digest
+print(saved.metadata.revisionID!)              // "1-9a0c…": generation and digest
 
 var edited = saved
 edited["Paid"] = true

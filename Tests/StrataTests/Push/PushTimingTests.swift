@@ -302,7 +302,7 @@ import StrataEngine
             try f.store.close()
         }
         // One notification number is left.
-        var counters = PushState.Model()
+        var counters = PushModel()
         counters.nextNotification = CounterLimit.max
         try Hardening.writeRaw(dir, [(PushLayout.countersKey, PushRecords.counters(counters))])
 
@@ -333,7 +333,7 @@ import StrataEngine
         }
         #expect(message.contains("no notification number is left"), "\(message)")
         #expect(stats.writeError == nil, "the store goes on")
-        #expect(push.state.model.withLock { m in m.subscriptions.values.contains { $0.timing.values.contains { !$0.waiting.isEmpty } } },
+        #expect(push.state.image.model.withLock { m in m.subscriptions.values.contains { $0.timing.values.contains { !$0.waiting.isEmpty } } },
                 "the update still waits")
         try store.close()
         _ = stream
