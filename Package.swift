@@ -12,8 +12,10 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Strata", targets: ["Strata"]),
-        // The inspectors and the verifier behind strata-dump, for programs that read a store's
-        // files without opening it; kept out of Strata so that its API is the store's.
+        // The inspectors of logs, segments and whole stores and the verifier behind strata-dump,
+        // for programs that read a store's files without opening it; kept out of Strata so that
+        // its API is the store's. Each collection kind's inspector (and its strata-dump view) is
+        // in the kind's folder in Strata, which StrataInspection re-exports.
         .library(name: "StrataInspection", targets: ["StrataInspection"]),
         .executable(name: "strata-dump", targets: ["strata-dump"]),
         .executable(name: "strata-quickstart", targets: ["strata-quickstart"]),

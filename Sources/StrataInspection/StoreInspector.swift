@@ -3,22 +3,6 @@ import StrataFormat
 import StrataFiles
 import StrataEngine
 
-/// The kinds of files a store directory holds (FORMAT.md, "Store directory").
-public enum StrataFileKind: String, Codable, Sendable, CaseIterable {
-    /// `MANIFEST`: the live segments, their runs and the recovery counters.
-    case manifest
-    /// `NNNNNN.log`: a write-ahead log.
-    case log
-    /// `NNNNNN.seg`: a sorted segment file.
-    case segment
-    /// `LOCK`: held with `flock` by the process that has the store open.
-    case lock
-    /// `*.tmp`: a file being written (or left by a crash mid-write); recovery deletes it.
-    case temporary
-    /// Anything else; Strata leaves it alone.
-    case other
-}
-
 /// The library side of `strata-dump`: read-only inspection of a store's files.
 ///
 /// Everything here reads files through the Files-layer readers (`Manifest`, `LogReader`,
@@ -103,7 +87,7 @@ public enum StoreInspector {
     /// - Throws: ``InspectionError`` when `directory` is missing or holds no store; the error of
     ///   reading `MANIFEST` when that file is damaged.
     public static func summary(ofStoreAt directory: String) throws -> StoreSummary {
-        let dir = normalizedDirectory(directory)
+        let dir = PathStatus.normalizedDirectory(directory)
         try PathStatus.requireDirectory(dir)
         // A store in use deletes the files a flush or compaction replaced, right after it
         // publishes a new manifest: when files could not be read and the manifest changed
@@ -255,12 +239,6 @@ public enum StoreInspector {
             }
         }
         return hasStoreFiles ? .absent : .notAStore
-    }
-
-    static func normalizedDirectory(_ path: String) -> String {
-        var p = path
-        while p.count > 1 && p.hasSuffix("/") { p.removeLast() }
-        return p
     }
 
     static func baseName(_ path: String) -> String {

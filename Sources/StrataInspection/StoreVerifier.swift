@@ -37,7 +37,7 @@ public enum StoreVerifier {
     /// - Throws: ``InspectionError`` only when `directory` is missing or holds no store; every
     ///   problem with the store's files is a fault in the report.
     public static func verify(storeAt directory: String) throws -> VerifyReport {
-        let dir = StoreInspector.normalizedDirectory(directory)
+        let dir = PathStatus.normalizedDirectory(directory)
         try PathStatus.requireDirectory(dir)
         // A store in use changes under the verifier: a flush or compaction publishes a new
         // manifest and deletes the files it replaced, which would read as missing files. When

@@ -1,7 +1,8 @@
 // strata-dump: inspect a Strata store's files without opening the store.
 //
 // A thin shell over the library's inspection API (`StoreInspector`, `LogInspector`,
-// `SegmentInspector`, `StoreVerifier`): this file parses arguments and prints tables or JSON.
+// `SegmentInspector`, `StoreVerifier`, and each collection kind's `CollectionInspector`, which
+// `CollectionCommand` makes a subcommand): this file parses arguments and prints tables or JSON.
 // Exit status: 0 success (for `verify`: no faults), 1 damage found (faults, a corrupt file),
 // 2 usage errors and paths that are not a readable Strata store or file.
 
@@ -16,7 +17,8 @@ import StrataEngine
 struct StrataDump: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-dump",
-        abstract: "Inspect the files of a Strata store: summary, logs, segments, verify, series, channels, documents, security, push.",
+        abstract: "Inspect the files of a Strata store: summary, logs, segments, verify, "
+            + CollectionInspectors.all.map { $0.commandName }.joined(separator: ", ") + ".",
         discussion: """
             strata-dump reads files read-only and takes no lock, so it may run beside the process \
             that has the store open. Every subcommand prints JSON instead of tables with --json.
@@ -24,7 +26,8 @@ struct StrataDump: ParsableCommand {
             Exit status: 0 on success (verify: no faults), 1 when damage is found, 2 for usage \
             errors and paths that are not a readable Strata store or file.
             """,
-        subcommands: [Summary.self, Log.self, Segment.self, Verify.self, Series.self, Channels.self, Documents.self, Security.self, Push.self])
+        // Then one subcommand per collection kind, as each kind's inspector describes it.
+        subcommands: [Summary.self, Log.self, Segment.self, Verify.self] + CollectionInspectors.all.map { $0.command })
 }
 
 struct OutputOptions: ParsableArguments {
@@ -111,11 +114,7 @@ extension StrataDump {
 }
 
 func printJSON<T: Encodable>(_ value: T) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    let data = try encoder.encode(value)
-    FileHandle.standardOutput.write(data)
-    FileHandle.standardOutput.write(Data("\n".utf8))
+    print(try InspectionJSON.text(value), terminator: "")
 }
 
 func printError(_ message: String) {

@@ -3,7 +3,7 @@ import StrataFiles
 import StrataEngine
 
 /// Reads one series in a snapshot: its records, timestamps, the views of ``RangeQuery`` and their
-/// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by StrataInspection's `SeriesInspector`.
+/// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by ``SeriesInspector``.
 ///
 /// Sequences are handled as `Int64` here: a series never reaches 2^63 events.
 package struct SeriesReader {

@@ -240,7 +240,7 @@ private final class StopFlag: Sendable {
 
 // MARK: - Running the executable
 
-private struct ToolRun {
+struct ToolRun {
     var status: Int32
     var stdout: String
     var stderr: String
@@ -249,7 +249,7 @@ private struct ToolRun {
 /// The `strata-dump` executable the test target depends on: next to the test binary (its
 /// directory from `/proc/self/exe`, `CommandLine.arguments[0]` or `Bundle.main`), else under a
 /// `.build*` directory of the package (the newest one).
-private func dumpExecutable() throws -> String {
+func dumpExecutable() throws -> String {
     let name = "strata-dump"
     let fm = FileManager.default
     var dirs: [URL] = []
@@ -294,7 +294,7 @@ private struct ToolLookupError: Error, CustomStringConvertible {
 }
 
 /// Runs `strata-dump` with `arguments`; its output goes through files, so no pipe can fill up.
-private func runTool(_ arguments: [String], in dir: URL) throws -> ToolRun {
+func runTool(_ arguments: [String], in dir: URL) throws -> ToolRun {
     let out = dir.appendingPathComponent("tool-\(UUID().uuidString).out")
     let err = dir.appendingPathComponent("tool-\(UUID().uuidString).err")
     _ = FileManager.default.createFile(atPath: out.path, contents: nil)

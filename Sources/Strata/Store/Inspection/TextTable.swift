@@ -1,26 +1,33 @@
 import Foundation
 
-/// A table of text with aligned columns, for the tool's human-readable output.
-struct TextTable {
-    enum Alignment { case left, right }
+/// A table of text with aligned columns, for the tools' human-readable output.
+package struct TextTable {
+    /// How a column's cells line up.
+    package enum Alignment { case left, right }
 
-    let headers: [String]
-    let alignments: [Alignment]
-    private(set) var rows: [[String]] = []
+    /// The column headers, without their `>` marks.
+    package let headers: [String]
+    /// Each column's alignment.
+    package let alignments: [Alignment]
+    /// The rows added so far.
+    package private(set) var rows: [[String]] = []
 
     /// `headers` name the columns; a header ending in `>` is right-aligned (the `>` is dropped).
-    init(_ headers: [String]) {
+    package init(_ headers: [String]) {
         self.headers = headers.map { $0.hasSuffix(">") ? String($0.dropLast()) : $0 }
         self.alignments = headers.map { $0.hasSuffix(">") ? .right : .left }
     }
 
-    mutating func add(_ row: [String]) {
+    /// Adds a row; missing cells are empty.
+    package mutating func add(_ row: [String]) {
         rows.append(row + Array(repeating: "", count: max(0, headers.count - row.count)))
     }
 
-    var isEmpty: Bool { rows.isEmpty }
+    /// Whether no row was added.
+    package var isEmpty: Bool { rows.isEmpty }
 
-    func render(indent: String = "  ") -> String {
+    /// The table as lines of text: the headers, then the rows, each line after `indent`.
+    package func render(indent: String = "  ") -> String {
         var widths = headers.map(\.count)
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
@@ -44,9 +51,9 @@ struct TextTable {
 }
 
 /// Number formatting for tables (JSON always carries exact values).
-enum Format {
+package enum Format {
     /// `1536` → `1.5 KiB`; below 1 KiB, exact bytes.
-    static func bytes(_ n: UInt64) -> String {
+    package static func bytes(_ n: UInt64) -> String {
         if n < 1024 { return "\(n) B" }
         let units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
         var value = Double(n) / 1024
@@ -58,10 +65,11 @@ enum Format {
         return String(format: "%.1f", value) + " " + units[unit]
     }
 
-    static func bytes(_ n: Int) -> String { bytes(UInt64(max(0, n))) }
+    /// `bytes` of an `Int`; a negative one shows as `0 B`.
+    package static func bytes(_ n: Int) -> String { bytes(UInt64(max(0, n))) }
 
     /// `1234567` → `1,234,567`.
-    static func count<T: BinaryInteger>(_ n: T) -> String {
+    package static func count<T: BinaryInteger>(_ n: T) -> String {
         let digits = String(n.magnitude)
         var out = ""
         for (i, c) in digits.enumerated() {
@@ -71,14 +79,16 @@ enum Format {
         return (n < 0 ? "-" : "") + out
     }
 
-    static func ratio(_ r: Double?) -> String {
+    /// A compression ratio with two decimals, `-` when there is none.
+    package static func ratio(_ r: Double?) -> String {
         r.map { String(format: "%.2f", $0) } ?? "-"
     }
 
     /// Cuts a long key for a table cell; the JSON output has it whole.
-    static func clip(_ s: String, _ width: Int = 48) -> String {
+    package static func clip(_ s: String, _ width: Int = 48) -> String {
         s.count <= width ? s : String(s.prefix(width - 1)) + "…"
     }
 
-    static func optional<T: BinaryInteger>(_ n: T?) -> String { n.map { count($0) } ?? "-" }
+    /// `count`, or `-` for nil.
+    package static func optional<T: BinaryInteger>(_ n: T?) -> String { n.map { count($0) } ?? "-" }
 }

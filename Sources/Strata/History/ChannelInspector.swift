@@ -1,5 +1,4 @@
 import Foundation
-import Strata
 import StrataFormat
 import StrataFiles
 import StrataEngine
@@ -114,7 +113,7 @@ public enum ChannelInspector {
         let now: UInt64
 
         init(directory: String, now: Date) throws {
-            let dir = StoreInspector.normalizedDirectory(directory)
+            let dir = PathStatus.normalizedDirectory(directory)
             try PathStatus.requireDirectory(dir)
             snapshot = try StoreImage.snapshot(directory: dir)
             entries = try Catalog.entries(kind: .channel, in: snapshot)

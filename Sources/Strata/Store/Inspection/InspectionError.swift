@@ -1,4 +1,3 @@
-import Strata
 import StrataFormat
 import StrataFiles
 import StrataEngine
@@ -7,7 +6,7 @@ import StrataEngine
 ///
 /// Damage inside a Strata file is not an ``InspectionError``: the readers report it as
 /// `StrataError.corrupted(file:offset:reason:)` (or
-/// `StrataError.unsupportedFormatVersion(file:found:)`), and ``StoreVerifier`` lists it as a fault.
+/// `StrataError.unsupportedFormatVersion(file:found:)`), and `StoreVerifier` lists it as a fault.
 public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Nothing exists at `path`.
     case notFound(path: String)
@@ -38,10 +37,17 @@ public enum InspectionError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 /// What a path is, from `stat` (not following the inspection into the file).
-enum PathStatus {
+package enum PathStatus {
     case missing, regularFile(size: Int), directory, other
 
-    static func of(_ path: String) -> PathStatus {
+    /// `path` without trailing slashes (`/` stays `/`), as the tools name a store directory.
+    package static func normalizedDirectory(_ path: String) -> String {
+        var p = path
+        while p.count > 1 && p.hasSuffix("/") { p.removeLast() }
+        return p
+    }
+
+    package static func of(_ path: String) -> PathStatus {
         guard let status = try? SystemCalls.status(path) else { return .missing }
         switch status.kind {
         case .regularFile: return .regularFile(size: status.size)
@@ -51,7 +57,7 @@ enum PathStatus {
     }
 
     /// Throws unless `path` is a regular file; returns its size.
-    static func requireFile(_ path: String) throws -> Int {
+    package static func requireFile(_ path: String) throws -> Int {
         switch of(path) {
         case .missing: throw InspectionError.notFound(path: path)
         case .regularFile(let size): return size
@@ -60,7 +66,7 @@ enum PathStatus {
     }
 
     /// Throws unless `path` is a directory.
-    static func requireDirectory(_ path: String) throws {
+    package static func requireDirectory(_ path: String) throws {
         switch of(path) {
         case .missing: throw InspectionError.notFound(path: path)
         case .directory: return

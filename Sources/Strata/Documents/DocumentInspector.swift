@@ -1,5 +1,4 @@
 import Foundation
-import Strata
 import StrataFormat
 import StrataFiles
 import StrataEngine

@@ -1,0 +1,12 @@
+import Foundation
+
+/// The JSON the tools print for scripts: pretty-printed with sorted keys and unescaped slashes,
+/// every count exact.
+package enum InspectionJSON {
+    /// `value` as that JSON, ending in a newline.
+    package static func text<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+    }
+}
