@@ -18,7 +18,7 @@ struct StrataDump: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-dump",
         abstract: "Inspect the files of a Strata store: summary, logs, segments, verify, "
-            + CollectionInspectors.all.map { $0.commandName }.joined(separator: ", ") + ".",
+            + StoreCollections.inspectors.map { $0.commandName }.joined(separator: ", ") + ".",
         discussion: """
             strata-dump reads files read-only and takes no lock, so it may run beside the process \
             that has the store open. Every subcommand prints JSON instead of tables with --json.
@@ -27,7 +27,7 @@ struct StrataDump: ParsableCommand {
             errors and paths that are not a readable Strata store or file.
             """,
         // Then one subcommand per collection kind, as each kind's inspector describes it.
-        subcommands: [Summary.self, Log.self, Segment.self, Verify.self] + CollectionInspectors.all.map { $0.command })
+        subcommands: [Summary.self, Log.self, Segment.self, Verify.self] + StoreCollections.inspectors.map { $0.command })
 }
 
 struct OutputOptions: ParsableArguments {

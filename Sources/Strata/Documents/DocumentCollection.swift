@@ -30,6 +30,9 @@ enum DocumentCollection: CollectionModule {
     static let keyspaces: [Keyspace] = [.documents, .indexRows, .documentChanges, .attachments,
                                         .conflictingRevisions, .localDocuments]
     static let kinds: [CollectionKind] = [.documentDatabase, .documentIndex]
+    static var inspector: (any CollectionInspector.Type)? { DocumentInspector.self }
+    /// Sessions check databases by name; an index is checked as its database.
+    static var pathKinds: [CollectionKind] { [.documentDatabase] }
 
     /// Index rows (FORMAT.md 3.2, 16.5) are a tuple only in `(5, indexId)`: a collation key
     /// follows, whose type bytes a tuple decoder would reject or misread (`0x10` is null there),

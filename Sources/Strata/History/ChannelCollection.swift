@@ -23,5 +23,6 @@ extension CollectionKind {
 enum ChannelCollection: CollectionModule {
     static let keyspaces: [Keyspace] = [.channelMessages, .channelHeads]
     static let kinds: [CollectionKind] = [.channel]
+    static var inspector: (any CollectionInspector.Type)? { ChannelInspector.self }
     static var pushAdapter: PushSubscription.DataAdapter? { .history }
 }

@@ -22,6 +22,7 @@ extension CollectionKind {
 enum PushCollection: CollectionModule {
     static let keyspaces: [Keyspace] = [.push]
     static let kinds: [CollectionKind] = [.push]
+    static var inspector: (any CollectionInspector.Type)? { PushInspector.self }
 
     static func load(from snapshot: Snapshot) throws -> (any Sendable)? {
         let prefix = PushLayout.prefix(2)

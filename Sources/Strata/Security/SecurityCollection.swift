@@ -12,4 +12,5 @@ extension Keyspace {
 enum SecurityCollection: CollectionModule {
     static let keyspaces: [Keyspace] = [.security]
     static let kinds: [CollectionKind] = []
+    static var inspector: (any CollectionInspector.Type)? { SecurityInspector.self }
 }

@@ -71,7 +71,7 @@ public enum SecurityInspector {
             result.principal = principal
             result.globalPermissions = names(policy.globalPermissions(of: principal))
             var collections: [InspectedPolicy.Effective] = []
-            for kind in [CollectionKind.timeSeries, .channel, .documentDatabase] {
+            for kind in StoreCollections.pathKinds {
                 for (name, _) in try Catalog.entries(kind: kind, in: snapshot) where !name.isEmpty {
                     collections.append(.init(kind: kind.name, path: name,
                                              permissions: names(policy.permissions(of: principal, path: name))))

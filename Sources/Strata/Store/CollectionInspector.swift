@@ -2,7 +2,7 @@
 /// the kind (or prints one of them), read from the store's files without opening it.
 ///
 /// Each kind conforms in its own folder (`SeriesInspector+Dump.swift`, …) and is registered once,
-/// in ``CollectionInspectors/all``; `strata-dump` builds one subcommand per registered kind from
+/// in ``StoreCollections/inspectors`` (from each kind's ``CollectionModule/inspector``); `strata-dump` builds one subcommand per registered kind from
 /// the ``usage`` declared here, so adding a kind needs no edit in the tool.
 package protocol CollectionInspector: SendableMetatype {
     /// The subcommand's name: `strata-dump <commandName> <store> …`.

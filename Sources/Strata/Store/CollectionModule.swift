@@ -18,8 +18,9 @@ import StrataEngine
 /// - transaction participation: its write handles adopt ``TransactionParticipant``;
 /// - push: ``pushAdapter`` names the data adapter whose items are its collections, and its commit
 ///   changes adopt ``PushItemUpdates``;
+/// - sessions: ``pathKinds`` are the catalog kinds whose collections a session checks by path;
 /// - the tools: ``describe(key:)`` renders its keys for `strata-dump`, and its
-///   inspector is its `strata-dump` view.
+///   ``inspector`` is its `strata-dump` view (its own subcommand).
 ///
 /// REQUIRES: the ids are on disk; never change or reuse one.
 protocol CollectionModule: Sendable {
@@ -36,13 +37,20 @@ protocol CollectionModule: Sendable {
     /// The push data adapter whose items are this kind's collections, if its updates can be
     /// pushed (``PushItemUpdates``).
     static var pushAdapter: PushSubscription.DataAdapter? { get }
+    /// The catalog kinds whose collections sessions check by path (``SecurityPolicy``); by
+    /// default every one of ``kinds``.
+    static var pathKinds: [CollectionKind] { get }
     /// One of its keys as the tools show it, or nil to leave it to the generic tuple rendering.
     static func describe(key: [UInt8]) -> String?
+    /// The kind's `strata-dump` view, if it has one.
+    static var inspector: (any CollectionInspector.Type)? { get }
 }
 
 extension CollectionModule {
     static func load(from snapshot: Snapshot) throws -> (any Sendable)? { nil }
     static func attach(to store: Store, loaded: (any Sendable)?) throws {}
     static var pushAdapter: PushSubscription.DataAdapter? { nil }
+    static var pathKinds: [CollectionKind] { kinds }
     static func describe(key: [UInt8]) -> String? { nil }
+    static var inspector: (any CollectionInspector.Type)? { nil }
 }

@@ -24,6 +24,13 @@ package enum StoreCollections {
     /// Every collection kind of this version, in id order.
     package static let kinds: [CollectionKind] = all.flatMap { $0.kinds }.sorted { $0.id < $1.id }
 
+    /// The catalog kinds whose collections sessions check by path, in id order.
+    package static let pathKinds: [CollectionKind] = all.flatMap { $0.pathKinds }.sorted { $0.id < $1.id }
+
+    /// Every kind's `strata-dump` view, in the order of ``all`` (the order `strata-dump` lists
+    /// their subcommands).
+    package static let inspectors: [any CollectionInspector.Type] = all.compactMap { $0.inspector }
+
     /// The name of keyspace `id` for tools, or "keyspace N" for an id no kind of this version uses.
     package static func keyspaceName(_ id: UInt64) -> String {
         if id == .max { return "(no keyspace)" }

@@ -18,6 +18,7 @@ extension CollectionKind {
 enum TimeSeriesCollection: CollectionModule {
     static let keyspaces: [Keyspace] = [.timeSeriesEvents, .timeSeriesEditIndex]
     static let kinds: [CollectionKind] = [.timeSeries]
+    static var inspector: (any CollectionInspector.Type)? { SeriesInspector.self }
     static var pushAdapter: PushSubscription.DataAdapter? { .timeSeries }
 
     /// Registers retention's compaction filters and the chunking transform (SeriesRetention).

@@ -7,7 +7,7 @@ import StrataFiles
 import StrataEngine
 
 // The collection kinds' `strata-dump` views (`CollectionInspector`), registered in
-// `CollectionInspectors.all`, and the one generic subcommand the tool makes of each.
+// `StoreCollections.inspectors`, and the one generic subcommand the tool makes of each.
 
 /// A closed store with a collection of every kind, a document index, push records and a policy.
 func storeWithEveryKind(in dir: URL) throws {
@@ -46,11 +46,11 @@ func storeWithEveryKind(in dir: URL) throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try Store.open(at: dir.url).close()
-        let names = CollectionInspectors.all.map { $0.commandName }
+        let names = StoreCollections.inspectors.map { $0.commandName }
         #expect(Set(names).count == names.count, "\(names)")
         #expect(Set(names).isDisjoint(with: ["summary", "log", "segment", "verify"]), "\(names)")
         #expect(Set(names) == ["series", "channels", "documents", "push", "security"])
-        for inspector in CollectionInspectors.all {
+        for inspector in StoreCollections.inspectors {
             let arguments = try inspector.validated(CollectionInspectorArguments())
             let text = try inspector.run(storeAt: dir.path, arguments: arguments, json: false)
             #expect(!text.isEmpty && text.hasSuffix("\n"), "\(inspector.commandName): \(text)")
@@ -175,7 +175,7 @@ func storeWithEveryKind(in dir: URL) throws {
             let security = try runTool(["security", "--help"], in: tmp).stdout
             #expect(security.contains("USAGE: strata-dump security <store> [--principal <principal>] [--json]"), "\(security)")
             let all = try runTool(["--help"], in: tmp).stdout
-            for inspector in CollectionInspectors.all {
+            for inspector in StoreCollections.inspectors {
                 #expect(all.contains("  \(inspector.commandName) "), "\(inspector.commandName): \(all)")
             }
         }
