@@ -55,7 +55,7 @@ import StrataEngine
 public final class Transaction {
     // Used only by the thread running the body (and `Store.transaction` around it): the type is
     // not Sendable, so the compiler keeps it there.
-    private let store: Store
+    let store: Store
     private var batch: CommitBatch
     /// The collections written so far, in the order first written; their locks are held.
     private var held: [HeldCollection] = []
@@ -71,50 +71,19 @@ public final class Transaction {
         self.access = access
     }
 
-    /// A write handle of the time series at `path` (created with default options if missing;
-    /// in a session's transaction that needs ``Permission/modifyTopic``).
-    ///
-    /// - Throws: ``StrataError/typeMismatch(_:)`` if it holds another value type.
-    public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type) throws
-        -> TransactionTimeSeries<Value> {
-        try checkOpen()
-        let state = try store.seriesState(path, of: type, options: TimeSeriesOptions(),
-                                          authorizeCreate: { try access?.require(.modifyTopic, path) })
-        return TransactionTimeSeries(transaction: self, state: state)
-    }
-
-    /// A write handle of the channel `name` (created with default options if missing; in a
-    /// session's transaction that needs ``Permission/modifyTopic``).
-    ///
-    /// - Throws: ``StrataError/typeMismatch(_:)`` if it holds another message type.
-    public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) throws
-        -> TransactionChannel<Message> {
-        try checkOpen()
-        return TransactionChannel(transaction: self, channel: try store.openChannel(name, of: type, options: nil, access: access))
-    }
-
-    /// A write handle of the document database `name` (created if missing; in a session's
-    /// transaction that needs ``Permission/modifyTopic``). Its attached indexes are maintained;
-    /// this does not attach or build any.
-    public func documents(_ name: String = "default") throws -> TransactionDocuments {
-        try checkOpen()
-        let state = try store.databaseState(name, access: access)
-        return TransactionDocuments(transaction: self, state: state)
-    }
-
     /// The staged writer state of the collection whose lock is `lock`, if the transaction wrote it.
-    fileprivate func staged<State>(_ lock: CollectionLock<State>) -> State? {
+    func staged<State>(_ lock: CollectionLock<State>) -> State? {
         (held.first(where: { $0.lock === lock }) as? Hold<State>)?.writer
     }
 
-    fileprivate func checkOpen() throws {
+    func checkOpen() throws {
         if ended {
             throw StrataError.invalidArgument("a Transaction was used after its transaction ended")
         }
     }
 
     /// Runs `body` on the hold of `state`'s collection, taking its lock at the first write.
-    fileprivate func stage<Hold: HeldCollection, R>(
+    func stage<Hold: HeldCollection, R>(
         _ lock: AnyObject, make: () -> Hold, _ body: (Hold, inout CommitBatch) throws -> R
     ) throws -> R {
         try checkOpen()
@@ -213,272 +182,11 @@ extension Store {
     }
 }
 
-// MARK: Write handles
-
-/// The handle of a time series inside a transaction (``Transaction/timeSeries(_:of:)``):
-/// appends and edits as on ``TimeSeries``, committed with the transaction, and reads that see
-/// them before it commits.
-public struct TransactionTimeSeries<Value: Codable & Sendable> {
-    let transaction: Transaction
-    let state: SeriesState
-    let codec = ValueCodec<Value>()
-
-    /// The series' path.
-    public var path: String { state.path }
-
-    // MARK: Reading your own writes
-
-    /// Checks that the transaction is open and, in a session, ``Permission/readTopic``; returns
-    /// the writer state the transaction staged, or nil if it did not write the series.
-    private func readable() throws -> SeriesState.Writer? {
-        try transaction.checkOpen()
-        try transaction.access?.require(.readTopic, state.path)
-        return transaction.staged(state.writer)
-    }
-
-    /// The latest event as the transaction sees it: its own latest append or edit of the
-    /// series, else the committed latest event (nil for an empty series). Needs
-    /// ``Permission/readTopic`` in a session.
-    public func latest() throws -> Event<Value>? {
-        let staged = try readable()
-        guard let (s, record, decoding) = try staged.map({ try state.latest(staged: $0) }) ?? state.latest() else { return nil }
-        return try record.withUnsafeBytes { try TimeSeries<Value>.decode(s, $0, decoding, codec, path: state.path) }
-    }
-
-    /// The event (original or edit) with sequence number `sequence` as the transaction sees it:
-    /// appended or edited in it, or committed; nil if it is not retained (after the
-    /// transaction's own appends, as the retained range will be once it commits) or not written.
-    /// Needs ``Permission/readTopic`` in a session.
-    public func event(sequence: UInt64) throws -> Event<Value>? {
-        guard let staged = try readable() else {
-            let events = try TimeSeries<Value>(state: state).query(RangeQuery.edits(.all).from(sequence: sequence).next(1)).events
-            return events.first.flatMap { $0.sequence == sequence ? $0 : nil }
-        }
-        guard let (record, decoding) = try state.record(sequence, staged: staged) else { return nil }
-        return try record.withUnsafeBytes { try TimeSeries<Value>.decode(sequence, $0, decoding, codec, path: state.path) }
-    }
-
-    /// The number of retained events and the first and next sequence numbers as the
-    /// transaction sees them (its appends and edits counted). Needs ``Permission/readTopic`` in
-    /// a session.
-    public func bounds() throws -> SeriesBounds {
-        guard let staged = try readable() else { return try TimeSeries<Value>(state: state).bounds() }
-        return SeriesBounds(count: staged.head.count, firstRetained: staged.head.cutoff, next: staged.head.next)
-    }
-
-    // MARK: Writing
-
-    /// The author of a write (see ``TimeSeries``): in a session's transaction its principal,
-    /// after checking ``Permission/updateTopic``.
-    private func author(_ given: String?) throws -> String? {
-        guard let access = transaction.access else { return given }
-        return try access.writer(given, state.path)
-    }
-
-    private var editCheck: ((String) throws -> Void)? {
-        guard let access = transaction.access else { return nil }
-        let path = state.path
-        return { try access.authorizeEdit(of: $0, path) }
-    }
-
-    private func stage<R>(_ body: (inout SeriesState.Writer, inout CommitBatch) throws -> R) throws -> R {
-        try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
-            try body(&hold.writer, &batch)
-        }
-    }
-
-    /// Appends an event with the clock's time; see ``TimeSeries/append(_:)``.
-    @discardableResult
-    public func append(_ value: Value) throws -> EventMetadata {
-        let who = try author(nil)
-        return try stage { w, b in
-            try state.stageAppend(&w, count: 1, timestamps: nil, author: who,
-                                  encode: { _, out in try codec.encode(value, into: &out) }, into: &b)[0]
-        }
-    }
-
-    /// Appends an event with an explicit timestamp; see ``TimeSeries/append(_:timestamp:)``.
-    @discardableResult
-    public func append(_ value: Value, timestamp: Date) throws -> EventMetadata {
-        let who = try author(nil)
-        let t = try TimeSeries<Value>.milliseconds(timestamp)
-        return try stage { w, b in
-            try state.stageAppend(&w, count: 1, timestamps: [t], author: who,
-                                  encode: { _, out in try codec.encode(value, into: &out) }, into: &b)[0]
-        }
-    }
-
-    /// Appends an event with an explicit author (and timestamp unless nil).
-    @discardableResult
-    public func append(_ value: Value, timestamp: Date?, author: String) throws -> EventMetadata {
-        let who = try self.author(author)
-        let t = try timestamp.map(TimeSeries<Value>.milliseconds)
-        return try stage { w, b in
-            try state.stageAppend(&w, count: 1, timestamps: t.map { [$0] }, author: who,
-                                  encode: { _, out in try codec.encode(value, into: &out) }, into: &b)[0]
-        }
-    }
-
-    /// Appends events with the clock's time, in order.
-    @discardableResult
-    public func append<S: Sequence>(contentsOf values: S) throws -> [EventMetadata] where S.Element == Value {
-        let who = try author(nil)
-        let array = Array(values)
-        return try stage { w, b in
-            try state.stageAppend(&w, count: array.count, timestamps: nil, author: who,
-                                  encode: { i, out in try codec.encode(array[i], into: &out) }, into: &b)
-        }
-    }
-
-    /// Appends an edit event of `originalSequence`; see ``TimeSeries/edit(originalSequence:value:)``.
-    /// The original may be an event appended earlier in the same transaction.
-    @discardableResult
-    public func edit(originalSequence: UInt64, value: Value) throws -> EventMetadata {
-        let who = try author(nil)
-        let check = editCheck
-        return try stage { w, b in
-            try state.stageEdit(&w, original: originalSequence, author: who, authorize: check,
-                                encode: { out in try codec.encode(value, into: &out) }, into: &b)
-        }
-    }
-
-    /// ``edit(originalSequence:value:)`` with an explicit author.
-    @discardableResult
-    public func edit(originalSequence: UInt64, value: Value, author: String) throws -> EventMetadata {
-        let who = try self.author(author)
-        let check = editCheck
-        return try stage { w, b in
-            try state.stageEdit(&w, original: originalSequence, author: who, authorize: check,
-                                encode: { out in try codec.encode(value, into: &out) }, into: &b)
-        }
-    }
-}
-
-/// The handle of a channel inside a transaction (``Transaction/channel(_:of:)``): publishes,
-/// committed with the transaction, and reads that see them before it commits.
-public struct TransactionChannel<Message: Codable & Sendable> {
-    let transaction: Transaction
-    let channel: Channel<Message>
-
-    /// The channel's name.
-    public var name: String { channel.name }
-
-    // MARK: Reading your own writes
-
-    /// The messages the transaction published to the channel so far, oldest first (none are in
-    /// the channel's history before it commits). Needs ``Permission/readTopic`` in a session.
-    public func stagedMessages() throws -> [HistoryMessage<Message>] {
-        try transaction.checkOpen()
-        try transaction.access?.require(.readTopic, channel.name)
-        guard let staged = transaction.staged(channel.state.writer) else { return [] }
-        return try zip(staged.staged, staged.stagedValues).map { timetoken, value in
-            try value.withUnsafeBytes {
-                try HistoryQuery.message(timetoken, $0, keys: channel.state.keys, codec: channel.codec)
-            }
-        }
-    }
-
-    /// The newest message of the channel as the transaction sees it: the last one it published,
-    /// else the newest in the committed history (nil if there is none). Needs
-    /// ``Permission/readTopic`` in a session.
-    public func lastMessage() throws -> HistoryMessage<Message>? {
-        if let last = try stagedMessages().last { return last }
-        return try channel.history(limit: 1).messages.last
-    }
-
-    // MARK: Writing
-
-    /// Publishes a message; see ``Channel/publish(_:meta:publisher:)``. Its timetoken is larger
-    /// than every timetoken the store assigned before; messages of other channels committed
-    /// meanwhile may take timetokens between the transaction's.
-    @discardableResult
-    public func publish(_ message: Message, meta: JSON? = nil, publisher: String? = nil) throws -> Timetoken {
-        try publish(contentsOf: [message], meta: meta, publisher: publisher)[0]
-    }
-
-    /// Publishes messages with consecutive timetokens, in order.
-    @discardableResult
-    public func publish(contentsOf messages: some Sequence<Message>, meta: JSON? = nil,
-                        publisher: String? = nil) throws -> [Timetoken] {
-        let state = channel.state
-        let who = try channel.publisher(publisher)
-        var values: [[UInt8]] = []
-        for m in messages {
-            var value: [UInt8] = []
-            try channel.encode(m, meta: meta, publisher: who, into: &value)
-            values.append(value)
-        }
-        guard !values.isEmpty else { return [] }
-        let first = try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
-            try state.stagePublish(&hold.writer, values, into: &batch)
-        }
-        return (0..<values.count).map { Timetoken(first + UInt64($0)) }
-    }
-}
-
-/// The handle of a document database inside a transaction (``Transaction/documents(_:)``).
-/// Later writes of the same id in the transaction see the earlier ones (revisions count on), and
-/// so does ``document(id:)``.
-public struct TransactionDocuments {
-    let transaction: Transaction
-    let state: DatabaseState
-
-    /// The database's name.
-    public var name: String { state.name }
-
-    /// The document `id` as the transaction sees it: as saved in the transaction (with its new
-    /// metadata and its attachments), nil if the transaction deleted it, else the stored one (nil
-    /// if absent or deleted). Needs ``Permission/readTopic`` in a session.
-    public func document(id: String) throws -> Document? {
-        try transaction.checkOpen()
-        try transaction.access?.require(.readTopic, state.name)
-        if let staged = transaction.staged(state.writer), let visible = staged.visible[id] { return visible }
-        return try state.reader.document(id: id)
-    }
-
-    private func write(_ documents: [Document], mode: DocumentWriter.WriteMode) throws -> [Document] {
-        try transaction.access?.require(.updateTopic, state.name)
-        return try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
-            try state.writes.stageWrite(documents, mode: mode, writer: &hold.writer, into: &batch)
-        }
-    }
-
-    /// Inserts or replaces a document; see ``DocumentDatabase/save(_:concurrencyControl:)``.
-    @discardableResult
-    public func save(_ document: Document) throws -> Document { try write([document], mode: .save)[0] }
-
-    /// Inserts a document whose id is not in use; see ``DocumentDatabase/add(_:)``.
-    @discardableResult
-    public func add(_ document: Document) throws -> Document { try write([document], mode: .add)[0] }
-
-    /// Replaces an existing document; see ``DocumentDatabase/update(_:)``.
-    @discardableResult
-    public func update(_ document: Document) throws -> Document { try write([document], mode: .update)[0] }
-
-    /// Saves many documents, in order.
-    @discardableResult
-    public func save(contentsOf documents: [Document]) throws -> [Document] { try write(documents, mode: .save) }
-
-    /// Saves `value`'s encoding as the fields of document `id`; see ``DocumentDatabase/save(_:id:)``.
-    @discardableResult
-    public func save(_ value: some Encodable, id: String) throws -> Document {
-        try save(DocumentDatabase.document(encoding: value, id: id))
-    }
-
-    /// Deletes a document; see ``DocumentDatabase/delete(id:)``.
-    public func delete(id: String) throws {
-        try transaction.access?.require(.modifyTopic, state.name)
-        try transaction.stage(state.writer, make: { state.hold() }) { hold, batch in
-            try state.writes.stageDelete(id: id, writer: &hold.writer, into: &batch)
-        }
-    }
-}
-
 // MARK: Holds
 
 /// A collection a transaction writes: its lock is held, and its writer state advances as the
 /// transaction stages writes; the collection's own state changes only when the batch commits.
-private protocol HeldCollection: AnyObject {
+protocol HeldCollection: AnyObject {
     var lock: AnyObject { get }
     /// The staged writer state, to restore after a failed write.
     func checkpoint() -> Any
@@ -491,7 +199,7 @@ private protocol HeldCollection: AnyObject {
 }
 
 /// The hold of one collection's writer lock and staged writer state.
-private final class Hold<State>: HeldCollection {
+final class Hold<State>: HeldCollection {
     let writerLock: CollectionLock<State>
     var writer: State
     private let sealing: (inout State, inout CommitBatch) throws -> Void
@@ -519,27 +227,4 @@ private final class Hold<State>: HeldCollection {
     }
 
     func release() { writerLock.unlockForTransaction() }
-}
-
-extension SeriesState {
-    fileprivate func hold() -> Hold<Writer> {
-        Hold(writer, seal: { w, batch in self.seal(w, into: &batch) }, committed: { _, w in w.uncommitted = [:] })
-    }
-}
-
-extension ChannelState {
-    fileprivate func hold() -> Hold<Writer> {
-        Hold(writer, seal: { w, batch in try self.seal(&w, into: &batch) }, committed: { before, w in
-            if w.head.floor != before.head.floor { self.publishRules(w) }
-        })
-    }
-}
-
-extension DatabaseState {
-    fileprivate func hold() -> Hold<WriterState> {
-        Hold(writer, committed: { _, w in
-            w.uncommitted = [:]
-            w.visible = [:]
-        })
-    }
 }
