@@ -132,9 +132,9 @@ package final class DatabaseState: CollectionState {
     }
 
     static func validateName(_ name: String) throws {
-        guard !name.isEmpty else { throw StrataError.invalidArgument("a document database name must not be empty") }
+        guard !name.isEmpty else { throw StrataError.invalidArgument(argument: "name", reason: "a document database name must not be empty") }
         guard !name.utf8.contains(0) else {
-            throw StrataError.invalidArgument("document database name \(name.debugDescription) contains a NUL character")
+            throw StrataError.invalidArgument(argument: "name", reason: "document database name \(name.debugDescription) contains a NUL character")
         }
     }
 
@@ -150,22 +150,22 @@ package final class DatabaseState: CollectionState {
 
     /// The attached, complete index named `indexName`.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` saying whether the index does not exist, is stored
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` saying whether the index does not exist, is stored
     ///   but not named in this open, or is still being built.
     func activeIndex(_ indexName: String) throws -> ActiveIndex {
         if let index = indexes.withLock({ $0[indexName] }) {
             guard index.pending == nil else {
-                throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+                throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription) "
                                            + "is being built; query it once the Store.documents(_:indexes:) call naming it returns")
             }
             return index
         }
         let catalogName = DocumentLayout.indexCatalogName(database: name, index: indexName)
         if try catalog.entry(kind: .documentIndex, name: catalogName) != nil {
-            throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+            throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription) "
                                        + "is stored but not open: name it in Store.documents(_:indexes:) to bring it up to date")
         }
-        throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
+        throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription)")
     }
 
     // MARK: Reading
@@ -238,7 +238,7 @@ package final class DatabaseState: CollectionState {
 
     /// The persistent change feed after `since`.
     func changes(since: UInt64, limit: Int) throws -> (changes: [DocumentChange], lastSequence: UInt64) {
-        guard limit >= 0 else { throw StrataError.invalidArgument("changes limit \(limit) is negative") }
+        guard limit >= 0 else { throw StrataError.invalidArgument(argument: "limit", reason: "changes limit \(limit) is negative") }
         let snapshot = try engine.snapshot()
         let prefix = DocumentLayout.changePrefix(id)
         let lower = since == .max ? DocumentLayout.changeKey(id, since) + [0] : DocumentLayout.changeKey(id, since + 1)
@@ -331,7 +331,7 @@ package final class DatabaseState: CollectionState {
                 }
             case .update:
                 if !exists {
-                    throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+                    throw StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
                 }
             }
             var body: [UInt8] = []
@@ -368,7 +368,7 @@ package final class DatabaseState: CollectionState {
         for i in documents.indices where documents[i].metadata.id.isEmpty {
             documents[i].metadata.id = idFactory()
             guard !documents[i].metadata.id.isEmpty else {
-                throw StrataError.invalidArgument("StoreOptions.documentIDFactory returned an empty id")
+                throw StrataError.invalidArgument(argument: "documentIDFactory", reason: "StoreOptions.documentIDFactory returned an empty id")
             }
         }
         let attachments = documents.map { document in
@@ -558,7 +558,7 @@ package final class DatabaseState: CollectionState {
         let now = clock()
         let key = DocumentLayout.documentKey(id, documentID)
         func notFound() -> StrataError {
-            .notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+            .notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
         }
         func load(_ snapshot: Snapshot, withDocument: Bool) throws -> (DocumentRecord, Document?) {
             guard let value = try snapshot.get(key) else { throw notFound() }
@@ -674,7 +674,7 @@ package final class DatabaseState: CollectionState {
     /// Stages the deletion of `documentID` for the transaction holding the writer lock.
     func stageDelete(id documentID: String, writer w: inout WriterState, into batch: inout CommitBatch) throws {
         guard !w.closed else { throw StrataError.closed }
-        let notFound = StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+        let notFound = StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
         let active = indexes.withLock { $0 }
         let record: DocumentRecord
         var old: Document?
@@ -692,7 +692,7 @@ package final class DatabaseState: CollectionState {
         guard !record.isDeleted else { throw notFound }
         if let tree = record.tree, tree.hasConflicts {
             guard w.uncommitted[documentID] == nil else {
-                throw StrataError.invalidArgument("document \(documentID.debugDescription) is in conflict and was written earlier in "
+                throw StrataError.invalidArgument(argument: "id", reason: "document \(documentID.debugDescription) is in conflict and was written earlier in "
                                                   + "this transaction: delete it in a transaction of its own")
             }
             let snapshot = try engine.snapshot()

@@ -35,7 +35,7 @@ extension DocumentDatabase {
     /// Needs ``Permission/updateTopic`` in a session.
     ///
     /// - Returns: the document as stored.
-    /// - Throws: ``StrataError/notFound(_:)`` if no document has the id.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if no document has the id.
     @discardableResult
     public func resolveConflict(id: String, with document: Document) throws -> Document {
         try access?.require(.updateTopic, state.name)
@@ -144,7 +144,7 @@ extension DatabaseState {
     }
 
     func putLocalDocument(_ localID: String, _ body: JSON?) throws {
-        guard !localID.isEmpty else { throw StrataError.invalidArgument("a local document id must not be empty") }
+        guard !localID.isEmpty else { throw StrataError.invalidArgument(argument: "id", reason: "a local document id must not be empty") }
         var batch = CommitBatch()
         if let body {
             var value: [UInt8] = []

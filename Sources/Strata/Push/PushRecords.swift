@@ -163,7 +163,7 @@ package enum PushRecords {
                 trigger = compiled
             }
             return PushState.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
-        } catch StrataError.invalidArgument(let reason) {
+        } catch StrataError.invalidArgument(_, let reason) {
             throw r.fail(reason)
         }
     }

@@ -91,7 +91,7 @@ package enum SecurityPolicyRecord {
             }
             policy.defaultRoles = try reader.names("default roles")
             guard reader.offset == buffer.count else { throw reader.corrupt("\(buffer.count - reader.offset) bytes after the policy") }
-            do { try policy.validate() } catch StrataError.invalidArgument(let reason) { throw reader.corrupt(reason) }
+            do { try policy.validate() } catch StrataError.invalidArgument(_, let reason) { throw reader.corrupt(reason) }
             return policy
         }
     }

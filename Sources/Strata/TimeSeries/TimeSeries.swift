@@ -148,7 +148,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// or ``Permission/editOwnTimeSeriesEvents`` when the original's author is the session's
     /// principal (Diffusion's rule); a denial names the edit permission that would have allowed it.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` unless `originalSequence` names an original
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` unless `originalSequence` names an original
     ///   (not an edit) event that exists and is still retained.
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value) throws -> EventMetadata {
@@ -172,7 +172,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// In a session it needs ``Permission/readTopic``, and for the edit views (``RangeQuery/edits(_:)``)
     /// also ``Permission/queryObsoleteTimeSeriesEvents``.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for negative counts or durations.
     ///
     /// Events stored as chunks (settled events) are decoded straight from their columns. The
     /// native value types `Double`, `Int64` and `String` have pre-specialized entry points, so a
@@ -250,7 +250,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
 
     static func milliseconds(_ date: Date) throws -> Int64 {
         guard let t = SeriesTime.milliseconds(date) else {
-            throw StrataError.invalidArgument("timestamp \(date.timeIntervalSince1970) s after 1970 is out of range")
+            throw StrataError.invalidArgument(argument: "timestamp", reason: "timestamp \(date.timeIntervalSince1970) s after 1970 is out of range")
         }
         return t
     }
