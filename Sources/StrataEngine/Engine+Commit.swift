@@ -47,7 +47,7 @@ extension Engine {
             }
         }
         guard batch.records.byteSize <= Self.maxBatchBytes else {
-            throw StrataError.invalidArgument("a write batch of \(batch.records.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
+            throw StrataError.invalidArgument(argument: "batch", reason: "a write batch of \(batch.records.byteSize) bytes exceeds the limit of \(Self.maxBatchBytes) bytes")
         }
         let w = PendingWrite(batch: batch.records, sync: (batch.durability ?? options.durability) == .synchronous)
         w.changes = batch.changes

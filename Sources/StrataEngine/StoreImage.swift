@@ -9,7 +9,7 @@ package enum StoreImage {
     /// records of the logs it does not cover. Segments are read without a block cache.
     package static func snapshot(directory: String, fileSystem: FileSystem = .real) throws -> Snapshot {
         guard let manifest = try Manifest.read(directory: directory, fileSystem: fileSystem) else {
-            throw StrataError.notFound("no Strata store at \(directory) (no \(FileNames.manifest))")
+            throw StrataError.notFound(kind: .store, name: directory, reason: "no Strata store at \(directory) (no \(FileNames.manifest))")
         }
         var runs: [SortedRun] = []
         for run in manifest.runs {

@@ -6,7 +6,7 @@ import StrataFormat
 ///
 /// A reader refuses a stored number above ``max`` (2⁶³ − 1) as corruption, so that the number
 /// after it, at most 2⁶³, never overflows. A writer refuses, with
-/// ``StrataError/invalidArgument(_:)`` and before anything is written, to hand out a number the
+/// ``StrataError/invalidArgument(argument:reason:)`` and before anything is written, to hand out a number the
 /// reader would refuse: so a store at its limit stays readable instead of holding records that
 /// brick it.
 package enum CounterLimit {
@@ -36,7 +36,7 @@ package enum CounterLimit {
     }
 
     /// Takes `count` numbers of `what` from `next` (the next number to give) and returns the
-    /// first; `next` then follows the last. Refuses with ``StrataError/invalidArgument(_:)``,
+    /// first; `next` then follows the last. Refuses with ``StrataError/invalidArgument(argument:reason:)``,
     /// changing nothing, when the last number would exceed `last` (``max`` unless a counter stored
     /// after it must itself stay within ``max``, as the manifest's `nextFileNumber` does).
     @discardableResult
@@ -44,7 +44,7 @@ package enum CounterLimit {
                              last: UInt64 = max) throws -> UInt64 {
         guard count > 0 else { return next }
         guard next <= last, count - 1 <= last - next else {
-            throw StrataError.invalidArgument(
+            throw StrataError.invalidArgument(argument: what(), reason:
                 "no \(what()) is left: \(count) more from \(next) would pass the limit \(last) (FORMAT.md 2, \"Limit\")")
         }
         let first = next

@@ -63,7 +63,7 @@ package struct ColumnHeader: Equatable, Sendable {
     /// Throws `.invalidArgument` when `count` values cannot form one column.
     package static func checkEncodable(count: Int, what: String) throws {
         guard count <= maximumCount else {
-            throw StrataError.invalidArgument("\(what): \(count) values, at most \(maximumCount) fit one column")
+            throw StrataError.invalidArgument(argument: what, reason: "\(what): \(count) values, at most \(maximumCount) fit one column")
         }
     }
 

@@ -81,15 +81,15 @@ package struct SeriesChunk: Equatable, Sendable {
 
     /// The record.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for columns of different lengths, no event,
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for columns of different lengths, no event,
     ///   too many, a sequence range past `UInt64.max`, or an original not before its edit.
     package func encode() throws -> [UInt8] {
         let n = count
         guard n > 0, n <= ColumnHeader.maximumCount, authors.count == n, originals.count == n, values.count == n else {
-            throw StrataError.invalidArgument("\(Self.what): \(n) timestamps, \(authors.count) authors, \(originals.count) originals, \(values.count) values (1…\(ColumnHeader.maximumCount), all equal)")
+            throw StrataError.invalidArgument(argument: "chunk", reason: "\(Self.what): \(n) timestamps, \(authors.count) authors, \(originals.count) originals, \(values.count) values (1…\(ColumnHeader.maximumCount), all equal)")
         }
         guard firstSequence <= UInt64.max - UInt64(n - 1) else {
-            throw StrataError.invalidArgument("\(Self.what): \(n) events from sequence \(firstSequence) pass UInt64.max")
+            throw StrataError.invalidArgument(argument: "chunk", reason: "\(Self.what): \(n) events from sequence \(firstSequence) pass UInt64.max")
         }
         var w = BitWriter(capacity: n * 4 + 32)
         w.write(UInt64(Self.marker), bits: 8)
@@ -123,7 +123,7 @@ package struct SeriesChunk: Equatable, Sendable {
             for (i, o) in edits {
                 let sequence = firstSequence + UInt64(i)
                 guard o.sequence < sequence else {
-                    throw StrataError.invalidArgument("\(Self.what): event \(sequence) edits \(o.sequence), which is not before it")
+                    throw StrataError.invalidArgument(argument: "chunk", reason: "\(Self.what): event \(sequence) edits \(o.sequence), which is not before it")
                 }
                 distances.append(Int64(bitPattern: sequence - o.sequence))
             }

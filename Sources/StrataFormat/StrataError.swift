@@ -4,7 +4,8 @@ import CStrataSupport
 /// Every error Strata throws.
 ///
 /// Each case names what it concerns — the file and offset of a corrupt record, the path and system
-/// call of an I/O failure, the argument that was out of range — so that its ``description`` can be
+/// call of an I/O failure, the kind and name of what was not found, the argument that was out of
+/// range — in payloads a program matches without reading text, and its ``description`` can be
 /// shown to a person as it is.
 ///
 /// ```swift
@@ -14,26 +15,58 @@ import CStrataSupport
 ///     print("another process has \(path) open")
 /// }
 /// ```
+///
+/// An `async` method whose task is cancelled before its work starts throws Swift's
+/// `CancellationError`, not a `StrataError`.
 public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store (or a collection of it) was used after ``Store/close()``; also how every open
     /// stream (subscriptions, live messages, live queries, change streams) ends when the store closes.
     case closed
     /// Another process holds the store's `LOCK` file.
     case locked(path: String)
-    /// A sealed file holds bytes that cannot be right: a CRC mismatch, an impossible length,
-    /// a truncated structure, keys out of order.
+    /// Stored bytes that cannot be right: a CRC mismatch, an impossible length, a truncated
+    /// structure, keys out of order, a record that does not decode.
+    ///
+    /// Thrown only for what the store (or a file handed to the inspection tools) holds, never for
+    /// an argument, a value of the wrong type or a network answer. `file` is the file's path, or,
+    /// for a record read through the store, the record (`document "a"`, `time series "t"`,
+    /// `catalog`); `offset` is the byte offset in that file or record.
     case corrupted(file: String, offset: Int, reason: String)
     /// A file was written by a format version this build does not read.
     case unsupportedFormatVersion(file: String, found: UInt32)
     /// A system call failed. `errno` is the raw error number, `operation` the call (`open`, `fsync`…).
     case io(path: String, errno: Int32, operation: String)
-    /// The named thing does not exist.
-    case notFound(String)
+    /// The thing a call named does not exist: `kind` says what kind of thing it is, `name` its
+    /// name or id as the call gave it, `reason` the whole message (which also names where it was
+    /// looked for).
+    ///
+    /// ```swift
+    /// do {
+    ///     try db.delete(id: "a")
+    /// } catch StrataError.notFound(.document, let id, _) {
+    ///     print("no document \(id)")
+    /// }
+    /// ```
+    case notFound(kind: NotFoundKind, name: String, reason: String)
     /// The named thing exists already, or changed under the caller.
     case conflict(String)
-    /// An argument is out of range or malformed; the message names it.
-    case invalidArgument(String)
-    /// A collection was opened with a different type than it was created with.
+    /// An argument is out of range or malformed, or a call was made where it is not allowed.
+    ///
+    /// `argument` is the parameter, option or property as the API spells it (`"limit"`,
+    /// `"bufferSize"`, `"path"`, `"retainedRange"`, `"batchSize"`…); `reason` says what is wrong
+    /// with it. Where no one argument is at fault (a counter that ran out, a transaction used after
+    /// it ended), `argument` names the thing the call asked too much of (`"timetoken"`, `"transaction"`).
+    ///
+    /// ```swift
+    /// do {
+    ///     _ = try room.history(limit: 0)
+    /// } catch StrataError.invalidArgument("limit", let reason) {
+    ///     print(reason)
+    /// }
+    /// ```
+    case invalidArgument(argument: String, reason: String)
+    /// A collection was opened with a different type than it was created with, or a stored value
+    /// does not decode as the `Codable` type asked for.
     case typeMismatch(String)
     /// A time-series append carried a timestamp earlier than the series' latest event.
     case timestampBeforeLatest(latest: Date, given: Date)
@@ -41,15 +74,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// query) fell so far behind that its bounded buffer filled: the stream ends with this error
     /// rather than grow without bound or skip events silently. Subscribe again to resume.
     case subscriberOverflow(String)
-    /// The task calling an `async` method was cancelled before the method's work started:
-    /// nothing was done. (Work that has started runs to the end and returns its result.)
-    case cancelled
     /// A ``StoreSession`` call that the security policy does not allow its principal: nothing
     /// was changed. `permission` is the one it lacked, `path` the series, channel or database
     /// the call named (nil for a global permission).
     case permissionDenied(principal: String, permission: Permission, path: String?)
-    /// A replication could not reach its gateway, or the gateway answered with an error; the
-    /// message names the URL and what happened.
+    /// A replication could not reach its gateway, or the gateway answered with an error or with
+    /// an answer that does not parse; the message names the URL and what happened.
     case network(String)
 
     public var description: String {
@@ -64,20 +94,18 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(file) has format version \(found), which this build of Strata does not read"
         case .io(let path, let code, let operation):
             return "\(operation) failed for \(path): \(StrataError.systemMessage(code)) (errno \(code))"
-        case .notFound(let what):
-            return "not found: \(what)"
+        case .notFound(_, _, let reason):
+            return "not found: \(reason)"
         case .conflict(let what):
             return "conflict: \(what)"
-        case .invalidArgument(let what):
-            return "invalid argument: \(what)"
+        case .invalidArgument(_, let reason):
+            return "invalid argument: \(reason)"
         case .typeMismatch(let what):
             return "type mismatch: \(what)"
         case .timestampBeforeLatest(let latest, let given):
             return "timestamp \(given) is before the latest event's timestamp \(latest)"
         case .subscriberOverflow(let what):
             return "subscriber overflow: \(what)"
-        case .cancelled:
-            return "the task was cancelled before the work started; nothing was done"
         case .network(let what):
             return "replication: \(what)"
         case .permissionDenied(let principal, let permission, let path):

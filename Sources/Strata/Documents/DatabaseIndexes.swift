@@ -41,22 +41,22 @@ final class DatabaseIndexes: Sendable {
 
     /// The attached, complete index named `indexName`.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` saying whether the index does not exist, is stored
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` saying whether the index does not exist, is stored
     ///   but not named in this open, or is still being built.
     func activeIndex(_ indexName: String) throws -> ActiveIndex {
         if let index = attached.withLock({ $0[indexName] }) {
             guard index.pending == nil else {
-                throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+                throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription) "
                                            + "is being built; query it once the Store.documents(_:indexes:) call naming it returns")
             }
             return index
         }
         let catalogName = DocumentLayout.indexCatalogName(database: name, index: indexName)
         if try catalog.entry(kind: .documentIndex, name: catalogName) != nil {
-            throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription) "
+            throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription) "
                                        + "is stored but not open: name it in Store.documents(_:indexes:) to bring it up to date")
         }
-        throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
+        throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription)")
     }
 
     // MARK: Configuration
@@ -71,7 +71,7 @@ final class DatabaseIndexes: Sendable {
     func withConfiguration<R>(_ body: () throws -> R) throws -> R {
         let me = ObjectIdentifier(self)
         guard !Self.configuring.contains(me) else {
-            throw StrataError.invalidArgument("document database \(name.debugDescription): an index map or reduce must not "
+            throw StrataError.invalidArgument(argument: "indexes", reason: "document database \(name.debugDescription): an index map or reduce must not "
                                               + "name or drop indexes of the database whose index it is building")
         }
         // A transaction of this task that writes the database holds its writer lock, which a
@@ -90,10 +90,10 @@ final class DatabaseIndexes: Sendable {
     func configure(_ definitions: [DocumentIndex], authorize: (() throws -> Void)? = nil) throws {
         var seen = Set<String>()
         for d in definitions {
-            guard !d.name.isEmpty else { throw StrataError.invalidArgument("database \(name.debugDescription): an index name must not be empty") }
+            guard !d.name.isEmpty else { throw StrataError.invalidArgument(argument: "indexes", reason: "database \(name.debugDescription): an index name must not be empty") }
             if d.collation == .unicode, !UnicodeCollation.isAvailable { throw UnicodeCollation.unavailable }
             guard seen.insert(d.name).inserted else {
-                throw StrataError.invalidArgument("database \(name.debugDescription): two indexes are named \(d.name.debugDescription)")
+                throw StrataError.invalidArgument(argument: "indexes", reason: "database \(name.debugDescription): two indexes are named \(d.name.debugDescription)")
             }
         }
         func needed() -> [DocumentIndex] {
@@ -317,8 +317,13 @@ final class DatabaseIndexes: Sendable {
             }
             let done = try writer.withLock { w -> Bool in
                 guard !w.closed else { throw StrataError.closed }
+<<<<<<< HEAD:Sources/Strata/Documents/DatabaseIndexes.swift
                 guard attached.withLock({ $0[start.name]?.id }) == start.id else {
-                    throw StrataError.notFound("index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
+                    throw StrataError.notFound(kind: .index, name: start.name, reason: "index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
+=======
+                guard indexes.withLock({ $0[start.name]?.id }) == start.id else {
+                    throw StrataError.notFound(kind: .index, name: start.name, reason: "index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
+>>>>>>> errors:Sources/Strata/Documents/IndexBuild.swift
                 }
                 let current = try engine.snapshot()
                 var batch = WriteBatch()
@@ -370,14 +375,14 @@ final class DatabaseIndexes: Sendable {
 
     /// Removes the index `indexName`: its rows and its catalog entry. Its live queries end.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` if the database has no such index.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if the database has no such index.
     func dropIndex(_ indexName: String) throws {
         let catalogName = DocumentLayout.indexCatalogName(database: name, index: indexName)
         try withConfiguration {
             try writer.withLock { w in
                 guard !w.closed else { throw StrataError.closed }
                 guard let entry = try catalog.entry(kind: .documentIndex, name: catalogName) else {
-                    throw StrataError.notFound("index \(indexName.debugDescription) of document database \(name.debugDescription)")
+                    throw StrataError.notFound(kind: .index, name: indexName, reason: "index \(indexName.debugDescription) of document database \(name.debugDescription)")
                 }
                 var batch = WriteBatch()
                 let prefix = DocumentLayout.indexPrefix(entry.id)

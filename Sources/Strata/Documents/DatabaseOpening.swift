@@ -68,9 +68,9 @@ struct DatabaseOpening {
     }
 
     static func validateName(_ name: String) throws {
-        guard !name.isEmpty else { throw StrataError.invalidArgument("a document database name must not be empty") }
+        guard !name.isEmpty else { throw StrataError.invalidArgument(argument: "name", reason: "a document database name must not be empty") }
         guard !name.utf8.contains(0) else {
-            throw StrataError.invalidArgument("document database name \(name.debugDescription) contains a NUL character")
+            throw StrataError.invalidArgument(argument: "name", reason: "document database name \(name.debugDescription) contains a NUL character")
         }
     }
 }

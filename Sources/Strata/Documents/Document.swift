@@ -46,7 +46,7 @@ public struct Document: Sendable, Hashable {
 
     /// A document (without an id) whose fields are those of a JSON object in UTF-8 text.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` if the text is not valid JSON or not an
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if the text is not valid JSON or not an
     ///   object (object keys are always strings in valid JSON text).
     public init(json: Data) throws {
         try self.init(parsed: try JSON(parsing: json))
@@ -57,14 +57,14 @@ public struct Document: Sendable, Hashable {
     /// ```swift
     /// let doc = try Document(json: #"{"InvoiceNumber": "A-1", "TotalCost": 1200}"#)
     /// ```
-    /// - Throws: ``StrataError/invalidArgument(_:)`` if the text is not valid JSON or not an object.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if the text is not valid JSON or not an object.
     public init(json: String) throws {
         try self.init(parsed: try JSON(parsing: json))
     }
 
     private init(parsed: JSON) throws {
         guard case .object(let members) = parsed else {
-            throw StrataError.invalidArgument("document JSON text must be an object, not \(parsed.documentsKindName)")
+            throw StrataError.invalidArgument(argument: "json", reason: "document JSON text must be an object, not \(parsed.documentsKindName)")
         }
         self.init(members)
     }

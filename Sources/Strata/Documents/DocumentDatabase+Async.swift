@@ -4,7 +4,7 @@ import StrataEngine
 
 // The `async` twins of the document-database methods and of the store's opener (see
 // Store+Async.swift for the rules): each runs its synchronous twin on the store's executor. A
-// task cancelled before the work starts gets `StrataError.cancelled` and nothing is written; a
+// task cancelled before the work starts gets `CancellationError` and nothing is written; a
 // write that started commits and returns. `observe(_:_:)` and `changes()` are streams and have
 // no twins.
 extension DocumentDatabase {
@@ -13,7 +13,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``dropIndex(_:)``: runs on the store's executor. A drop that started
     /// completes even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``dropIndex(_:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``dropIndex(_:)``; `CancellationError` if the task was cancelled before
     ///   the drop started (the index is kept).
     public func dropIndex(_ name: String) async throws {
         try await executor.run { try self.dropIndex(name) }
@@ -21,7 +21,7 @@ extension DocumentDatabase {
 
     /// The `async` twin of ``conflicts(id:)``: reads the losing leaves on the store's executor.
     ///
-    /// - Throws: as ``conflicts(id:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``conflicts(id:)``; `CancellationError` if the task was cancelled before
     ///   the read started.
     public func conflicts(id: String) async throws -> [Document] {
         try await executor.run { try self.conflicts(id: id) }
@@ -31,7 +31,7 @@ extension DocumentDatabase {
     /// executor. A resolution that started commits and returns even if the task is cancelled
     /// meanwhile.
     ///
-    /// - Throws: as ``resolveConflict(id:with:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``resolveConflict(id:with:)``; `CancellationError` if the task was
     ///   cancelled before the resolution started (nothing was written).
     @discardableResult
     public func resolveConflict(id: String, with document: Document) async throws -> Document {
@@ -42,7 +42,7 @@ extension DocumentDatabase {
     /// executor. A save that started commits and returns the stored document even if the task
     /// is cancelled meanwhile.
     ///
-    /// - Throws: as its synchronous twin; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as its synchronous twin; `CancellationError` if the task was cancelled
     ///   before the save started (nothing was written).
     @discardableResult
     public func save(_ document: Document, concurrencyControl: ConcurrencyControl = .lastWriteWins) async throws -> Document {
@@ -52,7 +52,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``add(_:)``: runs on the store's executor. An insert that started
     /// commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``add(_:)``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``add(_:)``; `CancellationError` if the task was cancelled before the
     ///   insert started (nothing was written).
     @discardableResult
     public func add(_ document: Document) async throws -> Document {
@@ -62,7 +62,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``update(_:)``: runs on the store's executor. An update that started
     /// commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``update(_:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``update(_:)``; `CancellationError` if the task was cancelled before
     ///   the update started (nothing was written).
     @discardableResult
     public func update(_ document: Document) async throws -> Document {
@@ -72,7 +72,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``save(contentsOf:)``: one atomic batch, on the store's executor. A
     /// batch that started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``save(contentsOf:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``save(contentsOf:)``; `CancellationError` if the task was cancelled
     ///   before the batch started (nothing was written).
     @discardableResult
     public func save(contentsOf documents: [Document]) async throws -> [Document] {
@@ -82,7 +82,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``delete(id:)``: runs on the store's executor. A deletion that
     /// started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``delete(id:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``delete(id:)``; `CancellationError` if the task was cancelled before
     ///   the deletion started (nothing was deleted).
     public func delete(id: String) async throws {
         try await executor.run { try self.delete(id: id) }
@@ -90,7 +90,7 @@ extension DocumentDatabase {
 
     /// The `async` twin of ``document(id:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``document(id:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``document(id:)``; `CancellationError` if the task was cancelled before
     ///   the read started.
     public func document(id: String) async throws -> Document? {
         try await executor.run { try self.document(id: id) }
@@ -98,7 +98,7 @@ extension DocumentDatabase {
 
     /// The `async` twin of ``documents(ids:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``documents(ids:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``documents(ids:)``; `CancellationError` if the task was cancelled
     ///   before the read started.
     public func documents(ids: [String]) async throws -> [String: Document] {
         try await executor.run { try self.documents(ids: ids) }
@@ -106,7 +106,7 @@ extension DocumentDatabase {
 
     /// The `async` twin of ``query(_:_:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``query(_:_:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``query(_:_:)``; `CancellationError` if the task was cancelled before
     ///   the query started.
     public func query(_ index: String, _ query: IndexQuery) async throws -> IndexQueryResult {
         try await executor.run { try self.query(index, query) }
@@ -114,7 +114,7 @@ extension DocumentDatabase {
 
     /// The `async` twin of ``changes(since:limit:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``changes(since:limit:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``changes(since:limit:)``; `CancellationError` if the task was
     ///   cancelled before the read started.
     public func changes(since: UInt64, limit: Int = .max) async throws -> (changes: [DocumentChange], lastSequence: UInt64) {
         try await executor.run { try self.changes(since: since, limit: limit) }
@@ -123,7 +123,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``save(_:id:)``: `value` is encoded here, then saved on the store's
     /// executor. A save that started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``save(_:id:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``save(_:id:)``; `CancellationError` if the task was cancelled before
     ///   the save started (nothing was written).
     @discardableResult
     public func save(_ value: some Encodable, id: String) async throws -> Document {
@@ -134,7 +134,7 @@ extension DocumentDatabase {
     /// The `async` twin of ``document(id:as:)``: reads the document on the store's executor and
     /// decodes it here.
     ///
-    /// - Throws: as ``document(id:as:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``document(id:as:)``; `CancellationError` if the task was cancelled
     ///   before the read started.
     public func document<T: Decodable>(id: String, as type: T.Type) async throws -> T? {
         guard let document = try await executor.run({ try self.document(id: id) }) else { return nil }
@@ -147,7 +147,7 @@ extension Store {
     /// its indexes, on the store's executor. An open that started completes even if the task is
     /// cancelled meanwhile.
     ///
-    /// - Throws: as ``documents(_:indexes:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``documents(_:indexes:)``; `CancellationError` if the task was
     ///   cancelled before the open started.
     public func documents(_ name: String = "default", indexes: [DocumentIndex] = []) async throws -> DocumentDatabase {
         try await executor.run { try self.documents(name, indexes: indexes) }

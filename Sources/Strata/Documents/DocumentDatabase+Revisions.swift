@@ -35,7 +35,7 @@ extension DocumentDatabase {
     /// Needs ``Permission/updateTopic`` in a session.
     ///
     /// - Returns: the document as stored.
-    /// - Throws: ``StrataError/notFound(_:)`` if no document has the id.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if no document has the id.
     @discardableResult
     public func resolveConflict(id: String, with document: Document) throws -> Document {
         try access?.require(.updateTopic, state.name)

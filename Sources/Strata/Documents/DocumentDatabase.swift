@@ -57,7 +57,7 @@ public struct DocumentDatabase: Sendable {
     /// (An index merely left out of ``Store/documents(_:indexes:)`` is kept.)
     /// Needs ``Permission/modifyTopic`` in a session.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` if the database has no index of that name.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if the database has no index of that name.
     public func dropIndex(_ name: String) throws {
         try require(.modifyTopic)
         try state.indexes.dropIndex(name)
@@ -81,7 +81,7 @@ public struct DocumentDatabase: Sendable {
     /// Needs ``Permission/updateTopic`` in a session, as do every save, add and update.
     ///
     /// - Returns: the document as stored, with its metadata.
-    /// - Throws: ``StrataError/invalidArgument(_:)`` if an index's map fails or emits a key that
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if an index's map fails or emits a key that
     ///   is not JSON (nothing is written); with `.failOnConflict`, ``StrataError/conflict(_:)``
     ///   if the stored revision is not the document's.
     @discardableResult
@@ -101,7 +101,7 @@ public struct DocumentDatabase: Sendable {
 
     /// Replaces an existing document.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` if no document has its id.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if no document has its id.
     @discardableResult
     public func update(_ document: Document) throws -> Document {
         try require(.updateTopic)
@@ -121,7 +121,7 @@ public struct DocumentDatabase: Sendable {
     /// again.
     /// Needs ``Permission/modifyTopic`` in a session.
     ///
-    /// - Throws: ``StrataError/notFound(_:)`` if no document has the id.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if no document has the id.
     public func delete(id: String) throws {
         try require(.modifyTopic)
         try state.writes.delete(id: id)
@@ -150,10 +150,10 @@ public struct DocumentDatabase: Sendable {
     /// q.groupLevel = 1
     /// let totals = try db.query("ByCustomer", q)    // one row: key ["acme"], value the sum
     /// ```
-    /// - Throws: ``StrataError/notFound(_:)`` for an unknown index, and for a stored index that
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` for an unknown index, and for a stored index that
     ///   this open of the database did not name (its message says so: name it in
     ///   ``Store/documents(_:indexes:)`` to bring it up to date);
-    ///   ``StrataError/invalidArgument(_:)`` for a negative `limit`, `skip` or `groupLevel`, a
+    ///   ``StrataError/invalidArgument(argument:reason:)`` for a negative `limit`, `skip` or `groupLevel`, a
     ///   reduce on an index without reduction, or a `groupLevel` without reduction.
     public func query(_ index: String, _ query: IndexQuery) throws -> IndexQueryResult {
         try require(.readTopic)
@@ -203,11 +203,11 @@ public struct DocumentDatabase: Sendable {
     ///
     /// Needs ``Permission/selectTopic`` in a session.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for `bufferSize` < 1.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for `bufferSize` < 1.
     public func changes(bufferSize: Int = 1_024) throws -> AsyncThrowingStream<[DocumentChange], any Error> {
         try require(.selectTopic)
         guard bufferSize >= 1 else {
-            throw StrataError.invalidArgument("changes() of document database \(name.debugDescription): bufferSize \(bufferSize) must be at least 1")
+            throw StrataError.invalidArgument(argument: "bufferSize", reason: "changes() of document database \(name.debugDescription): bufferSize \(bufferSize) must be at least 1")
         }
         return try state.observers.changeStream(bufferSize: bufferSize)
     }
@@ -242,15 +242,15 @@ public struct DocumentDatabase: Sendable {
     static func document(encoding value: some Encodable, id: String) throws -> Document {
         let json = try JSONValueEncoder().encode(value)
         guard case .object(let fields) = json else {
-            throw StrataError.invalidArgument("document \(id.debugDescription): \(type(of: value)) does not encode to a JSON object")
+            throw StrataError.invalidArgument(argument: "value", reason: "document \(id.debugDescription): \(type(of: value)) does not encode to a JSON object")
         }
-        guard !id.isEmpty else { throw StrataError.invalidArgument("a document id must not be empty") }
+        guard !id.isEmpty else { throw StrataError.invalidArgument(argument: "id", reason: "a document id must not be empty") }
         return Document(id: id, fields: fields)
     }
 
     /// The document `id` decoded as `type`; nil if there is none.
     ///
-    /// - Throws: ``StrataError/typeMismatch(_:)`` or ``StrataError/invalidArgument(_:)`` from
+    /// - Throws: ``StrataError/typeMismatch(_:)`` or ``StrataError/invalidArgument(argument:reason:)`` from
     ///   decoding when the fields do not fit `type`.
     public func document<T: Decodable>(id: String, as type: T.Type) throws -> T? {
         guard let document = try document(id: id) else { return nil }

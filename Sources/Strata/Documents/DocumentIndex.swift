@@ -26,7 +26,7 @@ import StrataEngine
 ///   explicit JSON `null` (`emit(.null, …)`, or a field whose value is `null`) is a row like any
 ///   other, first in collation order (`.all`, `.keys([.null])` and `.range(start: .null)` return
 ///   it). A key holding a non-finite number cannot be collated: the save fails with
-///   ``StrataError/invalidArgument(_:)``, as it does when `map` throws; nothing is written.
+///   ``StrataError/invalidArgument(argument:reason:)``, as it does when `map` throws; nothing is written.
 /// - Keys are stored in their collation class's canonical form: a whole-number double comes back
 ///   as an integer (`emit(1.0, …)` is read back as the key `1`), and `-0.0` as `0`. That loses
 ///   nothing in the key's meaning: `1` and `1.0` collate equal, and `JSON.int(1) == .double(1.0)`.

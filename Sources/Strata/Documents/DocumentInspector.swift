@@ -109,15 +109,15 @@ public enum DocumentInspector {
     /// One database with its first `limit` documents, or with the first `limit` rows of `index`.
     public static func dump(database name: String, ofStoreAt directory: String, index: String? = nil,
                             limit: Int = 100) throws -> DocumentDatabaseDump {
-        guard limit >= 0 else { throw StrataError.invalidArgument("limit \(limit) is negative") }
+        guard limit >= 0 else { throw StrataError.invalidArgument(argument: "limit", reason: "limit \(limit) is negative") }
         let snapshot = try StoreImage.snapshot(directory: directory)
         guard let found = try Catalog.entries(kind: .documentDatabase, in: snapshot).first(where: { $0.name == name }) else {
-            throw StrataError.notFound("document database \(name.debugDescription) in \(directory)")
+            throw StrataError.notFound(kind: .documentDatabase, name: name, reason: "document database \(name.debugDescription) in \(directory)")
         }
         let summary = try self.summary(snapshot, name, found.entry)
         if let index {
             guard let i = summary.indexes.first(where: { $0.name == index }) else {
-                throw StrataError.notFound("index \(index.debugDescription) of document database \(name.debugDescription)")
+                throw StrataError.notFound(kind: .index, name: index, reason: "index \(index.debugDescription) of document database \(name.debugDescription)")
             }
             let prefix = DocumentLayout.indexPrefix(i.id)
             let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))

@@ -98,7 +98,7 @@ package struct DocumentReader: Sendable {
     /// The entries of the persistent change feed after `since`, at most `limit`, with the
     /// snapshot they were read from.
     func feed(since: UInt64, limit: Int) throws -> (entries: [DocumentLayout.ChangeEntry], lastSequence: UInt64, snapshot: Snapshot) {
-        guard limit >= 0 else { throw StrataError.invalidArgument("changes limit \(limit) is negative") }
+        guard limit >= 0 else { throw StrataError.invalidArgument(argument: "limit", reason: "changes limit \(limit) is negative") }
         let snapshot = try engine.snapshot()
         let prefix = DocumentLayout.changePrefix(id)
         let lower = since == .max ? DocumentLayout.changeKey(id, since) + [0] : DocumentLayout.changeKey(id, since + 1)

@@ -89,7 +89,7 @@ struct DocumentWriter: Sendable {
                 }
             case .update:
                 if !exists {
-                    throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+                    throw StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
                 }
             }
             var body: [UInt8] = []
@@ -126,7 +126,7 @@ struct DocumentWriter: Sendable {
         for i in documents.indices where documents[i].metadata.id.isEmpty {
             documents[i].metadata.id = idFactory()
             guard !documents[i].metadata.id.isEmpty else {
-                throw StrataError.invalidArgument("StoreOptions.documentIDFactory returned an empty id")
+                throw StrataError.invalidArgument(argument: "documentIDFactory", reason: "StoreOptions.documentIDFactory returned an empty id")
             }
         }
         let attachments = documents.map { document in
@@ -282,7 +282,7 @@ struct DocumentWriter: Sendable {
         let now = clock()
         let key = DocumentLayout.documentKey(id, documentID)
         func notFound() -> StrataError {
-            .notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+            .notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
         }
         func load(_ snapshot: Snapshot, withDocument: Bool) throws -> (DocumentRecord, Document?) {
             guard let value = try snapshot.get(key) else { throw notFound() }
@@ -401,7 +401,7 @@ struct DocumentWriter: Sendable {
     /// Stages the deletion of `documentID` for the transaction holding the writer lock.
     func stageDelete(id documentID: String, writer w: inout DatabaseState.WriterState, into batch: inout CommitBatch) throws {
         guard !w.closed else { throw StrataError.closed }
-        let notFound = StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+        let notFound = StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
         let active = indexes.withLock { $0 }
         let record: DocumentRecord
         var old: Document?
@@ -419,7 +419,7 @@ struct DocumentWriter: Sendable {
         guard !record.isDeleted else { throw notFound }
         if let tree = record.tree, tree.hasConflicts {
             guard w.uncommitted[documentID] == nil else {
-                throw StrataError.invalidArgument("document \(documentID.debugDescription) is in conflict and was written earlier in "
+                throw StrataError.invalidArgument(argument: "id", reason: "document \(documentID.debugDescription) is in conflict and was written earlier in "
                                                   + "this transaction: delete it in a transaction of its own")
             }
             let snapshot = try engine.snapshot()
@@ -441,7 +441,7 @@ struct DocumentWriter: Sendable {
 
     /// Writes (or with nil, removes) the local document `localID`.
     func putLocalDocument(_ localID: String, _ body: JSON?) throws {
-        guard !localID.isEmpty else { throw StrataError.invalidArgument("a local document id must not be empty") }
+        guard !localID.isEmpty else { throw StrataError.invalidArgument(argument: "id", reason: "a local document id must not be empty") }
         var batch = CommitBatch()
         if let body {
             var value: [UInt8] = []

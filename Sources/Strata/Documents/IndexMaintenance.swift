@@ -42,7 +42,7 @@ struct IndexRow: Sendable, Hashable {
 enum IndexMaintenance {
     /// The rows `index` holds for `document` (whose fields and metadata the map sees).
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the index and the document when the
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` naming the index and the document when the
     ///   map throws or emits a key with a non-finite number (not JSON).
     static func rows(of document: Document, index: ActiveIndex) throws -> [IndexRow] {
         var emitted: [(JSON, JSON?)] = []
@@ -50,7 +50,7 @@ enum IndexMaintenance {
             // A nil key (a missing field) emits nothing; `.null` is a row.
             try index.definition.map(document) { key, value in if let key { emitted.append((key, value)) } }
         } catch {
-            throw StrataError.invalidArgument(
+            throw StrataError.invalidArgument(argument: "map", reason:
                 "index \(index.name.debugDescription): map failed for document \(document.metadata.id.debugDescription): \(error)")
         }
         if emitted.isEmpty { return [] }
@@ -59,7 +59,7 @@ enum IndexMaintenance {
         var emitIndex: UInt64 = 0
         for (key, value) in emitted {
             if let bad = nonFiniteNumber(in: key) {
-                throw StrataError.invalidArgument(
+                throw StrataError.invalidArgument(argument: "map", reason:
                     "index \(index.name.debugDescription): document \(document.metadata.id.debugDescription) emitted the key \(key), "
                     + "which holds the non-JSON number \(bad)")
             }
@@ -69,7 +69,7 @@ enum IndexMaintenance {
                 do {
                     try key.appendUnicodeCollationKey(to: &k.bytes)
                 } catch {
-                    throw StrataError.invalidArgument(
+                    throw StrataError.invalidArgument(argument: "map", reason:
                         "index \(index.name.debugDescription): document \(document.metadata.id.debugDescription): \(error)")
                 }
             }

@@ -17,7 +17,7 @@ import StrataEngine
 ///   A nil bound is open. `start` is inclusive; `end` is inclusive unless `inclusiveEnd` is false.
 /// - `.keys([k1, k2, …])`: the rows of each key, in the order the keys are given.
 /// - ``reduce``: nil reduces when the index has a reduction; `true` on an index without one
-///   throws ``StrataError/invalidArgument(_:)``. Reducing without ``groupLevel`` gives one row
+///   throws ``StrataError/invalidArgument(argument:reason:)``. Reducing without ``groupLevel`` gives one row
 ///   with key `null` (none if no row is selected); with a group level n, one row per group of
 ///   keys: array keys grouped by their first n elements, other keys by their whole value
 ///   (`groupLevel: Int.max` groups by exact key, CouchDB's `group=true`; `0` is one group).

@@ -22,23 +22,23 @@ package enum IndexReader {
         }
     }
 
-    /// Checks the options of `query`; throws ``StrataError/invalidArgument(_:)`` naming the bad one.
+    /// Checks the options of `query`; throws ``StrataError/invalidArgument(argument:reason:)`` naming the bad one.
     static func validate(_ query: IndexQuery, index: String, hasReduction: Bool) throws -> Bool {
         if let limit = query.limit, limit < 0 {
-            throw StrataError.invalidArgument("query of index \(index.debugDescription): limit \(limit) is negative")
+            throw StrataError.invalidArgument(argument: "limit", reason: "query of index \(index.debugDescription): limit \(limit) is negative")
         }
         if query.skip < 0 {
-            throw StrataError.invalidArgument("query of index \(index.debugDescription): skip \(query.skip) is negative")
+            throw StrataError.invalidArgument(argument: "skip", reason: "query of index \(index.debugDescription): skip \(query.skip) is negative")
         }
         if let g = query.groupLevel, g < 0 {
-            throw StrataError.invalidArgument("query of index \(index.debugDescription): groupLevel \(g) is negative")
+            throw StrataError.invalidArgument(argument: "groupLevel", reason: "query of index \(index.debugDescription): groupLevel \(g) is negative")
         }
         let reducing = query.reduce ?? hasReduction
         if reducing && !hasReduction {
-            throw StrataError.invalidArgument("query of index \(index.debugDescription): reduce requested, but the index has no reduction")
+            throw StrataError.invalidArgument(argument: "reduce", reason: "query of index \(index.debugDescription): reduce requested, but the index has no reduction")
         }
         if !reducing, query.groupLevel != nil {
-            throw StrataError.invalidArgument("query of index \(index.debugDescription): groupLevel needs a reduced query")
+            throw StrataError.invalidArgument(argument: "groupLevel", reason: "query of index \(index.debugDescription): groupLevel needs a reduced query")
         }
         return reducing
     }
@@ -320,7 +320,7 @@ struct ReductionAccumulator {
         do {
             return try f(k, v, rereduce)
         } catch {
-            throw StrataError.invalidArgument("index \(index.debugDescription): custom reduce failed: \(error)")
+            throw StrataError.invalidArgument(argument: "reduce", reason: "index \(index.debugDescription): custom reduce failed: \(error)")
         }
     }
 

@@ -38,7 +38,7 @@ enum RevisionDigest {
     /// claiming 2⁶⁴ − 1 saves).
     static func revision(_ generation: UInt64, _ digest: String) throws -> RevisionID {
         guard let id = RevisionID(generation: generation, digest: digest) else {
-            throw StrataError.invalidArgument("a document cannot have more than \(UInt64.max - 1) revisions")
+            throw StrataError.invalidArgument(argument: "revision", reason: "a document cannot have more than \(UInt64.max - 1) revisions")
         }
         return id
     }

@@ -45,10 +45,10 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
 
     /// Parses `"<generation>-<digest>"`, throwing when it is malformed.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the text.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` naming the text.
     public init(parsing string: String) throws {
         guard let id = RevisionID(string) else {
-            throw StrataError.invalidArgument("revision id \(string.debugDescription) is not \"<generation>-<digest>\" "
+            throw StrataError.invalidArgument(argument: "parsing", reason: "revision id \(string.debugDescription) is not \"<generation>-<digest>\" "
                                               + "with a generation of 1 or more and a digest of 1…\(Self.maximumDigestLength) "
                                               + "characters of [0-9a-zA-Z]")
         }

@@ -49,9 +49,9 @@ struct RevisionWriter: Sendable {
         var order: [String] = []
         var byDocument: [String: [ReplicatedRevision]] = [:]
         for r in revisions {
-            guard !r.documentID.isEmpty else { throw StrataError.invalidArgument("a replicated revision has an empty document id") }
+            guard !r.documentID.isEmpty else { throw StrataError.invalidArgument(argument: "revisions", reason: "a replicated revision has an empty document id") }
             guard r.history.first == r.revisionID.digest else {
-                throw StrataError.invalidArgument("revision \(r.revisionID) of document \(r.documentID.debugDescription): "
+                throw StrataError.invalidArgument(argument: "revisions", reason: "revision \(r.revisionID) of document \(r.documentID.debugDescription): "
                                                   + "its history does not start with its own digest")
             }
             if byDocument[r.documentID] == nil { order.append(r.documentID) }
@@ -298,7 +298,7 @@ struct RevisionWriter: Sendable {
             guard let value = try snapshot.get(DocumentLayout.documentKey(id, documentID)) else { return [] }
             let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
             guard !record.isDeleted else {
-                throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+                throw StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
             }
             let tree = record.treeOrLegacy(documentID: documentID)
             let tombstone = LeafRevision.tombstone(revision: record.revision &+ 1, createDate: record.createDate, lastChange: now)
@@ -312,7 +312,7 @@ struct RevisionWriter: Sendable {
         let now = clock()
         let plans = try commitPlans(isExternal: false) { snapshot in
             guard let value = try snapshot.get(DocumentLayout.documentKey(id, documentID)) else {
-                throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+                throw StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
             }
             let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
             let tree = record.treeOrLegacy(documentID: documentID)
@@ -333,7 +333,7 @@ struct RevisionWriter: Sendable {
         }
         let stored = plans.first?.newDocument == nil ? try reader.document(id: documentID) : nil
         guard let plan = plans.first, var result = plan.newDocument ?? stored else {
-            throw StrataError.notFound("document \(documentID.debugDescription) in database \(name.debugDescription)")
+            throw StrataError.notFound(kind: .document, name: documentID, reason: "document \(documentID.debugDescription) in database \(name.debugDescription)")
         }
         result.metadata.revisionID = plan.record.revisionID(documentID: documentID)
         return result

@@ -24,7 +24,7 @@ extension Store {
     ///     }, reduce: .count)
     /// ])
     /// ```
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty name or one holding NUL, an
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for an empty name or one holding NUL, an
     ///   empty or duplicate index name, a map that fails while an index is built (the index is
     ///   then completed by the next open that names it), or a map that names indexes of the
     ///   database whose index it is building.

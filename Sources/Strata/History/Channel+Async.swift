@@ -4,7 +4,7 @@ import StrataEngine
 
 // The `async` twins of the channel methods and of the store's history methods (see
 // Store+Async.swift for the rules): each runs its synchronous twin on the store's executor. A
-// task cancelled before the work starts gets `StrataError.cancelled` and nothing is written; a
+// task cancelled before the work starts gets `CancellationError` and nothing is written; a
 // write that started commits and returns. `messages(bufferSize:)` is a stream and has no twin.
 extension Channel {
     private var executor: StoreExecutor { state.history.executor }
@@ -12,7 +12,7 @@ extension Channel {
     /// The `async` twin of ``publish(_:meta:publisher:)``: runs on the store's executor. A publish
     /// that started commits and returns its timetoken even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``publish(_:meta:publisher:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``publish(_:meta:publisher:)``; `CancellationError` if the task was
     ///   cancelled before the publish started (nothing was stored).
     @discardableResult
     public func publish(_ message: Message, meta: JSON? = nil, publisher: String? = nil) async throws -> Timetoken {
@@ -23,7 +23,7 @@ extension Channel {
     /// here, then stored in one atomic batch on the store's executor. A batch that started
     /// commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``publish(contentsOf:meta:publisher:)``; ``StrataError/cancelled`` if the
+    /// - Throws: as ``publish(contentsOf:meta:publisher:)``; `CancellationError` if the
     ///   task was cancelled before the batch started (nothing was stored).
     @discardableResult
     public func publish(contentsOf messages: some Sequence<Message>, meta: JSON? = nil,
@@ -34,7 +34,7 @@ extension Channel {
 
     /// The `async` twin of ``history(start:end:limit:reverse:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``history(start:end:limit:reverse:)``; ``StrataError/cancelled`` if the task
+    /// - Throws: as ``history(start:end:limit:reverse:)``; `CancellationError` if the task
     ///   was cancelled before the read started.
     public func history(start: Timetoken? = nil, end: Timetoken? = nil, limit: Int = 100,
                         reverse: Bool = false) async throws -> HistoryPage<Message> {
@@ -44,7 +44,7 @@ extension Channel {
     /// The `async` twin of ``deleteMessages(start:end:)``: runs on the store's executor. A
     /// deletion that started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``deleteMessages(start:end:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``deleteMessages(start:end:)``; `CancellationError` if the task was
     ///   cancelled before the deletion started (nothing was deleted).
     public func deleteMessages(start: Timetoken? = nil, end: Timetoken? = nil) async throws {
         try await executor.run { try self.deleteMessages(start: start, end: end) }
@@ -52,7 +52,7 @@ extension Channel {
 
     /// The `async` twin of ``messageCount(since:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``messageCount(since:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``messageCount(since:)``; `CancellationError` if the task was cancelled
     ///   before the count started.
     public func messageCount(since: Timetoken) async throws -> Int {
         try await executor.run { try self.messageCount(since: since) }
@@ -63,7 +63,7 @@ extension Store {
     /// The `async` twin of ``channel(_:of:)``: opens (or creates) the channel on the store's
     /// executor.
     ///
-    /// - Throws: as ``channel(_:of:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``channel(_:of:)``; `CancellationError` if the task was cancelled
     ///   before the open started.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) async throws -> Channel<Message> {
         try await executor.run { try self.channel(name, of: type) }
@@ -73,7 +73,7 @@ extension Store {
     /// `options` on the store's executor. An open that started completes even if the task is
     /// cancelled meanwhile.
     ///
-    /// - Throws: as ``channel(_:of:options:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``channel(_:of:options:)``; `CancellationError` if the task was
     ///   cancelled before the open started.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
                                                      options: ChannelOptions) async throws -> Channel<Message> {
@@ -82,7 +82,7 @@ extension Store {
 
     /// The `async` twin of ``fetchHistory(channels:limit:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``fetchHistory(channels:limit:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``fetchHistory(channels:limit:)``; `CancellationError` if the task was
     ///   cancelled before the read started.
     public func fetchHistory(channels: [String], limit: Int = 25) async throws -> [String: HistoryPage<JSON>] {
         try await executor.run { try self.fetchHistory(channels: channels, limit: limit) }
@@ -90,7 +90,7 @@ extension Store {
 
     /// The `async` twin of ``messageCounts(channels:since:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``messageCounts(channels:since:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``messageCounts(channels:since:)``; `CancellationError` if the task was
     ///   cancelled before the count started.
     public func messageCounts(channels: [String], since: [Timetoken]) async throws -> [String: Int] {
         try await executor.run { try self.messageCounts(channels: channels, since: since) }

@@ -55,7 +55,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     ///     ``StrataError/permissionDenied(principal:permission:path:)`` naming
     ///     ``Permission/updateTopic``, which every publish needs.
     /// - Returns: the message's timetoken, larger than every timetoken the store assigned before.
-    /// - Throws: ``StrataError/invalidArgument(_:)`` if the message cannot be encoded;
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if the message cannot be encoded;
     ///   ``StrataError/closed`` after the store closed; the store's failure after it failed.
     @discardableResult
     public func publish(_ message: Message, meta: JSON? = nil, publisher: String? = nil) throws -> Timetoken {
@@ -70,7 +70,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// timetokens, in order, each with the same `meta` and `publisher`.
     ///
     /// - Returns: the timetokens, in the order of `messages` (empty for no messages).
-    /// - Throws: ``StrataError/invalidArgument(_:)`` if a message cannot be encoded (then nothing
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if a message cannot be encoded (then nothing
     ///   is stored) or the batch exceeds the engine's batch size limit (64 MiB or so).
     @discardableResult
     public func publish(contentsOf messages: some Sequence<Message>, meta: JSON? = nil,
@@ -100,7 +100,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
         } catch let error as StrataError {
             throw error
         } catch {
-            throw StrataError.invalidArgument("channel \"\(name)\": the message cannot be encoded: \(error)")
+            throw StrataError.invalidArgument(argument: "message", reason: "channel \"\(name)\": the message cannot be encoded: \(error)")
         }
     }
 
@@ -115,7 +115,7 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// oldest `limit` (`reverse` is ignored when both bounds are given). Needs
     /// ``Permission/readTopic`` in a session.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for a `limit` outside
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for a `limit` outside
     ///   1…``HistoryPage/maximumLimit``; ``StrataError/typeMismatch(_:)`` or
     ///   ``StrataError/corrupted(file:offset:reason:)`` for a stored message that does not decode.
     public func history(start: Timetoken? = nil, end: Timetoken? = nil, limit: Int = 100,
@@ -181,13 +181,13 @@ public struct Channel<Message: Codable & Sendable>: Sendable {
     /// }
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for `bufferSize` < 1,
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for `bufferSize` < 1,
     ///   ``StrataError/closed`` after the store closed; in a session without
     ///   ``Permission/selectTopic``, ``StrataError/permissionDenied(principal:permission:path:)``.
     public func messages(bufferSize: Int = 1_000) throws -> AsyncThrowingStream<HistoryMessage<Message>, any Error> {
         try access?.require(.selectTopic, name)
         guard bufferSize >= 1 else {
-            throw StrataError.invalidArgument("channel \"\(name)\": bufferSize \(bufferSize) must be at least 1")
+            throw StrataError.invalidArgument(argument: "bufferSize", reason: "channel \"\(name)\": bufferSize \(bufferSize) must be at least 1")
         }
         let keys = state.keys
         let codec = self.codec

@@ -71,12 +71,12 @@ public enum ChannelInspector {
 
     /// Channel `name` and its newest `limit` messages (all of them when nil), oldest first.
     ///
-    /// - Throws: `StrataError.notFound(_:)` if the store has no such channel.
+    /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if the store has no such channel.
     public static func dump(channel name: String, ofStoreAt directory: String, limit: Int? = nil,
                             now: Date = Date()) throws -> ChannelDump {
         let image = try Image(directory: directory, now: now)
         guard let entry = image.entries.first(where: { $0.name == name })?.entry else {
-            throw StrataError.notFound("channel \"\(name)\" in \(directory)")
+            throw StrataError.notFound(kind: .channel, name: name, reason: "channel \"\(name)\" in \(directory)")
         }
         let summary = try image.summary(of: name, entry: entry)
         let descriptor = try ChannelDescriptor(decoding: entry.payload, channel: name)

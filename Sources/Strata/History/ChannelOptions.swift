@@ -31,10 +31,10 @@ public struct ChannelOptions: Sendable, Equatable, Codable {
 
     func validate(channel name: String) throws {
         if let retention, Timetoken.units(of: retention) == nil {
-            throw StrataError.invalidArgument("channel \"\(name)\": retention \(retention) must be at least 100 ns")
+            throw StrataError.invalidArgument(argument: "retention", reason: "channel \"\(name)\": retention \(retention) must be at least 100 ns")
         }
         if let limit, limit < 1 {
-            throw StrataError.invalidArgument("channel \"\(name)\": limit \(limit) must be at least 1")
+            throw StrataError.invalidArgument(argument: "limit", reason: "channel \"\(name)\": limit \(limit) must be at least 1")
         }
     }
 }

@@ -49,7 +49,7 @@ package enum HistoryQuery {
     /// Checks a `limit` argument.
     static func check(limit: Int, _ what: @autoclosure () -> String) throws {
         guard (1...maximumLimit).contains(limit) else {
-            throw StrataError.invalidArgument("\(what()): limit \(limit) is outside 1…\(maximumLimit)")
+            throw StrataError.invalidArgument(argument: "limit", reason: "\(what()): limit \(limit) is outside 1…\(maximumLimit)")
         }
     }
 

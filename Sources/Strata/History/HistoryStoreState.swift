@@ -46,9 +46,9 @@ final class HistoryStoreState: CollectionState {
 
     /// Checks a channel name: not empty, at most 4 KiB of UTF-8.
     static func check(name: String) throws {
-        guard !name.isEmpty else { throw StrataError.invalidArgument("channel name is empty") }
+        guard !name.isEmpty else { throw StrataError.invalidArgument(argument: "name", reason: "channel name is empty") }
         guard name.utf8.count <= 4096 else {
-            throw StrataError.invalidArgument("channel name of \(name.utf8.count) bytes exceeds 4096 bytes")
+            throw StrataError.invalidArgument(argument: "name", reason: "channel name of \(name.utf8.count) bytes exceeds 4096 bytes")
         }
     }
 }
@@ -62,7 +62,7 @@ extension Store {
     }
 
     /// The shared state of channel `name`; with `create`, the channel is created (with message
-    /// type `typeName` and `options`) if it does not exist, otherwise ``StrataError/notFound(_:)``.
+    /// type `typeName` and `options`) if it does not exist, otherwise ``StrataError/notFound(kind:name:reason:)``.
     /// `authorizeCreate` (a session's check) runs before a missing channel is created.
     func channelState(_ name: String, create: (typeName: String, options: ChannelOptions)?,
                       authorizeCreate: () throws -> Void = {}) throws -> ChannelState {
@@ -77,7 +77,7 @@ extension Store {
                 }.entry
             } else {
                 guard let existing = try catalog.entry(kind: .channel, name: name) else {
-                    throw StrataError.notFound("channel \"\(name)\"")
+                    throw StrataError.notFound(kind: .channel, name: name, reason: "channel \"\(name)\"")
                 }
                 entry = existing
             }

@@ -11,7 +11,7 @@ extension Store {
     /// try room.publish(["text": "hello"])
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty name (or one over 4 KiB);
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for an empty name (or one over 4 KiB);
     ///   ``StrataError/typeMismatch(_:)`` if the channel was created with another message type.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type) throws -> Channel<Message> {
         try openChannel(name, of: type, options: nil, access: nil)
@@ -25,7 +25,7 @@ extension Store {
     ///                             options: ChannelOptions(retention: .seconds(30 * 86_400)))
     /// ```
     ///
-    /// - Throws: as ``channel(_:of:)``, and ``StrataError/invalidArgument(_:)`` for a retention
+    /// - Throws: as ``channel(_:of:)``, and ``StrataError/invalidArgument(argument:reason:)`` for a retention
     ///   below 100 ns or a limit below 1.
     public func channel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
                                                      options: ChannelOptions) throws -> Channel<Message> {
@@ -56,7 +56,7 @@ extension Store {
     /// for (name, page) in pages { print(name, page.messages.count, page.hasMore) }
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty channel name or a `limit`
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for an empty channel name or a `limit`
     ///   outside 1…``HistoryPage/maximumLimit``.
     public func fetchHistory(channels: [String], limit: Int = 25) throws -> [String: HistoryPage<JSON>] {
         try fetchHistory(channels: channels, limit: limit, access: nil)
@@ -88,7 +88,7 @@ extension Store {
     /// let unread = try store.messageCounts(channels: ["a", "b"], since: [lastSeenA, lastSeenB])
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` if `since` has neither 1 nor
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if `since` has neither 1 nor
     ///   `channels.count` timetokens, or for an empty channel name.
     public func messageCounts(channels: [String], since: [Timetoken]) throws -> [String: Int] {
         try messageCounts(channels: channels, since: since, access: nil)
@@ -97,7 +97,7 @@ extension Store {
     /// ``messageCounts(channels:since:)``, leaving out the channels `access` may not read.
     func messageCounts(channels: [String], since: [Timetoken], access: SessionAccess?) throws -> [String: Int] {
         guard since.count == 1 || since.count == channels.count else {
-            throw StrataError.invalidArgument(
+            throw StrataError.invalidArgument(argument: "since", reason:
                 "messageCounts: \(since.count) timetokens for \(channels.count) channels (give 1 or \(channels.count))")
         }
         var states: [String: ChannelState] = [:]

@@ -23,7 +23,7 @@ final class TimetokenClock: Sendable {
 
     /// The first of `count` (≥ 1) new consecutive timetokens.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` in the (theoretical) case that the range
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` in the (theoretical) case that the range
     ///   would pass `UInt64.max`.
     func allocate(_ count: Int) throws -> UInt64 {
         let reading = Timetoken(date: clock()).rawValue
@@ -32,7 +32,7 @@ final class TimetokenClock: Sendable {
             let first = max(reading, next)
             let (last, past) = first.addingReportingOverflow(UInt64(count - 1))
             guard !overflow, !past else {
-                throw StrataError.invalidArgument("timetokens are exhausted (the last one is \(state.last))")
+                throw StrataError.invalidArgument(argument: "timetoken", reason: "timetokens are exhausted (the last one is \(state.last))")
             }
             state.last = last
             state.seen = max(state.seen, reading)

@@ -66,7 +66,7 @@ struct NotificationTemplate: Sendable {
 
     /// Compiles a format for a subscription with these fields.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the 1-based character position of the
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` naming the 1-based character position of the
     ///   first error: text that is not JSON (or not an object), an unknown field name, a `$[n]` out
     ///   of range, an unterminated placeholder, a placeholder outside a string that is not a whole
     ///   value, nesting deeper than ``maximumDepth``, or a format longer than ``maximumLength``.
@@ -76,7 +76,7 @@ struct NotificationTemplate: Sendable {
         self.format = text
         let length = text.utf8.count
         if length > Self.maximumLength {
-            throw StrataError.invalidArgument(
+            throw StrataError.invalidArgument(argument: "notificationFormat", reason:
                 "invalid notification format: \(length) bytes, longer than the limit of \(Self.maximumLength)")
         }
         parts = try text.withUTF8 { bytes in

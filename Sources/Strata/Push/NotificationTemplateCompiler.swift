@@ -337,6 +337,6 @@ struct NotificationTemplateCompiler {
     private func error(_ message: String, at offset: Int? = nil) -> StrataError {
         let offset = min(offset ?? position, bytes.count)
         let characters = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<offset]), as: UTF8.self).count
-        return .invalidArgument("invalid notification format at position \(characters + 1): \(message)")
+        return .invalidArgument(argument: "notificationFormat", reason: "invalid notification format at position \(characters + 1): \(message)")
     }
 }

@@ -37,10 +37,10 @@ public struct PushDevice: Sendable, Hashable {
     }
 
     func validate() throws {
-        guard !applicationID.isEmpty else { throw StrataError.invalidArgument("push device: the application id is empty") }
-        guard !deviceToken.isEmpty else { throw StrataError.invalidArgument("push device: the device token is empty") }
+        guard !applicationID.isEmpty else { throw StrataError.invalidArgument(argument: "applicationID", reason: "push device: the application id is empty") }
+        guard !deviceToken.isEmpty else { throw StrataError.invalidArgument(argument: "deviceToken", reason: "push device: the device token is empty") }
         for (what, s) in [("application id", applicationID), ("device token", deviceToken)] where s.utf8.count > 4_096 {
-            throw StrataError.invalidArgument("push device: the \(what) is \(s.utf8.count) bytes, over 4096")
+            throw StrataError.invalidArgument(argument: what == "device token" ? "deviceToken" : "applicationID", reason: "push device: the \(what) is \(s.utf8.count) bytes, over 4096")
         }
     }
 }

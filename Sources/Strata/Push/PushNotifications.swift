@@ -103,7 +103,7 @@ public struct PushNotifications: Sendable {
 
     static func device(_ id: String, in m: PushModel) throws -> (UInt64, PushModel.DeviceEntry) {
         guard let n = PushLayout.number(id, prefix: "D"), let entry = m.devices[n] else {
-            throw StrataError.notFound("push device \(id.debugDescription)")
+            throw StrataError.notFound(kind: .pushDevice, name: id, reason: "push device \(id.debugDescription)")
         }
         return (n, entry)
     }
@@ -125,7 +125,7 @@ public struct PushNotifications: Sendable {
         let trigger = try subscription.triggerExpression.map { try PushTrigger($0, fields: subscription.fields) }
         if let t = subscription.triggerExpression, !options.acceptedTriggers.isEmpty {
             guard try PushTrigger.accepts(PushTrigger.normalized(t, fields: subscription.fields), patterns: options.acceptedTriggers) else {
-                throw StrataError.invalidArgument("push subscription: the trigger \(t.debugDescription) is not among the accepted triggers")
+                throw StrataError.invalidArgument(argument: "triggerExpression", reason: "push subscription: the trigger \(t.debugDescription) is not among the accepted triggers")
             }
         }
         let now = SeriesTime.date(state.now)
@@ -176,7 +176,7 @@ public struct PushNotifications: Sendable {
     public func modify(_ id: String, triggerExpression: String?, notificationFormat: String?) throws -> PushSubscription {
         try state.writer.writeReporting { m, batch, statuses in
             guard let n = PushLayout.number(id, prefix: "S"), var entry = m.subscriptions[n] else {
-                throw StrataError.notFound("push subscription \(id.debugDescription)")
+                throw StrataError.notFound(kind: .pushSubscription, name: id, reason: "push subscription \(id.debugDescription)")
             }
             var s = entry.subscription
             if let t = triggerExpression {
@@ -202,7 +202,7 @@ public struct PushNotifications: Sendable {
     public func unsubscribe(_ id: String) throws {
         try state.writer.writeReporting { m, batch, statuses in
             guard let n = PushLayout.number(id, prefix: "S"), let entry = m.subscriptions[n] else {
-                throw StrataError.notFound("push subscription \(id.debugDescription)")
+                throw StrataError.notFound(kind: .pushSubscription, name: id, reason: "push subscription \(id.debugDescription)")
             }
             Self.remove(entry, into: &batch)
             statuses.append(.deleted(subscriptionID: id, deviceID: PushLayout.deviceID(entry.device)))
@@ -274,7 +274,7 @@ public struct PushNotifications: Sendable {
     /// releases the waiting (throttled) updates whose time has come: their notifications are
     /// written to the outbox, in one batch, and returned here too.
     public func pendingNotifications(limit: Int = 100) throws -> [PushNotification] {
-        guard limit >= 1 else { throw StrataError.invalidArgument("pendingNotifications: limit \(limit) must be at least 1") }
+        guard limit >= 1 else { throw StrataError.invalidArgument(argument: "limit", reason: "pendingNotifications: limit \(limit) must be at least 1") }
         try state.timer.releaseDue()
         return try Self.outbox(try state.engine.snapshot(), limit: limit)
     }
@@ -309,7 +309,7 @@ public struct PushNotifications: Sendable {
     /// notifications behind.
     public func notifications(bufferSize: Int = 4_096) -> AsyncThrowingStream<PushNotification, any Error> {
         do {
-            guard bufferSize >= 1 else { throw StrataError.invalidArgument("notifications: buffer size \(bufferSize) must be at least 1") }
+            guard bufferSize >= 1 else { throw StrataError.invalidArgument(argument: "bufferSize", reason: "notifications: buffer size \(bufferSize) must be at least 1") }
             try state.timer.releaseDue()
             let broadcaster = state.broadcaster
             let engine = state.engine
@@ -346,7 +346,7 @@ public struct PushNotifications: Sendable {
     /// or deleted; a device suspended or resumed. Ends like ``notifications(bufferSize:)``.
     public func statusChanges(bufferSize: Int = 4_096) -> AsyncThrowingStream<PushStatusChange, any Error> {
         do {
-            guard bufferSize >= 1 else { throw StrataError.invalidArgument("statusChanges: buffer size \(bufferSize) must be at least 1") }
+            guard bufferSize >= 1 else { throw StrataError.invalidArgument(argument: "bufferSize", reason: "statusChanges: buffer size \(bufferSize) must be at least 1") }
             let broadcaster = state.broadcaster
             let engine = state.engine
             let pass = state.image.turnstile.enter()

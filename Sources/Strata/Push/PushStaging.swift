@@ -118,7 +118,7 @@ struct PushStaging {
     /// The records of everything staged, and the model change.
     func finish(_ m: PushModel) throws -> Staged {
         if exhausted {
-            throw StrataError.invalidArgument("no notification number is left: the next, \(next), would pass the limit \(CounterLimit.max) (FORMAT.md 2, \"Limit\")")
+            throw StrataError.invalidArgument(argument: "notificationID", reason: "no notification number is left: the next, \(next), would pass the limit \(CounterLimit.max) (FORMAT.md 2, \"Limit\")")
         }
         var records = self.records
         for key in changedStates {

@@ -133,19 +133,19 @@ public struct PushSubscription: Sendable, Hashable {
     /// Refuses what cannot be subscribed: no items or fields, a name that is empty or holds a
     /// space, a missing format, a buffer below 1, a frequency that is not a positive number.
     func validate() throws {
-        guard !items.isEmpty else { throw StrataError.invalidArgument("push subscription: no items") }
-        guard !fields.isEmpty else { throw StrataError.invalidArgument("push subscription: no fields") }
+        guard !items.isEmpty else { throw StrataError.invalidArgument(argument: "items", reason: "push subscription: no items") }
+        guard !fields.isEmpty else { throw StrataError.invalidArgument(argument: "fields", reason: "push subscription: no fields") }
         for (what, names) in [("item", items), ("field", fields)] {
             for name in names where name.isEmpty || name.utf8.contains(UInt8(ascii: " ")) || name.utf8.count > 4_096 {
-                throw StrataError.invalidArgument("push subscription: \(what) name \(name.debugDescription) is empty, holds a space or is over 4096 bytes")
+                throw StrataError.invalidArgument(argument: what + "s", reason: "push subscription: \(what) name \(name.debugDescription) is empty, holds a space or is over 4096 bytes")
             }
         }
-        guard notificationFormat != nil else { throw StrataError.invalidArgument("push subscription: a notification format is required") }
+        guard notificationFormat != nil else { throw StrataError.invalidArgument(argument: "notificationFormat", reason: "push subscription: a notification format is required") }
         if case .limited(let n)? = requestedBufferSize, n < 1 {
-            throw StrataError.invalidArgument("push subscription: buffer size \(n) is below 1")
+            throw StrataError.invalidArgument(argument: "requestedBufferSize", reason: "push subscription: buffer size \(n) is below 1")
         }
         if case .limited(let f)? = requestedMaxFrequency, !(f > 0 && f.isFinite) {
-            throw StrataError.invalidArgument("push subscription: maximum frequency \(f) is not a positive number")
+            throw StrataError.invalidArgument(argument: "requestedMaxFrequency", reason: "push subscription: maximum frequency \(f) is not a positive number")
         }
     }
 }

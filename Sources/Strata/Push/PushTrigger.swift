@@ -73,7 +73,7 @@ public struct PushTrigger: Sendable, Hashable {
 
     /// Compiles `expression` against the subscription's `fields`.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the 1-based character position and
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` naming the 1-based character position and
     ///   what was expected there, for a syntax error, an unknown `${name}`, an out-of-range
     ///   `$[n]`, a type error, an expression that is not boolean, or one past the length or depth
     ///   limit.

@@ -56,7 +56,7 @@ extension PushTrigger {
     /// Whether some pattern of `patterns` (regular expressions) matches the whole of
     /// `normalized` (a trigger as ``normalized(_:fields:)`` writes it); false for no patterns.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` naming a pattern that is not a regular
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` naming a pattern that is not a regular
     ///   expression (every pattern is checked, whichever matches).
     static func accepts(_ normalized: String, patterns: [String]) throws -> Bool {
         var regexes: [Regex<AnyRegexOutput>] = []
@@ -64,14 +64,14 @@ extension PushTrigger {
             do {
                 regexes.append(try Regex(pattern))
             } catch {
-                throw StrataError.invalidArgument("accepted trigger pattern '\(pattern)' is not a regular expression: \(error)")
+                throw StrataError.invalidArgument(argument: "acceptedTriggers", reason: "accepted trigger pattern '\(pattern)' is not a regular expression: \(error)")
             }
         }
         for (regex, pattern) in zip(regexes, patterns) {
             do {
                 if try regex.wholeMatch(in: normalized) != nil { return true }
             } catch {
-                throw StrataError.invalidArgument("accepted trigger pattern '\(pattern)' failed on '\(normalized)': \(error)")
+                throw StrataError.invalidArgument(argument: "acceptedTriggers", reason: "accepted trigger pattern '\(pattern)' failed on '\(normalized)': \(error)")
             }
         }
         return false

@@ -31,7 +31,7 @@ struct TriggerSource {
 
     /// `.invalidArgument` naming the position of byte `offset` and what was wrong there.
     func error(at offset: Int, _ message: String) -> StrataError {
-        .invalidArgument("trigger expression at character \(position(ofByte: offset)): \(message)")
+        .invalidArgument(argument: "triggerExpression", reason: "trigger expression at character \(position(ofByte: offset)): \(message)")
     }
 
     /// The text of bytes `range`, shortened to about 24 characters, for "found …" in messages.

@@ -17,7 +17,7 @@ extension DocumentDatabase {
     /// Several replications of one database may run at once (e.g. with two gateways). Needs
     /// ``Permission/readTopic`` and ``Permission/updateTopic`` in a session.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for a configuration out of range (a URL that
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for a configuration out of range (a URL that
     ///   is not http(s), a batch size outside 1...10,000, …); ``StrataError/closed`` after the
     ///   store closed.
     public func startReplication(with configuration: ReplicationConfiguration) throws -> Replication {

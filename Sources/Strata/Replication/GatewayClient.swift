@@ -106,7 +106,7 @@ final class GatewayClient: Sendable {
     func send(_ method: String, _ path: String, query: [(String, String)] = [], bodyText: Data?,
               accepting: Set<Int> = [], extraTimeout: TimeInterval = 0) async throws -> Answer {
         guard let url = url(path, query: query) else {
-            throw Fault.permanent(.invalidArgument("replication: cannot form a URL from \(base.debugDescription) and \(path.debugDescription)"))
+            throw Fault.permanent(.invalidArgument(argument: "url", reason: "replication: cannot form a URL from \(base.debugDescription) and \(path.debugDescription)"))
         }
         var request = URLRequest(url: url)
         request.httpMethod = method

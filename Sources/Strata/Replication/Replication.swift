@@ -105,10 +105,10 @@ public final class Replication: Sendable {
     /// }
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for `bufferSize` < 1.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for `bufferSize` < 1.
     public func events(bufferSize: Int = 1_024) throws -> AsyncThrowingStream<ReplicationEvent, any Error> {
         guard bufferSize >= 1 else {
-            throw StrataError.invalidArgument("replication events: bufferSize \(bufferSize) must be at least 1")
+            throw StrataError.invalidArgument(argument: "bufferSize", reason: "replication events: bufferSize \(bufferSize) must be at least 1")
         }
         return makeEvents(bufferSize: bufferSize)
     }

@@ -132,31 +132,31 @@ public struct ReplicationConfiguration: Sendable {
     /// Whether the replication sends local changes.
     var pushes: Bool { bidirectional || pushOnly }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` for settings out of range.
+    /// Throws ``StrataError/invalidArgument(argument:reason:)`` for settings out of range.
     func validate() throws {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
-            throw StrataError.invalidArgument("replication url \(url.absoluteString.debugDescription) is not an http(s) URL with a host")
+            throw StrataError.invalidArgument(argument: "url", reason: "replication url \(url.absoluteString.debugDescription) is not an http(s) URL with a host")
         }
         guard (1...10_000).contains(batchSize) else {
-            throw StrataError.invalidArgument("replication batchSize \(batchSize) is outside 1...10000")
+            throw StrataError.invalidArgument(argument: "batchSize", reason: "replication batchSize \(batchSize) is outside 1...10000")
         }
         guard longpollTimeout > .zero, longpollTimeout <= .seconds(300) else {
-            throw StrataError.invalidArgument("replication longpollTimeout \(longpollTimeout) is outside (0, 300 s]")
+            throw StrataError.invalidArgument(argument: "longpollTimeout", reason: "replication longpollTimeout \(longpollTimeout) is outside (0, 300 s]")
         }
         guard maximumRetries.map({ $0 >= 0 }) ?? true else {
-            throw StrataError.invalidArgument("replication maximumRetries \(maximumRetries ?? 0) is negative")
+            throw StrataError.invalidArgument(argument: "maximumRetries", reason: "replication maximumRetries \(maximumRetries ?? 0) is negative")
         }
         guard maximumRetryDelay > .zero else {
-            throw StrataError.invalidArgument("replication maximumRetryDelay \(maximumRetryDelay) is not positive")
+            throw StrataError.invalidArgument(argument: "maximumRetryDelay", reason: "replication maximumRetryDelay \(maximumRetryDelay) is not positive")
         }
         guard requestTimeout > .zero else {
-            throw StrataError.invalidArgument("replication requestTimeout \(requestTimeout) is not positive")
+            throw StrataError.invalidArgument(argument: "requestTimeout", reason: "replication requestTimeout \(requestTimeout) is not positive")
         }
         guard revisionHistoryLimit >= 1 else {
-            throw StrataError.invalidArgument("replication revisionHistoryLimit \(revisionHistoryLimit) is below 1")
+            throw StrataError.invalidArgument(argument: "revisionHistoryLimit", reason: "replication revisionHistoryLimit \(revisionHistoryLimit) is below 1")
         }
         for channel in limitToChannels where channel.isEmpty || channel.contains(",") {
-            throw StrataError.invalidArgument("replication channel \(channel.debugDescription) is empty or contains ','")
+            throw StrataError.invalidArgument(argument: "limitToChannels", reason: "replication channel \(channel.debugDescription) is empty or contains ','")
         }
     }
 

@@ -65,7 +65,7 @@ struct Replicator: Sendable {
     static func finalStatus(of error: any Error, stopRequested: Bool) -> ReplicationStatus {
         if stopRequested || error is CancellationError { return .stopped }
         switch error {
-        case StrataError.closed, StrataError.cancelled: return .stopped
+        case StrataError.closed: return .stopped
         case let error as StrataError: return .failed(error)
         case GatewayClient.Fault.permanent(let error): return .failed(error)
         case GatewayClient.Fault.transient(let text): return .failed(.network(text))

@@ -65,16 +65,16 @@ public struct SecurityPolicy: Sendable, Hashable, Codable {
     /// global one in `paths`, a path ending in `/`.
     func validate() throws {
         for (name, role) in roles {
-            guard !name.isEmpty else { throw StrataError.invalidArgument("security policy: a role name is empty") }
+            guard !name.isEmpty else { throw StrataError.invalidArgument(argument: "policy", reason: "security policy: a role name is empty") }
             if let p = role.global.first(where: { !$0.isGlobal }) {
-                throw StrataError.invalidArgument("security policy: role \(name.debugDescription) has path permission \(p) among its global permissions")
+                throw StrataError.invalidArgument(argument: "policy", reason: "security policy: role \(name.debugDescription) has path permission \(p) among its global permissions")
             }
             for (path, permissions) in role.paths {
                 if let p = permissions.first(where: \.isGlobal) {
-                    throw StrataError.invalidArgument("security policy: role \(name.debugDescription) has global permission \(p) on path \(path.debugDescription)")
+                    throw StrataError.invalidArgument(argument: "policy", reason: "security policy: role \(name.debugDescription) has global permission \(p) on path \(path.debugDescription)")
                 }
                 if path.hasSuffix("/") {
-                    throw StrataError.invalidArgument("security policy: role \(name.debugDescription) names path \(path.debugDescription), which ends in \"/\" (paths match by whole segments; name the path without it)")
+                    throw StrataError.invalidArgument(argument: "policy", reason: "security policy: role \(name.debugDescription) names path \(path.debugDescription), which ends in \"/\" (paths match by whole segments; name the path without it)")
                 }
             }
         }

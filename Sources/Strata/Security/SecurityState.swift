@@ -59,12 +59,12 @@ final class SecurityState: Sendable {
             var next = policy
             let (version, overflow) = try currentVersion().addingReportingOverflow(1)
             guard !overflow else {
-                throw StrataError.invalidArgument("security policy: the stored version is \(UInt64.max); no later version can be set")
+                throw StrataError.invalidArgument(argument: "policy", reason: "security policy: the stored version is \(UInt64.max); no later version can be set")
             }
             next.version = version
             let bytes = SecurityPolicyRecord.encode(next)
             guard bytes.count <= SecurityPolicy.maximumEncodedSize else {
-                throw StrataError.invalidArgument("security policy: its stored form takes \(bytes.count) bytes, over the limit of \(SecurityPolicy.maximumEncodedSize)")
+                throw StrataError.invalidArgument(argument: "policy", reason: "security policy: its stored form takes \(bytes.count) bytes, over the limit of \(SecurityPolicy.maximumEncodedSize)")
             }
             var batch = WriteBatch()
             batch.putRaw(SecurityPolicyRecord.key, bytes)

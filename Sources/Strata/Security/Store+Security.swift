@@ -14,7 +14,7 @@ extension Store {
     /// try store.setSecurityPolicy(policy)
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty role name, a path permission
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for an empty role name, a path permission
     ///   among a role's global ones (or a global one on a path), a path ending in `/`, or a policy
     ///   whose stored form exceeds 16 MiB; ``StrataError/closed`` after close.
     @discardableResult

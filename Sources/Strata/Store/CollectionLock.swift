@@ -10,7 +10,7 @@ import StrataEngine
 /// collection in its body until the transaction commits or fails, so that the sequence numbers,
 /// timetokens and revisions it hands out stay valid until its batch commits. A write through the
 /// collection's own handle inside such a body (on the same task) would wait for itself: it throws
-/// ``StrataError/invalidArgument(_:)`` instead.
+/// ``StrataError/invalidArgument(argument:reason:)`` instead.
 final class CollectionLock<State>: @unchecked Sendable {
     // `state` is only touched with `mutex` held, by `withLock` or by the transaction holding it.
     private let mutex = ConditionLock()
@@ -25,7 +25,7 @@ final class CollectionLock<State>: @unchecked Sendable {
 
     /// Runs `body` with the lock held.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` when the current task's transaction holds the
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` when the current task's transaction holds the
     ///   lock (a direct write of a collection the transaction writes).
     func withLock<R>(_ body: (inout State) throws -> R) throws -> R {
         try refuseIfHeldByCurrentTransaction()
@@ -34,11 +34,11 @@ final class CollectionLock<State>: @unchecked Sendable {
         return try body(&state)
     }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` when the current task's transaction holds the
+    /// Throws ``StrataError/invalidArgument(argument:reason:)`` when the current task's transaction holds the
     /// lock: what would take it next would wait for itself.
     func refuseIfHeldByCurrentTransaction() throws {
         if let tx = TransactionScope.current, tx.holds(self) {
-            throw StrataError.invalidArgument("\(what) is held by the transaction running on this task: write it "
+            throw StrataError.invalidArgument(argument: "transaction", reason: "\(what) is held by the transaction running on this task: write it "
                                               + "through the transaction's handle; subscribe to it, change its options "
                                               + "or its indexes before or after the transaction")
         }

@@ -101,7 +101,7 @@ final class CollectionRegistry: Sendable {
             }
             if !mine {
                 guard !Self.making.contains(ObjectIdentifier(cell)) else {
-                    throw StrataError.invalidArgument("\(kind.name) \"\(name)\" is opened again while it is being opened")
+                    throw StrataError.invalidArgument(argument: "name", reason: "\(kind.name) \"\(name)\" is opened again while it is being opened")
                 }
                 guard let existing = cell.wait() else { continue }
                 guard let typed = existing as? State else {

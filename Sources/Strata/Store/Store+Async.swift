@@ -9,7 +9,7 @@ import StrataEngine
 // the twin: `try await store.put(key, value)`.
 //
 // Every twin that can be cancelled follows one rule: a task cancelled before the work starts
-// gets `StrataError.cancelled` and nothing is done; once the work has started it runs to the end
+// gets `CancellationError` and nothing is done; once the work has started it runs to the end
 // and its result is returned (a committed write is never reported as failed).
 extension Store {
     /// The `async` twin of ``open(at:options:)``: opens (and recovers) the store on a thread of
@@ -19,7 +19,7 @@ extension Store {
     /// let store = try await Store.open(at: URL(filePath: "/var/lib/app/data.strata"))
     /// ```
     ///
-    /// - Throws: as ``open(at:options:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``open(at:options:)``; `CancellationError` if the task was cancelled
     ///   before the open started (an open that started completes and returns the store).
     public static func open(at directory: URL, options: StoreOptions? = nil) async throws -> Store {
         try await StoreExecutor.global.run { try Store.open(at: directory, options: options) }
@@ -42,7 +42,7 @@ extension Store {
 
     /// The `async` twin of ``destroy(at:)``: runs off the cooperative pool.
     ///
-    /// - Throws: as ``destroy(at:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``destroy(at:)``; `CancellationError` if the task was cancelled before
     ///   the work started (then nothing is removed).
     public static func destroy(at directory: URL) async throws {
         try await StoreExecutor.global.run { try Store.destroy(at: directory) }
@@ -52,7 +52,7 @@ extension Store {
     /// before it have started. Idempotent as ``close()``: on a store closed (or closing)
     /// already it returns at once.
     ///
-    /// - Throws: as ``close()``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``close()``; `CancellationError` if the task was cancelled before the
     ///   close started (the store then stays open).
     public func close() async throws {
         do {
@@ -65,7 +65,7 @@ extension Store {
 
     /// The `async` twin of ``sync()``: runs on the store's executor.
     ///
-    /// - Throws: as ``sync()``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``sync()``; `CancellationError` if the task was cancelled before the
     ///   work started.
     public func sync() async throws {
         try await executor.run { try self.sync() }
@@ -73,7 +73,7 @@ extension Store {
 
     /// The `async` twin of ``compact()``: runs on the store's executor.
     ///
-    /// - Throws: as ``compact()``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``compact()``; `CancellationError` if the task was cancelled before the
     ///   work started.
     public func compact() async throws {
         try await executor.run { try self.compact() }
@@ -82,7 +82,7 @@ extension Store {
     /// The `async` twin of ``write(_:durability:)``: runs on the store's executor. A write that
     /// started commits and returns even if its task is cancelled meanwhile.
     ///
-    /// - Throws: as ``write(_:durability:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``write(_:durability:)``; `CancellationError` if the task was cancelled
     ///   before the write started (nothing was written).
     public func write(_ batch: WriteBatch, durability: Durability? = nil) async throws {
         try await executor.run { try self.write(batch, durability: durability) }
@@ -91,7 +91,7 @@ extension Store {
     /// The `async` twin of ``put(_:_:)``: runs on the store's executor. A write that started
     /// commits and returns even if its task is cancelled meanwhile.
     ///
-    /// - Throws: as ``put(_:_:)``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``put(_:_:)``; `CancellationError` if the task was cancelled before the
     ///   write started (nothing was written).
     public func put(_ key: [UInt8], _ value: [UInt8]) async throws {
         try await executor.run { try self.put(key, value) }
@@ -100,7 +100,7 @@ extension Store {
     /// The `async` twin of ``delete(_:)``: runs on the store's executor. A write that started
     /// commits and returns even if its task is cancelled meanwhile.
     ///
-    /// - Throws: as ``delete(_:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``delete(_:)``; `CancellationError` if the task was cancelled before
     ///   the write started (nothing was written).
     public func delete(_ key: [UInt8]) async throws {
         try await executor.run { try self.delete(key) }
@@ -108,7 +108,7 @@ extension Store {
 
     /// The `async` twin of ``get(_:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``get(_:)``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``get(_:)``; `CancellationError` if the task was cancelled before the
     ///   read started.
     public func get(_ key: [UInt8]) async throws -> [UInt8]? {
         try await executor.run { try self.get(key) }
@@ -116,7 +116,7 @@ extension Store {
 
     /// The `async` twin of ``snapshot()``: runs on the store's executor.
     ///
-    /// - Throws: as ``snapshot()``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``snapshot()``; `CancellationError` if the task was cancelled before
     ///   the work started.
     public func snapshot() async throws -> StoreSnapshot {
         try await executor.run { try self.snapshot() }
@@ -124,7 +124,7 @@ extension Store {
 
     /// The `async` twin of ``scan(from:to:reverse:limit:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``scan(from:to:reverse:limit:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``scan(from:to:reverse:limit:)``; `CancellationError` if the task was
     ///   cancelled before the read started.
     public func scan(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false,
                      limit: Int = .max) async throws -> [(key: [UInt8], value: [UInt8])] {

@@ -107,12 +107,12 @@ public final class Store: Sendable {
     /// - Throws: ``StrataError/locked(path:)`` if another process has it open;
     ///   ``StrataError/corrupted(file:offset:reason:)`` or
     ///   ``StrataError/unsupportedFormatVersion(file:found:)`` for files it cannot trust;
-    ///   ``StrataError/invalidArgument(_:)`` for options out of range, or for options other than
+    ///   ``StrataError/invalidArgument(argument:reason:)`` for options out of range, or for options other than
     ///   those of the instance this process has open already (nothing is changed then).
     public static func open(at directory: URL, options requested: StoreOptions? = nil) throws -> Store {
         let options = requested ?? StoreOptions()
         let engineOptions = try options.engineOptions()
-        guard directory.isFileURL else { throw StrataError.invalidArgument("directory \(directory) is not a file URL") }
+        guard directory.isFileURL else { throw StrataError.invalidArgument(argument: "directory", reason: "directory \(directory) is not a file URL") }
         // Create first so that the canonical path resolves the same before and after.
         try options.fileSystem.createDirectory(directory.standardizedFileURL.path)
         let path = canonicalPath(directory)
@@ -135,7 +135,7 @@ public final class Store: Sendable {
                 if let requested {
                     let differences = store.options.differences(from: requested)
                     guard differences.isEmpty else {
-                        throw StrataError.invalidArgument(
+                        throw StrataError.invalidArgument(argument: "options", reason:
                             "the store at \(path) is open in this process with other options (\(differences.joined(separator: ", "))); open it without options to share that instance")
                     }
                 }
@@ -351,7 +351,7 @@ public final class StoreSnapshot: Sendable {
     /// The key-value pairs with `start <= key < end`, at most `limit` of them.
     public func scan(from start: [UInt8]? = nil, to end: [UInt8]? = nil, reverse: Bool = false,
                      limit: Int = .max) throws -> [(key: [UInt8], value: [UInt8])] {
-        guard limit >= 0 else { throw StrataError.invalidArgument("limit \(limit) is negative") }
+        guard limit >= 0 else { throw StrataError.invalidArgument(argument: "limit", reason: "limit \(limit) is negative") }
         return try cursor(from: start, to: end, reverse: reverse).prefix(limit).collect()
     }
 }

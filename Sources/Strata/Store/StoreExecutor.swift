@@ -17,7 +17,7 @@ import StrataEngine
 /// - ``global`` runs what has no store yet (``Store/open(at:options:)``, ``Store/destroy(at:)``)
 ///   and is never stopped.
 /// - Cancellation: a job whose task is cancelled before a thread picks it up is dropped, and the
-///   task gets ``StrataError/cancelled`` at once; a job that has started runs to the end and
+///   task gets `CancellationError` at once; a job that has started runs to the end and
 ///   its result is returned (a committed write is never reported as failed).
 final class StoreExecutor: Sendable {
     /// The most threads one executor starts.
@@ -70,9 +70,9 @@ final class StoreExecutor: Sendable {
     /// Runs `work` on one of the executor's threads and returns its result (or throws its error).
     ///
     /// - Parameter cancellable: whether a cancelled task drops the job before it starts
-    ///   (``StrataError/cancelled``); false for work that must run once asked for (shutdown).
+    ///   (`CancellationError`); false for work that must run once asked for (shutdown).
     /// - Throws: what `work` throws; ``StrataError/closed`` if the executor is stopped (before the
-    ///   job started); ``StrataError/cancelled`` if the task was cancelled before it started.
+    ///   job started); `CancellationError` if the task was cancelled before it started.
     func run<T: Sendable>(cancellable: Bool = true, _ work: @escaping @Sendable () throws -> T) async throws -> T {
         let job = Job(work)
         guard cancellable else {
@@ -188,7 +188,7 @@ private final class Job<T: Sendable>: ExecutorJob {
         self.work = work
     }
 
-    /// Attaches the task's continuation; false (having resumed it with `.cancelled`) if the task
+    /// Attaches the task's continuation; false (having resumed it with `CancellationError`) if the task
     /// was cancelled already, true if the job is to be queued.
     func attach(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
         let cancelled = phase.withLock { p -> Bool in
@@ -199,7 +199,7 @@ private final class Job<T: Sendable>: ExecutorJob {
             p = .queued(continuation)
             return false
         }
-        if cancelled { continuation.resume(throwing: StrataError.cancelled) }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
         return !cancelled
     }
 
@@ -217,7 +217,7 @@ private final class Job<T: Sendable>: ExecutorJob {
                 return nil
             }
         }
-        continuation?.resume(throwing: StrataError.cancelled)
+        continuation?.resume(throwing: CancellationError())
     }
 
     func fail(_ error: StrataError) {

@@ -87,7 +87,8 @@ public struct StoreOptions: Sendable {
 
     func engineOptions() throws -> EngineOptions {
         func check(_ ok: Bool, _ what: String) throws {
-            if !ok { throw StrataError.invalidArgument(what) }
+            // Each message starts with the option's name.
+            if !ok { throw StrataError.invalidArgument(argument: String(what.prefix { $0 != " " }), reason: what) }
         }
         try check((1 << 10...4 << 20).contains(blockSize), "blockSize \(blockSize) is outside 1 KiB…4 MiB")
         try check((64 << 10...4 << 30).contains(memtableSize), "memtableSize \(memtableSize) is outside 64 KiB…4 GiB")

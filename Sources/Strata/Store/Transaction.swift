@@ -40,7 +40,7 @@ import StrataEngine
 ///   until the transaction ends, so writes to it from other threads wait; writes to other
 ///   collections go on. Transactions of a store run one at a time. Inside the body, write a
 ///   collection the transaction writes only through the transaction's handle: its own handle
-///   would wait for the transaction, and throws ``StrataError/invalidArgument(_:)`` instead.
+///   would wait for the transaction, and throws ``StrataError/invalidArgument(argument:reason:)`` instead.
 ///   Transactions do not nest.
 /// - Opening a collection in the body (its first write creates it if missing) is not part of the
 ///   transaction: a created collection stays, empty, if the transaction fails. Options are not
@@ -50,7 +50,7 @@ import StrataEngine
 ///   must not write to the store.
 ///
 /// A `Transaction` and its handles are valid only inside the body; using one afterwards throws
-/// ``StrataError/invalidArgument(_:)``. They are not `Sendable`: use them on the thread that runs
+/// ``StrataError/invalidArgument(argument:reason:)``. They are not `Sendable`: use them on the thread that runs
 /// the body, which is the thread that holds the collection locks the transaction takes.
 public final class Transaction {
     // Used only by the thread running the body (and `Store.transaction` around it): the type is
@@ -78,7 +78,7 @@ public final class Transaction {
 
     func checkOpen() throws {
         if ended {
-            throw StrataError.invalidArgument("a Transaction was used after its transaction ended")
+            throw StrataError.invalidArgument(argument: "transaction", reason: "a Transaction was used after its transaction ended")
         }
     }
 
@@ -142,7 +142,7 @@ extension Store {
     /// See ``Transaction`` for the semantics. `durability` overrides the store's for the commit.
     ///
     /// - Throws: what `body` throws (nothing is committed); the commit's error (nothing is
-    ///   committed); ``StrataError/invalidArgument(_:)`` when called inside another transaction's
+    ///   committed); ``StrataError/invalidArgument(argument:reason:)`` when called inside another transaction's
     ///   body; ``StrataError/closed`` after close.
     public func transaction<T>(durability: Durability? = nil, _ body: (Transaction) throws -> T) throws -> T {
         try transaction(durability: durability, access: nil, body)
@@ -151,7 +151,7 @@ extension Store {
     /// A transaction whose handles check `access` (a session's), or none for nil.
     func transaction<T>(durability: Durability?, access: SessionAccess?, _ body: (Transaction) throws -> T) throws -> T {
         if TransactionScope.current != nil {
-            throw StrataError.invalidArgument("transactions do not nest: store.transaction was called inside a transaction's body")
+            throw StrataError.invalidArgument(argument: "transaction", reason: "transactions do not nest: store.transaction was called inside a transaction's body")
         }
         _ = try engine.snapshot()  // throws .closed after close
         transactionLock.lock()

@@ -39,7 +39,7 @@ import StrataEngine
 /// from the latest event's timestamp. In the ``values`` view an event's time is its original's.
 ///
 /// Counts and durations must not be negative, and a date must be a number (not NaN):
-/// ``TimeSeries/query(_:)`` throws ``StrataError/invalidArgument(_:)`` naming the argument for
+/// ``TimeSeries/query(_:)`` throws ``StrataError/invalidArgument(argument:reason:)`` naming the argument for
 /// them. Every other value is accepted, however large: a count or duration beyond the retained
 /// events reaches the end (or the start) of the series — `next(Int.max)` and
 /// `next(.seconds(Int64.max))` run to the end, `untilLast(Int.max)` and
@@ -166,19 +166,19 @@ public struct RangeQuery: Sendable, Hashable {
         return t < 0 ? -clampedMilliseconds : clampedMilliseconds
     }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` for negative counts or durations and NaN dates.
+    /// Throws ``StrataError/invalidArgument(argument:reason:)`` for negative counts or durations and NaN dates.
     func validate() throws {
         func count(_ n: Int, _ what: String) throws {
-            if n < 0 { throw StrataError.invalidArgument("RangeQuery \(what) count \(n) is negative") }
+            if n < 0 { throw StrataError.invalidArgument(argument: "query", reason: "RangeQuery \(what) count \(n) is negative") }
         }
         func duration(_ d: Duration, _ what: String) throws {
             if Self.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("RangeQuery \(what) duration \(d) is negative")
+                throw StrataError.invalidArgument(argument: "query", reason: "RangeQuery \(what) duration \(d) is negative")
             }
         }
         func date(_ d: Date, _ what: String) throws {
             if Self.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("RangeQuery \(what) date is not a number (NaN)")
+                throw StrataError.invalidArgument(argument: "query", reason: "RangeQuery \(what) date is not a number (NaN)")
             }
         }
         switch anchor {

@@ -50,13 +50,13 @@ public struct RetainedRange: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` for a count below 1 or a negative duration.
+    /// Throws ``StrataError/invalidArgument(argument:reason:)`` for a count below 1 or a negative duration.
     func validate() throws {
         if let count, count < 1 {
-            throw StrataError.invalidArgument("retainedRange count \(count) is below 1")
+            throw StrataError.invalidArgument(argument: "retainedRange", reason: "retainedRange count \(count) is below 1")
         }
         if let duration, SeriesTime.milliseconds(duration) == nil {
-            throw StrataError.invalidArgument("retainedRange duration \(duration) is negative or too large")
+            throw StrataError.invalidArgument(argument: "retainedRange", reason: "retainedRange duration \(duration) is negative or too large")
         }
     }
 }

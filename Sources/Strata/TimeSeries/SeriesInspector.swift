@@ -96,7 +96,7 @@ public enum SeriesInspector {
     public static func dump(series path: String, ofStoreAt directory: String, limit: Int? = nil) throws -> SeriesDump {
         let snapshot = try StoreImage.snapshot(directory: directory)
         guard let found = try Catalog.entries(kind: .timeSeries, in: snapshot).first(where: { $0.name == path }) else {
-            throw StrataError.notFound("time series \"\(path)\" in \(directory)")
+            throw StrataError.notFound(kind: .timeSeries, name: path, reason: "time series \"\(path)\" in \(directory)")
         }
         let (summary, reader, payload) = try self.summary(snapshot, path, found.entry)
         var query = RangeQuery.edits(.all)

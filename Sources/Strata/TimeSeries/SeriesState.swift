@@ -344,17 +344,17 @@ package final class SeriesState: CollectionState {
                    encode: (inout [UInt8]) throws -> Void, into batch: inout CommitBatch) throws -> EventMetadata {
         let author = author ?? principal
         guard original < w.head.next else {
-            throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which does not exist yet (next is \(w.head.next))")
+            throw StrataError.invalidArgument(argument: "originalSequence", reason: "time series \"\(path)\": edit of sequence \(original), which does not exist yet (next is \(w.head.next))")
         }
         guard original >= w.head.cutoff else {
-            throw StrataError.invalidArgument("time series \"\(path)\": edit of sequence \(original), which is no longer retained (first retained is \(w.head.cutoff))")
+            throw StrataError.invalidArgument(argument: "originalSequence", reason: "time series \"\(path)\": edit of sequence \(original), which is no longer retained (first retained is \(w.head.cutoff))")
         }
         guard let bytes = try w.uncommitted[original] ?? storedRecord(original),
               let h = bytes.withUnsafeBytes({ EventRecord.decode($0) }) else {
             throw StrataError.corrupted(file: "time series \"\(path)\"", offset: 0, reason: "event \(original): missing or malformed")
         }
         guard h.original == nil else {
-            throw StrataError.invalidArgument("time series \"\(path)\": sequence \(original) is an edit event; edits must name an original event")
+            throw StrataError.invalidArgument(argument: "originalSequence", reason: "time series \"\(path)\": sequence \(original) is an edit event; edits must name an original event")
         }
         if let authorize {
             guard h.author < w.payload.authors.count else {

@@ -16,7 +16,7 @@ extension Store {
     /// `Int64`, `Double`, `String`, `Data`, `Bool` and ``JSON`` are stored in compact native
     /// forms; any other `Codable` type in Strata's binary JSON form.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for an empty path or invalid options;
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for an empty path or invalid options;
     ///   ``StrataError/typeMismatch(_:)`` if the series was created with another value type.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
                                                       options: TimeSeriesOptions? = nil) throws -> TimeSeries<Value> {
@@ -40,7 +40,7 @@ extension Store {
     func seriesState<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
                                                 options: TimeSeriesOptions,
                                                 authorizeCreate: () throws -> Void = {}) throws -> SeriesState {
-        guard !path.isEmpty else { throw StrataError.invalidArgument("time series path is empty") }
+        guard !path.isEmpty else { throw StrataError.invalidArgument(argument: "path", reason: "time series path is empty") }
         let typeName = ValueCodec<Value>.typeName
         let retention = try SeriesRetention.of(self)
         let state = try collections.state(kind: .timeSeries, name: path, as: SeriesState.self) {

@@ -36,15 +36,15 @@ public struct SubscriptionRange: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Throws ``StrataError/invalidArgument(_:)`` for a negative count or duration.
+    /// Throws ``StrataError/invalidArgument(argument:reason:)`` for a negative count or duration.
     func validate() throws {
         switch kind {
         case .latest, .none: return
         case .limit(let n):
-            if n < 0 { throw StrataError.invalidArgument("subscriptionRange count \(n) is negative") }
+            if n < 0 { throw StrataError.invalidArgument(argument: "subscriptionRange", reason: "subscriptionRange count \(n) is negative") }
         case .last(let d):
             if SeriesTime.milliseconds(d) == nil {
-                throw StrataError.invalidArgument("subscriptionRange duration \(d) is negative or too large")
+                throw StrataError.invalidArgument(argument: "subscriptionRange", reason: "subscriptionRange duration \(d) is negative or too large")
             }
         }
     }

@@ -5,7 +5,7 @@ import StrataEngine
 
 // The `async` twins of the time-series methods (see Store+Async.swift for the rules): each runs
 // its synchronous twin on the store's executor. A task cancelled before the work starts gets
-// `StrataError.cancelled` and nothing is written; a write that started commits and returns.
+// `CancellationError` and nothing is written; a write that started commits and returns.
 // `subscribe()` is a stream and has no twin.
 extension TimeSeries {
     private var executor: StoreExecutor { state.executor }
@@ -13,7 +13,7 @@ extension TimeSeries {
     /// The `async` twin of ``append(_:)``: runs on the store's executor. An append that started
     /// commits and returns its metadata even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``append(_:)``; ``StrataError/cancelled`` if the task was cancelled before
+    /// - Throws: as ``append(_:)``; `CancellationError` if the task was cancelled before
     ///   the append started (nothing was written).
     @discardableResult
     public func append(_ value: Value) async throws -> EventMetadata {
@@ -23,7 +23,7 @@ extension TimeSeries {
     /// The `async` twin of ``append(_:timestamp:)``: runs on the store's executor. An append that
     /// started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``append(_:timestamp:)``; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as ``append(_:timestamp:)``; `CancellationError` if the task was cancelled
     ///   before the append started (nothing was written).
     @discardableResult
     public func append(_ value: Value, timestamp: Date) async throws -> EventMetadata {
@@ -33,7 +33,7 @@ extension TimeSeries {
     /// The `async` twin of ``append(_:timestamp:author:)``: runs on the store's executor. An
     /// append that started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``append(_:timestamp:author:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``append(_:timestamp:author:)``; `CancellationError` if the task was
     ///   cancelled before the append started (nothing was written).
     @discardableResult
     public func append(_ value: Value, timestamp: Date?, author: String) async throws -> EventMetadata {
@@ -44,7 +44,7 @@ extension TimeSeries {
     /// appended in one atomic batch on the store's executor. A batch that started commits and
     /// returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``append(contentsOf:)-(S)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``append(contentsOf:)-(S)``; `CancellationError` if the task was
     ///   cancelled before the batch started (nothing was written).
     @discardableResult
     public func append<S: Sequence>(contentsOf values: S) async throws -> [EventMetadata] where S.Element == Value {
@@ -56,7 +56,7 @@ extension TimeSeries {
     /// here, then appended in one atomic batch on the store's executor. A batch that started
     /// commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as its synchronous twin; ``StrataError/cancelled`` if the task was cancelled
+    /// - Throws: as its synchronous twin; `CancellationError` if the task was cancelled
     ///   before the batch started (nothing was written).
     @discardableResult
     public func append<S: Sequence>(contentsOf events: S) async throws -> [EventMetadata]
@@ -68,7 +68,7 @@ extension TimeSeries {
     /// The `async` twin of ``edit(originalSequence:value:)``: runs on the store's executor. An
     /// edit that started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``edit(originalSequence:value:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``edit(originalSequence:value:)``; `CancellationError` if the task was
     ///   cancelled before the edit started (nothing was written).
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value) async throws -> EventMetadata {
@@ -78,7 +78,7 @@ extension TimeSeries {
     /// The `async` twin of ``edit(originalSequence:value:author:)``: runs on the store's
     /// executor. An edit that started commits and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``edit(originalSequence:value:author:)``; ``StrataError/cancelled`` if the
+    /// - Throws: as ``edit(originalSequence:value:author:)``; `CancellationError` if the
     ///   task was cancelled before the edit started (nothing was written).
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value, author: String) async throws -> EventMetadata {
@@ -87,7 +87,7 @@ extension TimeSeries {
 
     /// The `async` twin of ``query(_:)``: runs on the store's executor.
     ///
-    /// - Throws: as ``query(_:)``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``query(_:)``; `CancellationError` if the task was cancelled before the
     ///   query started.
     public func query(_ query: RangeQuery) async throws -> QueryResult<Value> {
         try await executor.run { try self.query(query) }
@@ -95,7 +95,7 @@ extension TimeSeries {
 
     /// The `async` twin of ``latest()``: runs on the store's executor.
     ///
-    /// - Throws: as ``latest()``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``latest()``; `CancellationError` if the task was cancelled before the
     ///   read started.
     public func latest() async throws -> Event<Value>? {
         try await executor.run { try self.latest() }
@@ -103,7 +103,7 @@ extension TimeSeries {
 
     /// The `async` twin of ``bounds()``: runs on the store's executor.
     ///
-    /// - Throws: as ``bounds()``; ``StrataError/cancelled`` if the task was cancelled before the
+    /// - Throws: as ``bounds()``; `CancellationError` if the task was cancelled before the
     ///   read started.
     public func bounds() async throws -> SeriesBounds {
         try await executor.run { try self.bounds() }
@@ -115,7 +115,7 @@ extension Store {
     /// `options`, a write when they change) on the store's executor. An open that started
     /// completes and returns even if the task is cancelled meanwhile.
     ///
-    /// - Throws: as ``timeSeries(_:of:options:)``; ``StrataError/cancelled`` if the task was
+    /// - Throws: as ``timeSeries(_:of:options:)``; `CancellationError` if the task was
     ///   cancelled before the open started.
     public func timeSeries<Value: Codable & Sendable>(_ path: String, of type: Value.Type,
                                                       options: TimeSeriesOptions? = nil) async throws -> TimeSeries<Value> {

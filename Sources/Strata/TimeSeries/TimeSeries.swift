@@ -148,7 +148,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// or ``Permission/editOwnTimeSeriesEvents`` when the original's author is the session's
     /// principal (Diffusion's rule); a denial names the edit permission that would have allowed it.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` unless `originalSequence` names an original
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` unless `originalSequence` names an original
     ///   (not an edit) event that exists and is still retained.
     @discardableResult
     public func edit(originalSequence: UInt64, value: Value) throws -> EventMetadata {
@@ -172,7 +172,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// In a session it needs ``Permission/readTopic``, and for the edit views (``RangeQuery/edits(_:)``)
     /// also ``Permission/queryObsoleteTimeSeriesEvents``.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` for negative counts or durations.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` for negative counts or durations.
     ///
     /// Events stored as chunks (settled events) are decoded straight from their columns. The
     /// native value types `Double`, `Int64` and `String` have pre-specialized entry points, so a
@@ -239,7 +239,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
     /// ``TimeSeriesOptions/subscriberBufferSize``: a subscriber that falls more than `bufferSize`
     /// events behind (the subscription range's events come on top) gets its stream ended by
     /// throwing ``StrataError/subscriberOverflow(_:)``. A `bufferSize` below 1 ends the stream at
-    /// once by throwing ``StrataError/invalidArgument(_:)``.
+    /// once by throwing ``StrataError/invalidArgument(argument:reason:)``.
     ///
     /// ```swift
     /// for try await event in prices.subscribe(bufferSize: 100_000) { chart.add(event) }
@@ -254,7 +254,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
         do {
             try access?.require(.selectTopic, path)
             if let bufferSize, bufferSize < 1 {
-                throw StrataError.invalidArgument("time series \"\(path)\": bufferSize \(bufferSize) must be at least 1")
+                throw StrataError.invalidArgument(argument: "bufferSize", reason: "time series \"\(path)\": bufferSize \(bufferSize) must be at least 1")
             }
             return try state.subscribe(bufferSize: bufferSize) { sequence, bytes, decoding in
                 try Self.decode(sequence, bytes, decoding, codec, path: path)
@@ -270,7 +270,7 @@ public struct TimeSeries<Value: Codable & Sendable>: Sendable {
 
     static func milliseconds(_ date: Date) throws -> Int64 {
         guard let t = SeriesTime.milliseconds(date) else {
-            throw StrataError.invalidArgument("timestamp \(date.timeIntervalSince1970) s after 1970 is out of range")
+            throw StrataError.invalidArgument(argument: "timestamp", reason: "timestamp \(date.timeIntervalSince1970) s after 1970 is out of range")
         }
         return t
     }

@@ -35,7 +35,7 @@ public struct TimeSeriesOptions: Sendable, Hashable {
         try retainedRange.validate()
         try subscriptionRange.validate()
         guard (1...(1 << 20)).contains(subscriberBufferSize) else {
-            throw StrataError.invalidArgument("subscriberBufferSize \(subscriberBufferSize) is outside 1…1048576")
+            throw StrataError.invalidArgument(argument: "subscriberBufferSize", reason: "subscriberBufferSize \(subscriberBufferSize) is outside 1…1048576")
         }
     }
 }

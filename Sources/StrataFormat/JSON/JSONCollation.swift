@@ -193,11 +193,11 @@ extension JSON: Comparable {
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` with file `"collation key"` for
     ///   bytes no encoder writes (an unknown type byte, a truncated value, a number that is not in
     ///   canonical form or not a double, invalid UTF-8, unsorted object keys, nesting deeper than
-    ///   ``maximumNestingDepth``); ``StrataError/invalidArgument(_:)`` when `offset` is outside
+    ///   ``maximumNestingDepth``); ``StrataError/invalidArgument(argument:reason:)`` when `offset` is outside
     ///   `bytes`.
     package static func decodeCollationKey(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) throws -> JSON {
         guard offset >= 0 && offset <= bytes.count else {
-            throw StrataError.invalidArgument("collation key offset \(offset) outside 0...\(bytes.count)")
+            throw StrataError.invalidArgument(argument: "offset", reason: "collation key offset \(offset) outside 0...\(bytes.count)")
         }
         var reader = JSONCollationReader(buffer: bytes, position: offset)
         let value = try reader.value(depth: 0)
@@ -209,7 +209,7 @@ extension JSON: Comparable {
     /// decoding it.
     package static func skipCollationKey(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) throws {
         guard offset >= 0 && offset <= bytes.count else {
-            throw StrataError.invalidArgument("collation key offset \(offset) outside 0...\(bytes.count)")
+            throw StrataError.invalidArgument(argument: "offset", reason: "collation key offset \(offset) outside 0...\(bytes.count)")
         }
         var reader = JSONCollationReader(buffer: bytes, position: offset)
         try reader.skipValue(depth: 0)

@@ -40,7 +40,7 @@ extension JSON {
     /// value["price"]   // .double(9.5)
     /// ```
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` naming the byte offset of the first error,
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` naming the byte offset of the first error,
     ///   e.g. `invalid JSON text at byte 12: expected ',' or '}'`.
     public init(parsing text: Data) throws {
         self = try text.withUnsafeBytes { try JSONTextParser.parse($0) }
@@ -166,7 +166,7 @@ package struct JSONTextParser {
     }
 
     package func error(_ message: String, at offset: Int? = nil) -> StrataError {
-        .invalidArgument("invalid JSON text at byte \(offset ?? position): \(message)")
+        .invalidArgument(argument: "json", reason: "invalid JSON text at byte \(offset ?? position): \(message)")
     }
 
     @inlinable @inline(__always)

@@ -17,17 +17,17 @@ package struct JSONValueEncoder {
 
     /// Encodes `value`.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` `"cannot encode <type>: <reason>"`.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` `"cannot encode <type>: <reason>"`.
     package func encode<T: Encodable>(_ value: T) throws -> JSON {
         do {
             return try JSONEncodingNode.encode(value, codingPath: [])
         } catch let error as StrataError {
             throw error
         } catch let EncodingError.invalidValue(_, context) {
-            throw StrataError.invalidArgument(
+            throw StrataError.invalidArgument(argument: "value", reason:
                 "cannot encode \(T.self): \(context.debugDescription) at \(JSONCodingPath.describe(context.codingPath))")
         } catch {
-            throw StrataError.invalidArgument("cannot encode \(T.self): \(error)")
+            throw StrataError.invalidArgument(argument: "value", reason: "cannot encode \(T.self): \(error)")
         }
     }
 }

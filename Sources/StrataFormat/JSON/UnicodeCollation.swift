@@ -50,7 +50,7 @@ package enum UnicodeCollation {
         guard let handle = collator.handle else { throw unavailable }
         let units = Array(s.utf16)
         guard units.count < Int(Int32.max) / 4 else {
-            throw StrataError.invalidArgument("a string of \(units.count) UTF-16 units is too long for a Unicode sort key")
+            throw StrataError.invalidArgument(argument: "key", reason: "a string of \(units.count) UTF-16 units is too long for a Unicode sort key")
         }
         var capacity = max(32, units.count * 4 + 16)
         while true {
@@ -60,7 +60,7 @@ package enum UnicodeCollation {
                     Int(swift_ucol_getSortKey(handle, u.baseAddress, Int32(u.count), k.baseAddress, Int32(k.count)))
                 }
             }
-            guard length > 0 else { throw StrataError.invalidArgument("ICU returned no sort key for a string of \(units.count) UTF-16 units") }
+            guard length > 0 else { throw StrataError.invalidArgument(argument: "key", reason: "ICU returned no sort key for a string of \(units.count) UTF-16 units") }
             if length <= capacity {
                 // `length` counts the terminating zero.
                 out.append(contentsOf: key[0..<(length - 1)])
@@ -76,7 +76,7 @@ package enum UnicodeCollation {
 #endif
 
     package static var unavailable: StrataError {
-        .invalidArgument("Unicode collation (DocumentIndex collation .unicode) needs ICU, which this build of Strata lacks")
+        .invalidArgument(argument: "collation", reason: "Unicode collation (DocumentIndex collation .unicode) needs ICU, which this build of Strata lacks")
     }
 }
 
@@ -92,7 +92,7 @@ extension JSON {
     /// finds its end. It cannot be decoded back: index rows keep the value's
     /// ``appendCollationKey(to:)`` beside it.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` when ICU is unavailable.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` when ICU is unavailable.
     package func appendUnicodeCollationKey(to out: inout [UInt8]) throws {
         switch self {
         case .null, .bool, .int, .double: appendCollationKey(to: &out)

@@ -40,7 +40,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
 
     /// Appends the stored form of `value` to `out`.
     ///
-    /// - Throws: ``StrataError/invalidArgument(_:)`` when a non-native value cannot be encoded.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` when a non-native value cannot be encoded.
     @inlinable @inline(__always)
     package func encode(_ value: Value, into out: inout [UInt8]) throws {
         if Value.self == Double.self {
@@ -103,7 +103,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     /// base64 `string`, `JSON` and `Codable:…` → the stored JSON.
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` for malformed bytes,
-    ///   ``StrataError/invalidArgument(_:)`` for a type name this build does not know.
+    ///   ``StrataError/invalidArgument(argument:reason:)`` for a type name this build does not know.
     package static func json(typeName: String, bytes: UnsafeRawBufferPointer) throws -> JSON {
         switch typeName {
         case "Int64": return .int(try ValueCodec<Int64>().decode(bytes))
@@ -114,7 +114,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
         case "JSON": return try JSON(binary: bytes)
         default:
             if typeName.hasPrefix("Codable:") { return try JSON(binary: bytes) }
-            throw StrataError.invalidArgument("unknown stored value type \"\(typeName)\"")
+            throw StrataError.invalidArgument(argument: "typeName", reason: "unknown stored value type \"\(typeName)\"")
         }
     }
 }

@@ -64,14 +64,16 @@ let prices = try store.timeSeries("prices/AAPL", of: Double.self)   // still .li
     _ = prices
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:120
-func snippet_Conventions_120(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 121)
+// Sources/Strata/Strata.docc/Conventions.md:125
+func snippet_Conventions_125(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 126)
 let db = try store.documents("main")
 do {
     try db.delete(id: "A-1")
-} catch StrataError.notFound {
-    // no document A-1
+} catch StrataError.notFound(.document, let id, _) {
+    print("no document \(id)")
+} catch StrataError.invalidArgument("id", let reason) {
+    print(reason)
 } catch StrataError.permissionDenied(let principal, let permission, let path) {
     print(principal, permission, path ?? "-")
 } catch is CancellationError {
@@ -81,27 +83,27 @@ do {
     _ = db
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:142
-func snippet_Conventions_142(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 143)
+// Sources/Strata/Strata.docc/Conventions.md:149
+func snippet_Conventions_149(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 150)
 func record(_ price: Double, in prices: TimeSeries<Double>) async throws {
     try await prices.append(price)          // the twin, on the store's executor
 }
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:148
-func snippet_Conventions_148(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 149)
+// Sources/Strata/Strata.docc/Conventions.md:155
+func snippet_Conventions_155(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 156)
 let prices = try await store.timeSeries("prices/AAPL", of: Double.self)
 let newest = try await prices.latest()
 #sourceLocation()
     _ = (prices, newest)
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:159
-func snippet_Conventions_159(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 160)
+// Sources/Strata/Strata.docc/Conventions.md:166
+func snippet_Conventions_166(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 167)
 let cursor = try store.cursor(from: Array("user/".utf8), to: Array("user0".utf8))
 while let (key, value) = try cursor.next() {
     print(String(decoding: key, as: UTF8.self), value.count)
@@ -110,9 +112,9 @@ while let (key, value) = try cursor.next() {
     _ = cursor
 }
 
-// Sources/Strata/Strata.docc/Conventions.md:172
-func snippet_Conventions_172(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 173)
+// Sources/Strata/Strata.docc/Conventions.md:179
+func snippet_Conventions_179(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/Conventions.md", line: 180)
 try store.transaction { tx in
     let book = try tx.documents("book")
     try book.save(Document(id: "AAPL", fields: ["last": 101.5]))

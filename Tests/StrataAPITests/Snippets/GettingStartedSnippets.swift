@@ -4,11 +4,11 @@
 import Foundation
 import Strata
 
-// Sources/Strata/Strata.docc/GettingStarted.md:17: skipped (a Package.swift manifest, not code of a program)
+// Sources/Strata/Strata.docc/GettingStarted.md:19: skipped (a Package.swift manifest, not code of a program)
 
-// Sources/Strata/Strata.docc/GettingStarted.md:32
-func snippet_GettingStarted_32(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 33)
+// Sources/Strata/Strata.docc/GettingStarted.md:34
+func snippet_GettingStarted_34(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 35)
 
 
 
@@ -21,9 +21,9 @@ defer { try? store.close() }
     _ = (url, options, store)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:50
-func snippet_GettingStarted_50(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 51)
+// Sources/Strata/Strata.docc/GettingStarted.md:52
+func snippet_GettingStarted_52(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 53)
 let temperature = try store.timeSeries("sensors/boiler/temperature", of: Double.self)
 let first = try temperature.append(71.5)                      // sequence 0, now, the principal
 try temperature.append(contentsOf: [71.7, 72.0, 72.4])        // one atomic batch: 1, 2, 3
@@ -37,9 +37,9 @@ for event in lastHour.events {
     _ = (temperature, first, lastHour)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:67
-func snippet_GettingStarted_67(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 68)
+// Sources/Strata/Strata.docc/GettingStarted.md:69
+func snippet_GettingStarted_69(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 70)
 struct ChatMessage: Codable, Sendable {
     var user: String
     var text: String
@@ -57,9 +57,9 @@ let newer = try lobby.messageCount(since: tt)
     _ = (lobby, tt, page, newer)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:88
-func snippet_GettingStarted_88(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 89)
+// Sources/Strata/Strata.docc/GettingStarted.md:90
+func snippet_GettingStarted_90(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 91)
 let shop = try store.documents("shop", indexes: [
     DocumentIndex(name: "TotalByCustomer", version: "1", map: { doc, emit in
         if let customer = doc["customer"] { emit(customer, doc["total"]) }
@@ -78,9 +78,9 @@ for row in try shop.query("TotalByCustomer", perCustomer).rows {
     _ = (shop, perCustomer)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:113
-func snippet_GettingStarted_113(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 114)
+// Sources/Strata/Strata.docc/GettingStarted.md:115
+func snippet_GettingStarted_115(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 116)
 try store.put(Array("user/42".utf8), Array("Ada".utf8))
 var batch = WriteBatch()
 batch.put(Array("user/43".utf8), Array("Grace".utf8))
@@ -96,9 +96,9 @@ let snapshot = try store.snapshot()                       // unaffected by later
     _ = (batch, name, snapshot)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:132
-func snippet_GettingStarted_132(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 133)
+// Sources/Strata/Strata.docc/GettingStarted.md:134
+func snippet_GettingStarted_134(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 135)
 let cursor = try store.cursor(from: Array("user/".utf8), to: Array("user0".utf8))
 while let (key, value) = try cursor.next() {
     print(String(decoding: key, as: UTF8.self), value.count)
@@ -108,9 +108,9 @@ let firstTen = try Array(store.snapshot().cursor().prefix(10))
     _ = (cursor, firstTen)
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:173
-func snippet_GettingStarted_173(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 174)
+// Sources/Strata/Strata.docc/GettingStarted.md:175
+func snippet_GettingStarted_175(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 176)
 try store.transaction { tx in
     let orders = try tx.documents("shop")
     try orders.save(["customer": "acme", "total": 1200, "status": "paid"])
@@ -120,9 +120,9 @@ try store.transaction { tx in
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/GettingStarted.md:190
-func snippet_GettingStarted_190(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 191)
+// Sources/Strata/Strata.docc/GettingStarted.md:192
+func snippet_GettingStarted_192(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/GettingStarted.md", line: 193)
 func record(_ reading: Double, in series: TimeSeries<Double>) async throws {
     try await series.append(reading)          // commits without blocking the task's thread
 }

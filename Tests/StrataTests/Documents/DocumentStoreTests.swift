@@ -82,7 +82,8 @@ func documentStoreOptions(clock: TestClock? = nil) -> StoreOptions {
         do {
             try db.update(Document(id: "b"))
             Issue.record("update of a missing id did not throw")
-        } catch StrataError.notFound(let message) {
+        } catch StrataError.notFound(.document, let id, let message) {
+            #expect(id == "b")
             #expect(message.contains("\"b\""))
         }
         do {
@@ -92,7 +93,7 @@ func documentStoreOptions(clock: TestClock? = nil) -> StoreOptions {
         #expect(try db.update(Document(id: "a", fields: ["n": 3])).metadata.revision == 2)
         try db.delete(id: "a")
         #expect(try db.document(id: "a") == nil)
-        #expect(throws: StrataError.notFound("document \"a\" in database \"default\"")) { try db.delete(id: "a") }
+        #expect(throws: StrataError.notFound(kind: .document, name: "a", reason: "document \"a\" in database \"default\"")) { try db.delete(id: "a") }
         #expect(throws: StrataError.self) { try db.update(Document(id: "a")) }
         // Saved again, the id continues from the tombstone's revision.
         let again = try db.add(Document(id: "a", fields: ["n": 4]))
@@ -191,7 +192,7 @@ func documentStoreOptions(clock: TestClock? = nil) -> StoreOptions {
         do {
             try db.save(contentsOf: [Document(id: "z", fields: ["n": 5]), Document(id: "w", fields: ["fail": true])])
             Issue.record("a throwing map did not fail the batch")
-        } catch StrataError.invalidArgument(let message) {
+        } catch StrataError.invalidArgument(_, let message) {
             #expect(message.contains("byN") && message.contains("\"w\""))
         }
         #expect(try db.document(id: "z") == nil)
@@ -222,7 +223,7 @@ func documentStoreOptions(clock: TestClock? = nil) -> StoreOptions {
         #expect(throws: StrataError.self) { try Document(json: "[1, 2]") }
         #expect(throws: StrataError.self) { try Document(json: "{1: 2}") }
         #expect(throws: StrataError.self) { try Document(json: Data("{\"a\": ".utf8)) }
-        #expect(throws: StrataError.notFound("index \"missing\" of document database \"c\"")) {
+        #expect(throws: StrataError.notFound(kind: .index, name: "missing", reason: "index \"missing\" of document database \"c\"")) {
             try db.query("missing", .all)
         }
         #expect(throws: StrataError.self) { try db.observe("missing", .all) }

@@ -12,7 +12,7 @@ import StrataEngine
 // bound, so that a deadlock fails the test instead of hanging the suite.
 
 private func isNotFound(_ error: any Error, containing text: String) -> Bool {
-    if case StrataError.notFound(let what) = error { return what.contains(text) }
+    if case StrataError.notFound(_, _, let what) = error { return what.contains(text) }
     return false
 }
 

@@ -589,10 +589,12 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         case 5: o.syncInterval = .zero
         default: o.blockSize = 8 << 20
         }
-        guard case .invalidArgument(let message)? = openError(s.url, options: o) else {
+        guard case .invalidArgument(let argument, let message)? = openError(s.url, options: o) else {
             Issue.record("options case \(which) did not throw .invalidArgument")
             return
         }
+        let names = ["memtableSize", "blockSize", "segmentSize", "cacheSize", "bloomBitsPerKey", "syncInterval", "blockSize"]
+        #expect(argument == names[which])
         #expect(!message.isEmpty)
         #expect(Store.opened(at: s.url) == nil)
     }

@@ -66,7 +66,7 @@ import StrataEngine
                                     values: .doubles(Array(values[start..<end])))
             let record = try chunk.encode()
             guard case .doubles(let back) = try SeriesChunk.decode(record).values, back == Array(values[start..<end]) else {
-                throw StrataError.invalidArgument("chunk at \(start) does not round-trip")
+                throw StrataError.invalidArgument(argument: "test", reason: "chunk at \(start) does not round-trip")
             }
             bytes += record.count
             start = end

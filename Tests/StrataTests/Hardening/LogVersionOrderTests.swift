@@ -16,7 +16,7 @@ import StrataEngine
 
     /// Rewrites log `name`'s header as version 1, its CRC valid.
     private static func downgrade(_ dir: TemporaryDirectory, _ name: String) throws {
-        guard case .log(let n) = FileNames.parse(name) else { throw StrataError.invalidArgument("not a log") }
+        guard case .log(let n) = FileNames.parse(name) else { throw StrataError.invalidArgument(argument: "test", reason: "not a log") }
         var bytes = try dir.read(name)
         bytes.replaceSubrange(0..<LogFormat.headerSize, with: LogFormat.header(logNumber: n, version: 1))
         try dir.write(name, bytes)

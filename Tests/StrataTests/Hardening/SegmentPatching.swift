@@ -23,7 +23,7 @@ extension Hardening {
                      "the properties block is not the last block")
         guard var properties = bytes[start..<(start + Int(footer.properties.length))].withUnsafeBytes({
             SegmentProperties.decode($0)
-        }) else { throw StrataError.invalidArgument("test: the properties do not decode") }
+        }) else { throw StrataError.invalidArgument(argument: "test", reason: "test: the properties do not decode") }
         change(&properties)
         let payload = properties.encode()
         var out = Array(bytes[..<start]) + payload

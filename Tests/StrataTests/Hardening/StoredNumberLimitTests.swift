@@ -66,7 +66,7 @@ import StrataEngine
         let sequence = store.engine.statistics.lastSequence
         func expectRefused(_ what: String, _ body: () throws -> Void) {
             let e = Hardening.typed(what, body)
-            guard case .invalidArgument(let m)? = e else {
+            guard case .invalidArgument(_, let m)? = e else {
                 Issue.record("\(what): expected .invalidArgument, got \(String(describing: e))")
                 return
             }
@@ -159,7 +159,7 @@ import StrataEngine
             let store = try Store.open(at: dir.url)
             defer { try? store.close() }
             let before = try Hardening.files(dir)
-            guard case .invalidArgument(let m)? = Hardening.typed("put", { try store.put(Array("x".utf8), Array("y".utf8)) }) else {
+            guard case .invalidArgument(_, let m)? = Hardening.typed("put", { try store.put(Array("x".utf8), Array("y".utf8)) }) else {
                 Issue.record("put: expected .invalidArgument")
                 return
             }
@@ -197,7 +197,7 @@ import StrataEngine
             // Twice: the first refusal must leave the store as the second finds it.
             for attempt in 1...2 {
                 let e = try Hardening.expectRefusedOpen(dir)
-                guard case .invalidArgument(let m)? = e else {
+                guard case .invalidArgument(_, let m)? = e else {
                     Issue.record("\(what), open \(attempt): expected .invalidArgument, got \(String(describing: e))")
                     continue
                 }

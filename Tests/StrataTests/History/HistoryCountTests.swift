@@ -39,7 +39,7 @@ import StrataEngine
                 guard case .invalidArgument = error else { Issue.record("got \(error)"); continue }
             }
         }
-        #expect(throws: StrataError.invalidArgument("channel name is empty")) {
+        #expect(throws: StrataError.invalidArgument(argument: "name", reason: "channel name is empty")) {
             try store.messageCounts(channels: [""], since: [.zero])
         }
         // Deleted messages are not counted.
@@ -80,6 +80,6 @@ import StrataEngine
         #expect(try store.fetchHistory(channels: ["moves"], limit: 100)["moves"]?.messages.count == 30)
         #expect(throws: StrataError.self) { try store.fetchHistory(channels: ["chat"], limit: 0) }
         #expect(throws: StrataError.self) { try store.fetchHistory(channels: ["chat"], limit: 101) }
-        #expect(throws: StrataError.invalidArgument("channel name is empty")) { try store.fetchHistory(channels: [""]) }
+        #expect(throws: StrataError.invalidArgument(argument: "name", reason: "channel name is empty")) { try store.fetchHistory(channels: [""]) }
     }
 }

@@ -21,12 +21,12 @@ private struct Unencodable: Codable, Sendable {
         defer { dir.remove() }
         let store = try Store.open(at: dir.url, options: HistoryTestStore.options())
         defer { try? store.close() }
-        #expect(throws: StrataError.invalidArgument("channel name is empty")) { try store.channel("", of: String.self) }
+        #expect(throws: StrataError.invalidArgument(argument: "name", reason: "channel name is empty")) { try store.channel("", of: String.self) }
         #expect(throws: StrataError.self) { try store.channel(String(repeating: "x", count: 5000), of: String.self) }
         let room = try store.channel("room", of: String.self)
         try room.publish("x")
         for limit in [0, -1, HistoryPage<String>.maximumLimit + 1] {
-            #expect(throws: StrataError.invalidArgument("history of channel \"room\": limit \(limit) is outside 1…100")) {
+            #expect(throws: StrataError.invalidArgument(argument: "limit", reason: "history of channel \"room\": limit \(limit) is outside 1…100")) {
                 try room.history(limit: limit)
             }
         }

@@ -46,7 +46,7 @@ import StrataEngine
             let newest = try ChannelInspector.dump(channel: "limited", ofStoreAt: dir.path, limit: 2)
             #expect(newest.messages.map(\.message) == ["8", "9"])
             #expect(newest.truncated)
-            #expect(throws: StrataError.notFound("channel \"nowhere\" in \(dir.path)")) {
+            #expect(throws: StrataError.notFound(kind: .channel, name: "nowhere", reason: "channel \"nowhere\" in \(dir.path)")) {
                 try ChannelInspector.dump(channel: "nowhere", ofStoreAt: dir.path)
             }
         }

@@ -167,7 +167,7 @@ struct NotificationTemplateTests {
             #expect {
                 _ = try NotificationTemplate(c.format, fields: ["a", "b"])
             } throws: { error in
-                guard case StrataError.invalidArgument(let message) = error else { return false }
+                guard case StrataError.invalidArgument(_, let message) = error else { return false }
                 let matches = message.hasPrefix("invalid notification format at position \(c.position): ") && message.contains(c.message)
                 if !matches { Issue.record("\(c.format): \(message)") }
                 return matches
@@ -180,7 +180,7 @@ struct NotificationTemplateTests {
         #expect {
             _ = try NotificationTemplate(long, fields: [])
         } throws: { error in
-            guard case StrataError.invalidArgument(let message) = error else { return false }
+            guard case StrataError.invalidArgument(_, let message) = error else { return false }
             return message.contains("longer than the limit")
         }
     }
@@ -227,7 +227,7 @@ struct NotificationTemplateTests {
             do {
                 template = try NotificationTemplate(format, fields: fields)
             } catch let error as StrataError {
-                guard case .invalidArgument(let message) = error, message.hasPrefix("invalid notification format at position ") else {
+                guard case .invalidArgument(_, let message) = error, message.hasPrefix("invalid notification format at position ") else {
                     Issue.record("\(format): \(error)")
                     continue
                 }

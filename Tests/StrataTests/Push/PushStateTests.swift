@@ -177,7 +177,7 @@ import StrataEngine
         #expect(try push.subscriptions(device: device.id).map(\.subscriptionID) == [a.subscriptionID])
         try push.unsubscribe(a.subscriptionID ?? "")
         #expect(try push.subscriptions(device: device.id).isEmpty)
-        #expect(throws: StrataError.notFound("push subscription \"\(a.subscriptionID ?? "")\"")) { try push.unsubscribe(a.subscriptionID ?? "") }
+        #expect(throws: StrataError.notFound(kind: .pushSubscription, name: a.subscriptionID ?? "", reason: "push subscription \"\(a.subscriptionID ?? "")\"")) { try push.unsubscribe(a.subscriptionID ?? "") }
         let before = try push.pendingNotifications().count
         try store.timeSeries("prices/AAPL", of: JSON.self).append(["last_price": 2])
         #expect(try push.pendingNotifications().count == before)
@@ -191,7 +191,7 @@ import StrataEngine
         defer { try? store.close() }
         let push = try store.pushNotifications(options: PushOptions(acceptedTriggers: [#"Double\.parseDouble\(\$\[2\]\) > [0-9.]+"#]))
         let device = try push.register(Self.apple)
-        #expect(throws: StrataError.notFound("push device \"D999\"")) { try push.subscribe(Self.stockSubscription(), device: "D999") }
+        #expect(throws: StrataError.notFound(kind: .pushDevice, name: "D999", reason: "push device \"D999\"")) { try push.subscribe(Self.stockSubscription(), device: "D999") }
         #expect(throws: StrataError.self) { try push.register(PushDevice(platform: .apple, applicationID: "", deviceToken: "x")) }
         var bad: [PushSubscription] = []
         var s = Self.stockSubscription(); s.notificationFormat = nil; bad.append(s)

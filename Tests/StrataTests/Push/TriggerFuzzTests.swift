@@ -54,7 +54,7 @@ struct TriggerFuzzTests {
             for _ in 0..<4 { _ = trigger.evaluate(values(&random)) }
             _ = trigger.evaluate([])
             return true
-        } catch let StrataError.invalidArgument(message) {
+        } catch let StrataError.invalidArgument(_, message) {
             let prefix = "trigger expression at character "
             #expect(message.hasPrefix(prefix), "\(text): \(message)")
             let position = Int(message.dropFirst(prefix.count).prefix { $0.isNumber }) ?? 0

@@ -49,7 +49,7 @@ struct TriggerNormalizationTests {
         do {
             _ = try PushTrigger.accepts(trigger, patterns: [threshold, "[a"])
             Issue.record("a bad pattern was accepted")
-        } catch let StrataError.invalidArgument(message) {
+        } catch let StrataError.invalidArgument(_, message) {
             #expect(message.contains("[a"))
         }
     }

@@ -32,7 +32,7 @@ enum TriggerCheck {
         do {
             _ = try PushTrigger(expression, fields: fields)
             return nil
-        } catch let StrataError.invalidArgument(message) {
+        } catch let StrataError.invalidArgument(_, message) {
             let prefix = "trigger expression at character "
             guard message.hasPrefix(prefix) else { return (0, message) }
             let rest = message.dropFirst(prefix.count)

@@ -41,7 +41,7 @@ struct ReplicationConvergenceTests {
                 do {
                     try await db.delete(id: id)
                     workload.deletes += 1
-                } catch StrataError.notFound(_) {
+                } catch StrataError.notFound {
                     // A pulled deletion came in between: nothing to delete.
                 }
             }

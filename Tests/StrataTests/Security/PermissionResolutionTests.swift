@@ -81,7 +81,7 @@ import StrataEngine
         bad.append(p)
         for policy in bad {
             #expect(throws: StrataError.self) { try store.setSecurityPolicy(policy) }
-            if case StrataError.invalidArgument(let reason)? = Self.error({ try store.setSecurityPolicy(policy) }) {
+            if case StrataError.invalidArgument(_, let reason)? = Self.error({ try store.setSecurityPolicy(policy) }) {
                 #expect(reason.hasPrefix("security policy"))
             } else {
                 Issue.record("not .invalidArgument for \(policy)")

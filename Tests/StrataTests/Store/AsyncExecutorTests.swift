@@ -16,8 +16,9 @@ private func b(_ s: String) -> [UInt8] { Array(s.utf8) }
 /// Calls the synchronous twin from an `async` context (where Swift picks the `async` one).
 private func blocking<T>(_ body: () throws -> T) rethrows -> T { try body() }
 
-/// The error of `body` run in a task that is cancelled before it calls `body`; nil if none.
-private func errorWhenCancelledEarly<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async -> StrataError? {
+/// Whether `body`, run in a task that is cancelled before it calls `body`, throws Swift's
+/// `CancellationError` (false for any other error, or none).
+private func throwsCancellationWhenCancelledEarly<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async -> Bool {
     let task = Task { () async throws -> T in
         try? await Task.sleep(for: .seconds(3_600))  // ends at once: the task is cancelled
         return try await body()
@@ -25,9 +26,9 @@ private func errorWhenCancelledEarly<T: Sendable>(_ body: @escaping @Sendable ()
     task.cancel()
     do {
         _ = try await task.value
-        return nil
+        return false
     } catch {
-        return error as? StrataError ?? .invalidArgument("not a StrataError: \(error)")
+        return error is CancellationError
     }
 }
 
@@ -103,14 +104,14 @@ struct AsyncExecutorTests {
         let room = try await store.channel("room", of: String.self)
         let db = try await store.documents("d")
 
-        #expect(await errorWhenCancelledEarly { try await series.append(1) } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await series.append(contentsOf: [1, 2]) } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await series.query(.values) } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await room.publish("x") } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await store.put(b("k"), b("v")) } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await db.save(Document(id: "x")) } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await store.close() } == .cancelled)
-        #expect(await errorWhenCancelledEarly { try await Store.open(at: other.url) } == .cancelled)
+        #expect(await throwsCancellationWhenCancelledEarly { try await series.append(1) })
+        #expect(await throwsCancellationWhenCancelledEarly { try await series.append(contentsOf: [1, 2]) })
+        #expect(await throwsCancellationWhenCancelledEarly { try await series.query(.values) })
+        #expect(await throwsCancellationWhenCancelledEarly { try await room.publish("x") })
+        #expect(await throwsCancellationWhenCancelledEarly { try await store.put(b("k"), b("v")) })
+        #expect(await throwsCancellationWhenCancelledEarly { try await db.save(Document(id: "x")) })
+        #expect(await throwsCancellationWhenCancelledEarly { try await store.close() })
+        #expect(await throwsCancellationWhenCancelledEarly { try await Store.open(at: other.url) })
 
         // Nothing ran: no event, message, key or document; the store is open; the other one was
         // never opened.
@@ -125,7 +126,7 @@ struct AsyncExecutorTests {
     }
 
     /// A job waiting in the queue when its task is cancelled is dropped: the task gets
-    /// `.cancelled` while every thread is still busy, and the work never runs.
+    /// `CancellationError` while every thread is still busy, and the work never runs.
     @Test func aQueuedJobIsDroppedWhenItsTaskIsCancelled() async throws {
         let tmp = try TemporaryDirectory()
         defer { tmp.remove() }
@@ -144,7 +145,7 @@ struct AsyncExecutorTests {
         switch outcome {
         case nil: Issue.record("the cancelled task waited for a busy executor")
         case .success?: Issue.record("the cancelled append ran")
-        case .failure(let error)?: #expect(error as? StrataError == .cancelled)
+        case .failure(let error)?: #expect(error is CancellationError)
         }
 
         gate.signal()

@@ -42,7 +42,7 @@ struct AsyncTwinTests {
         #expect(try await store.scan(from: b("c"), limit: 5).map(\.value) == [b("3"), b("4")])
         #expect(try await store.scan(reverse: true, limit: 1).map(\.key) == [b("d")])
         #expect(try blocking { try store.scan() }.map(\.key) == [b("c"), b("d")])
-        await #expect(throws: StrataError.invalidArgument("limit -1 is negative")) { try await store.scan(limit: -1) }
+        await #expect(throws: StrataError.invalidArgument(argument: "limit", reason: "limit -1 is negative")) { try await store.scan(limit: -1) }
 
         try await store.sync()
         try await store.compact()

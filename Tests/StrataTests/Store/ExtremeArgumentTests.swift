@@ -54,7 +54,8 @@ private func refuses(_ label: @autoclosure () -> String, naming argument: String
     do {
         try body()
         Issue.record("\(name) was accepted")
-    } catch StrataError.invalidArgument(let what) {
+    } catch StrataError.invalidArgument(let named, let what) {
+        #expect(named == argument, "\(name): the error names the argument \(named), not \(argument)")
         #expect(what.contains(argument), "\(name): the error \"\(what)\" does not name \(argument)")
     } catch {
         Issue.record("\(name) threw \(error), not invalidArgument")

@@ -116,7 +116,7 @@ private final class SeriesWorkload: PowerLossWorkload {
         if rng.below(6) == 0, let o = originals[i, default: []].last(where: { $0 >= bounds.firstRetained }) {
             journal.append(.edit(i, sequence: next, original: o))
             let m = try perform(simulator, index: journal.count - 1) { try s.edit(originalSequence: o, value: -(Double(o) + 0.5)) }
-            guard m.sequence == next else { throw StrataError.invalidArgument("edit got \(m.sequence), expected \(next)") }
+            guard m.sequence == next else { throw StrataError.invalidArgument(argument: "test", reason: "edit got \(m.sequence), expected \(next)") }
         } else {
             let n = 1 + rng.below(20)
             journal.append(.append(i, first: next, count: n))
@@ -124,7 +124,7 @@ private final class SeriesWorkload: PowerLossWorkload {
                 try s.append(contentsOf: (0..<n).map { Double(next + UInt64($0)) + 0.25 })
             }
             guard ms.first?.sequence == next, ms.count == n else {
-                throw StrataError.invalidArgument("append got \(ms.map(\.sequence)), expected \(n) from \(next)")
+                throw StrataError.invalidArgument(argument: "test", reason: "append got \(ms.map(\.sequence)), expected \(n) from \(next)")
             }
             originals[i, default: []] += ms.map(\.sequence)
             if originals[i]!.count > 100 { originals[i]!.removeFirst(50) }

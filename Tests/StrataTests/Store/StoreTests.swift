@@ -129,7 +129,7 @@ private func numbered(_ i: Int) -> [UInt8] { b("key" + String(repeating: "0", co
         do {
             _ = try Store.open(at: url, options: other)
             Issue.record("a second open with other options was not refused")
-        } catch StrataError.invalidArgument(let message) {
+        } catch StrataError.invalidArgument(_, let message) {
             #expect(message.contains("blockSize: 1024 ≠ 8192"), "\(message)")
             #expect(message.contains("durability"), "\(message)")
         }

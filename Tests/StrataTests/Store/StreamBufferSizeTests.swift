@@ -7,7 +7,7 @@ import StrataEngine
 
 /// The one buffer option of every stream, `bufferSize: Int`: at most that many elements wait for
 /// the consumer (what a stream starts with comes on top), one more ends the stream by throwing
-/// ``StrataError/subscriberOverflow(_:)``; below 1 is ``StrataError/invalidArgument(_:)``.
+/// ``StrataError/subscriberOverflow(_:)``; below 1 is ``StrataError/invalidArgument(argument:reason:)``.
 @Suite struct StreamBufferSizeTests {
     /// Every element of `stream`, and the error it ended with.
     static func drain<Element>(_ stream: AsyncThrowingStream<Element, any Error>) async -> ([Element], (any Error)?) {

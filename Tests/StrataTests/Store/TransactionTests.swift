@@ -32,7 +32,7 @@ private struct Picky: Codable, Sendable, Equatable {
 /// Calls the synchronous twin from an `async` context (where Swift picks the `async` one).
 private func blocking<T>(_ body: () throws -> T) rethrows -> T { try body() }
 
-/// Expects `body` to throw ``StrataError/invalidArgument(_:)``.
+/// Expects `body` to throw ``StrataError/invalidArgument(argument:reason:)``.
 private func expectInvalidArgument<R>(_ body: () throws -> R, sourceLocation: SourceLocation = #_sourceLocation) {
     do {
         _ = try body()

@@ -377,7 +377,7 @@ struct RangeQueryModelTests {
                 for (series, m) in [(plain, model), (edited, editedModel)] {
                     if invalid(q) {
                         #expect(throws: StrataError.self, "\(q)") { try series.query(q) }
-                        do { _ = try series.query(q) } catch let StrataError.invalidArgument(message) {
+                        do { _ = try series.query(q) } catch let StrataError.invalidArgument(_, message) {
                             #expect(message.contains("RangeQuery"), "\(message)")
                         } catch { Issue.record("\(q): \(error)") }
                         refused += 1

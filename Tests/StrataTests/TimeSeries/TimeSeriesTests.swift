@@ -177,7 +177,7 @@ struct TimeSeriesTests {
         #expect(m.timestamp == t)
         let edit = try s.edit(originalSequence: 0, value: 9)
         func invalid(_ body: () throws -> Void) {
-            do { try body(); Issue.record("no error") } catch let StrataError.invalidArgument(what) {
+            do { try body(); Issue.record("no error") } catch let StrataError.invalidArgument(_, what) {
                 #expect(!what.isEmpty)
             } catch { Issue.record("unexpected \(error)") }
         }

@@ -160,7 +160,7 @@ enum ValueSpec {
             .components(separatedBy: "\n")
         let marker = "<!-- spec-example: \(name) -->"
         guard let m = lines.firstIndex(of: marker), m + 1 < lines.count, lines[m + 1].hasPrefix("```") else {
-            throw StrataError.notFound("FORMAT.md example \(name)")
+            throw StrataError.invalidArgument(argument: "test", reason: "no FORMAT.md example \(name)")
         }
         var bytes: [UInt8] = []
         var i = m + 2
@@ -168,12 +168,12 @@ enum ValueSpec {
             let line = lines[i]
             i += 1
             guard let space = line.firstIndex(of: " "), let offset = Int(line[..<space], radix: 16), offset == bytes.count else {
-                throw StrataError.invalidArgument("FORMAT.md example \(name): bad offset in \(line)")
+                throw StrataError.invalidArgument(argument: "test", reason: "FORMAT.md example \(name): bad offset in \(line)")
             }
             var rest = line[space...].drop { $0 == " " }
             if let comment = rest.range(of: "  ") { rest = rest[..<comment.lowerBound] }
             for token in rest.split(separator: " ") {
-                guard let byte = UInt8(token, radix: 16) else { throw StrataError.invalidArgument("bad hex \(token) in \(line)") }
+                guard let byte = UInt8(token, radix: 16) else { throw StrataError.invalidArgument(argument: "test", reason: "bad hex \(token) in \(line)") }
                 bytes.append(byte)
             }
         }

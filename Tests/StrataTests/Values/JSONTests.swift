@@ -127,7 +127,7 @@ struct JSONTextTests {
             do {
                 _ = try JSON(parsing: text)
                 Issue.record("parsed invalid text \(text.debugDescription)")
-            } catch let StrataError.invalidArgument(message) {
+            } catch let StrataError.invalidArgument(_, message) {
                 #expect(message.hasPrefix("invalid JSON text at byte \(offset):"), "\(text.debugDescription): \(message)")
             } catch {
                 Issue.record("unexpected error \(error)")

@@ -155,7 +155,7 @@ struct ValueCodecTests {
         #expect(throws: StrataError.self) { try JSONValueEncoder().encode(UInt64.max) }
         do {
             _ = try JSONValueEncoder().encode(["a": [UInt64.max]])
-        } catch let StrataError.invalidArgument(message) {
+        } catch let StrataError.invalidArgument(_, message) {
             #expect(message.hasPrefix("cannot encode"))
             #expect(message.contains("a[0]"), "\(message)")
         }
