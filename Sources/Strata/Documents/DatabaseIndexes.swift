@@ -317,13 +317,8 @@ final class DatabaseIndexes: Sendable {
             }
             let done = try writer.withLock { w -> Bool in
                 guard !w.closed else { throw StrataError.closed }
-<<<<<<< HEAD:Sources/Strata/Documents/DatabaseIndexes.swift
                 guard attached.withLock({ $0[start.name]?.id }) == start.id else {
                     throw StrataError.notFound(kind: .index, name: start.name, reason: "index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
-=======
-                guard indexes.withLock({ $0[start.name]?.id }) == start.id else {
-                    throw StrataError.notFound(kind: .index, name: start.name, reason: "index \(start.name.debugDescription) of document database \(name.debugDescription) was dropped")
->>>>>>> errors:Sources/Strata/Documents/IndexBuild.swift
                 }
                 let current = try engine.snapshot()
                 var batch = WriteBatch()
