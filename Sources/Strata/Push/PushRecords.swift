@@ -164,7 +164,7 @@ package enum PushRecords {
                     trigger = compiled
                 }
                 return PushModel.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
-            } catch StrataError.invalidArgument(let reason) {
+            } catch StrataError.invalidArgument(_, let reason) {
                 throw r.corrupted(reason)
             }
         }

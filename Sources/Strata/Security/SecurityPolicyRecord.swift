@@ -88,7 +88,7 @@ package enum SecurityPolicyRecord {
             }
             policy.defaultRoles = try reader.names("default roles")
             try reader.expectEnd("the policy")
-            do { try policy.validate() } catch StrataError.invalidArgument(let reason) { throw reader.corrupted(reason) }
+            do { try policy.validate() } catch StrataError.invalidArgument(_, let reason) { throw reader.corrupted(reason) }
             return policy
         }
     }

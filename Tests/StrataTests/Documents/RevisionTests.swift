@@ -68,7 +68,7 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(throws: DecodingError.self) { try JSONDecoder().decode([RevisionID].self, from: Data("[7]".utf8)) }
         for bad in ["", "0-a", "1-a b"] {
             #expect { try RevisionID(parsing: bad) } throws: { error in
-                guard case StrataError.invalidArgument(let message) = error else { return false }
+                guard case StrataError.invalidArgument("parsing", let message) = error else { return false }
                 return message.contains(bad.debugDescription)
             }
         }

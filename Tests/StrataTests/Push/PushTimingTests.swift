@@ -327,7 +327,7 @@ import StrataEngine
         #expect((stats.damageByComponent[.pushTimer] ?? 0) >= 3, "each wake-up counts: \(stats.damageByComponent)")
         let last = try #require(stats.lastDamage)
         #expect(last.component == .pushTimer)
-        guard case .invalidArgument(let message) = last.error else {
+        guard case .invalidArgument("notificationID", let message) = last.error else {
             Issue.record("expected the counter limit, got \(last.error)")
             return
         }

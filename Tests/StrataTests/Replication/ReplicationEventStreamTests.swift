@@ -54,7 +54,7 @@ import StrataEngine
         let r = Self.replication()
         for bad in [0, -1, Int.min] {
             #expect { _ = try r.events(bufferSize: bad) } throws: { error in
-                guard case StrataError.invalidArgument(let message) = error else { return false }
+                guard case StrataError.invalidArgument("bufferSize", let message) = error else { return false }
                 return message.contains("bufferSize \(bad)")
             }
         }

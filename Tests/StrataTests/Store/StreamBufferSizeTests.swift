@@ -21,7 +21,7 @@ import StrataEngine
     }
 
     static func isInvalidBufferSize(_ error: (any Error)?, _ size: Int) -> Bool {
-        guard case StrataError.invalidArgument(let message)? = error else { return false }
+        guard case StrataError.invalidArgument("bufferSize", let message)? = error else { return false }
         return message.contains("bufferSize \(size)")
     }
 
