@@ -127,8 +127,8 @@ extension DocumentDatabase {
     ///   the save started (nothing was written).
     @discardableResult
     public func save(_ value: some Encodable, id: String) async throws -> Document {
-        let document = try Self.document(encoding: value, id: id)
-        return try await executor.run { try self.save(document) }
+        let encoded = try Self.encoded(value, id: id)
+        return try await executor.run { try self.save(encoded.loaded()) }
     }
 
     /// The `async` twin of ``document(id:as:)``: reads the document on the store's executor and
@@ -137,8 +137,8 @@ extension DocumentDatabase {
     /// - Throws: as ``document(id:as:)``; ``StrataError/cancelled`` if the task was cancelled
     ///   before the read started.
     public func document<T: Decodable>(id: String, as type: T.Type) async throws -> T? {
-        guard let document = try await executor.run({ try self.document(id: id) }) else { return nil }
-        return try Self.decode(document, as: type)
+        guard let stored = try await executor.run({ try self.storedModel(id: id) }) else { return nil }
+        return try decode(stored, as: type)
     }
 }
 
