@@ -121,7 +121,8 @@ extension DocumentDatabase {
     }
 
     /// The `async` twin of ``save(_:id:)``: `value` is encoded here, then saved on the store's
-    /// executor. A save that started commits and returns even if the task is cancelled meanwhile.
+    /// executor (where the bytes of blobs read from a store are read). A save that started
+    /// commits and returns even if the task is cancelled meanwhile.
     ///
     /// - Throws: as ``save(_:id:)``; ``StrataError/cancelled`` if the task was cancelled before
     ///   the save started (nothing was written).
