@@ -15,6 +15,8 @@ extension StrataError {
         /// An index of a document database, by name: never defined, dropped, or stored but not
         /// named when the database was opened.
         case index
+        /// An attachment of a document, by name: gone by the time a ``Blob``'s bytes are read.
+        case attachment
         /// A push device, by id.
         case pushDevice
         /// A push subscription, by id.
@@ -29,6 +31,7 @@ extension StrataError {
             case .documentDatabase: "document database"
             case .document: "document"
             case .index: "index"
+            case .attachment: "attachment"
             case .pushDevice: "push device"
             case .pushSubscription: "push subscription"
             }

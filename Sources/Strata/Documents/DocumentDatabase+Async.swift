@@ -121,14 +121,15 @@ extension DocumentDatabase {
     }
 
     /// The `async` twin of ``save(_:id:)``: `value` is encoded here, then saved on the store's
-    /// executor. A save that started commits and returns even if the task is cancelled meanwhile.
+    /// executor (where the bytes of blobs read from a store are read). A save that started
+    /// commits and returns even if the task is cancelled meanwhile.
     ///
     /// - Throws: as ``save(_:id:)``; `CancellationError` if the task was cancelled before
     ///   the save started (nothing was written).
     @discardableResult
     public func save(_ value: some Encodable, id: String) async throws -> Document {
-        let document = try Self.document(encoding: value, id: id)
-        return try await executor.run { try self.save(document) }
+        let encoded = try Self.encoded(value, id: id)
+        return try await executor.run { try self.save(encoded.loaded()) }
     }
 
     /// The `async` twin of ``document(id:as:)``: reads the document on the store's executor and
@@ -137,8 +138,8 @@ extension DocumentDatabase {
     /// - Throws: as ``document(id:as:)``; `CancellationError` if the task was cancelled
     ///   before the read started.
     public func document<T: Decodable>(id: String, as type: T.Type) async throws -> T? {
-        guard let document = try await executor.run({ try self.document(id: id) }) else { return nil }
-        return try Self.decode(document, as: type)
+        guard let stored = try await executor.run({ try self.storedModel(id: id) }) else { return nil }
+        return try decode(stored, as: type)
     }
 }
 

@@ -226,39 +226,48 @@ public struct DocumentDatabase: Sendable {
     // MARK: Codable
 
     /// Saves a `Codable` value as the document `id` (insert or replace); its encoding must be a
-    /// JSON object. Metadata and attachments of a stored version are not kept.
+    /// JSON object. Its ``Blob`` properties become the document's attachments (not fields), and a
+    /// ``DocumentModel`` gives the document its type and channels. Metadata and attachments of a
+    /// stored version are not kept.
     ///
     /// ```swift
-    /// struct Invoice: Codable { var number: String; var total: Int }
-    /// try db.save(Invoice(number: "A-1", total: 1200), id: "A-1")
+    /// struct Invoice: Codable { var number: String; var total: Int; var scan: Blob? }
+    /// try db.save(Invoice(number: "A-1", total: 1200, scan: Blob(data: pdfBytes, contentType: "application/pdf")), id: "A-1")
     /// let invoice = try db.document(id: "A-1", as: Invoice.self)
     /// ```
+    ///
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if the value does not encode to an object or
+    ///   holds a ``Blob`` in an array; as ``Blob/data()`` for a blob read from a store, whose
+    ///   bytes are read to be saved.
     @discardableResult
     public func save(_ value: some Encodable, id: String) throws -> Document {
         try save(Self.document(encoding: value, id: id))
     }
 
-    /// The document `id` whose fields are `value`'s encoding (for both twins of `save(_:id:)`).
+    /// The document `id` whose fields are `value`'s encoding, with its blobs as attachments (for
+    /// `save(_:id:)` and the transaction's).
     static func document(encoding value: some Encodable, id: String) throws -> Document {
-        let json = try JSONValueEncoder().encode(value)
+        try encoded(value, id: id).loaded()
+    }
+
+    /// ``document(encoding:id:)`` before the bytes of blobs read from a store are read.
+    static func encoded(_ value: some Encodable, id: String) throws -> EncodedDocument {
+        let blobs = BlobEncoding()
+        let json = try JSONValueEncoder(userInfo: blobs.userInfo).encode(value)
         guard case .object(let fields) = json else {
             throw StrataError.invalidArgument(argument: "value", reason: "document \(id.debugDescription): \(type(of: value)) does not encode to a JSON object")
         }
         guard !id.isEmpty else { throw StrataError.invalidArgument(argument: "id", reason: "a document id must not be empty") }
-        return Document(id: id, fields: fields)
+        return blobs.document(id: id, fields: fields, of: value)
     }
 
-    /// The document `id` decoded as `type`; nil if there is none.
+    /// The document `id` decoded as `type`; nil if there is none. Its attachments' bytes are not
+    /// read: a ``Blob`` property reads them when its ``Blob/data()`` is called.
     ///
     /// - Throws: ``StrataError/typeMismatch(_:)`` or ``StrataError/invalidArgument(argument:reason:)`` from
-    ///   decoding when the fields do not fit `type`.
+    ///   decoding when the fields do not fit `type` (or a `Blob` property names no attachment).
     public func document<T: Decodable>(id: String, as type: T.Type) throws -> T? {
-        guard let document = try document(id: id) else { return nil }
-        return try Self.decode(document, as: type)
-    }
-
-    /// `document`'s fields decoded as `type` (for both twins of `document(id:as:)`).
-    static func decode<T: Decodable>(_ document: Document, as type: T.Type) throws -> T {
-        try JSONValueDecoder().decode(type, from: .object(document.fields))
+        guard let stored = try storedModel(id: id) else { return nil }
+        return try decode(stored, as: type)
     }
 }

@@ -37,10 +37,10 @@ extension Store {
     func openChannel<Message: Codable & Sendable>(_ name: String, of type: Message.Type,
                                                   options: ChannelOptions?, access: SessionAccess?) throws -> Channel<Message> {
         try options?.validate(channel: name)
-        let typeName = ValueCodec<Message>.typeName
+        let typeName = try ValueCodec<Message>.typeName
         let authorize: () throws -> Void = { try access?.require(.modifyTopic, name) }
         let state = try channelState(name, create: (typeName, options ?? ChannelOptions()), authorizeCreate: authorize)
-        guard state.typeName == typeName else {
+        guard try ValueCodec<Message>.accepts(storedTypeName: state.typeName) else {
             throw StrataError.typeMismatch("channel \"\(name)\" holds \(state.typeName) messages, not \(typeName)")
         }
         if let options { try state.update(options: options, authorize: authorize) }

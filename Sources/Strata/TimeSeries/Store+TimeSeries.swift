@@ -41,7 +41,7 @@ extension Store {
                                                 options: TimeSeriesOptions,
                                                 authorizeCreate: () throws -> Void = {}) throws -> SeriesState {
         guard !path.isEmpty else { throw StrataError.invalidArgument(argument: "path", reason: "time series path is empty") }
-        let typeName = ValueCodec<Value>.typeName
+        let typeName = try ValueCodec<Value>.typeName
         let retention = try SeriesRetention.of(self)
         let state = try collections.state(kind: .timeSeries, name: path, as: SeriesState.self) {
             let (entry, _) = try catalog.openOrCreate(kind: .timeSeries, name: path) {
@@ -49,12 +49,12 @@ extension Store {
                 return SeriesPayload(typeName: typeName, options: options).encode()
             }
             let payload = try SeriesPayload.decode(entry.payload, name: path)
-            guard payload.typeName == typeName else {
+            guard try ValueCodec<Value>.accepts(storedTypeName: payload.typeName) else {
                 throw StrataError.typeMismatch("time series \"\(path)\" holds \(payload.typeName), not \(typeName)")
             }
             return try SeriesState(store: self, path: path, entry: entry, payload: payload, retention: retention)
         }
-        guard state.typeName == typeName else {
+        guard try ValueCodec<Value>.accepts(storedTypeName: state.typeName) else {
             throw StrataError.typeMismatch("time series \"\(path)\" holds \(state.typeName), not \(typeName)")
         }
         return state

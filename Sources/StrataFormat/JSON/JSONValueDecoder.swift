@@ -13,7 +13,12 @@ import Foundation
 /// ISO 8601 string); `Date` accepts a `date` or an ISO 8601 `string` (with or without fractional
 /// seconds); `Data` a base64 `string`; `URL` a `string`; `Decimal` any number; `JSON` anything.
 package struct JSONValueDecoder {
-    package init() {}
+    /// What the values being decoded find in their decoder's `userInfo`.
+    package var userInfo: [CodingUserInfoKey: Any]
+
+    package init(userInfo: [CodingUserInfoKey: Any] = [:]) {
+        self.userInfo = userInfo
+    }
 
     /// Decodes a `T` from `json`.
     ///
@@ -21,7 +26,7 @@ package struct JSONValueDecoder {
     ///   found, e.g. `cannot decode Order: expected Int at lines[1].qty, found a string`.
     package func decode<T: Decodable>(_ type: T.Type, from json: JSON) throws -> T {
         do {
-            return try JSONValueDecoding.unbox(json, as: T.self, codingPath: [])
+            return try JSONValueDecoding.unbox(json, as: T.self, codingPath: [], userInfo: userInfo)
         } catch let error as StrataError {
             throw error
         } catch let error as DecodingError {
@@ -36,7 +41,7 @@ package struct JSONValueDecoder {
 package struct JSONValueDecoding: Decoder {
     package let value: JSON
     package let codingPath: [any CodingKey]
-    package var userInfo: [CodingUserInfoKey: Any] { [:] }
+    package let userInfo: [CodingUserInfoKey: Any]
 
     package static func describe(_ error: DecodingError) -> String {
         switch error {
@@ -133,7 +138,8 @@ package struct JSONValueDecoding: Decoder {
     }
 
     /// Decodes any type at one place of the tree, mapping the special types.
-    package static func unbox<T: Decodable>(_ value: JSON, as type: T.Type, codingPath: [any CodingKey]) throws -> T {
+    package static func unbox<T: Decodable>(_ value: JSON, as type: T.Type, codingPath: [any CodingKey],
+                                            userInfo: [CodingUserInfoKey: Any] = [:]) throws -> T {
         if T.self == JSON.self, let json = value as? T { return json }
         if T.self == Date.self, let d = try date(value, codingPath) as? T { return d }
         if T.self == Data.self {
@@ -157,36 +163,38 @@ package struct JSONValueDecoding: Decoder {
             }
             if let d = decimal as? T { return d }
         }
-        return try T(from: JSONValueDecoding(value: value, codingPath: codingPath))
+        return try T(from: JSONValueDecoding(value: value, codingPath: codingPath, userInfo: userInfo))
     }
 
     package func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = value else {
             throw JSONValueDecoding.mismatch([String: JSON].self, value, codingPath)
         }
-        return KeyedDecodingContainer(JSONKeyedDecoding<Key>(members: members, codingPath: codingPath))
+        return KeyedDecodingContainer(JSONKeyedDecoding<Key>(members: members, codingPath: codingPath, userInfo: userInfo))
     }
 
     package func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let elements) = value else {
             throw JSONValueDecoding.mismatch([JSON].self, value, codingPath)
         }
-        return JSONUnkeyedDecoding(elements: elements, codingPath: codingPath)
+        return JSONUnkeyedDecoding(elements: elements, codingPath: codingPath, userInfo: userInfo)
     }
 
     package func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        JSONSingleValueDecoding(value: value, codingPath: codingPath)
+        JSONSingleValueDecoding(value: value, codingPath: codingPath, userInfo: userInfo)
     }
 
-    package init(value: JSON, codingPath: [any CodingKey]) {
+    package init(value: JSON, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.value = value
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }
 
 package struct JSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     package let members: [String: JSON]
     package let codingPath: [any CodingKey]
+    package let userInfo: [CodingUserInfoKey: Any]
 
     package var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
 
@@ -215,39 +223,42 @@ package struct JSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol
     package func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try JSONValueDecoding.integer(member(key), as: type, codingPath + [key]) }
     package func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try JSONValueDecoding.integer(member(key), as: type, codingPath + [key]) }
     package func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try JSONValueDecoding.unbox(member(key), as: type, codingPath: codingPath + [key])
+        try JSONValueDecoding.unbox(member(key), as: type, codingPath: codingPath + [key], userInfo: userInfo)
     }
 
     package func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try JSONValueDecoding(value: member(key), codingPath: codingPath + [key]).container(keyedBy: type)
+        try JSONValueDecoding(value: member(key), codingPath: codingPath + [key], userInfo: userInfo).container(keyedBy: type)
     }
 
     package func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try JSONValueDecoding(value: member(key), codingPath: codingPath + [key]).unkeyedContainer()
+        try JSONValueDecoding(value: member(key), codingPath: codingPath + [key], userInfo: userInfo).unkeyedContainer()
     }
 
     package func superDecoder() throws -> any Decoder {
-        JSONValueDecoding(value: members[JSONIndexKey.super.stringValue] ?? .null, codingPath: codingPath + [JSONIndexKey.super])
+        JSONValueDecoding(value: members[JSONIndexKey.super.stringValue] ?? .null, codingPath: codingPath + [JSONIndexKey.super], userInfo: userInfo)
     }
 
     package func superDecoder(forKey key: Key) throws -> any Decoder {
-        JSONValueDecoding(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key])
+        JSONValueDecoding(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key], userInfo: userInfo)
     }
 
-    package init(members: [String: JSON], codingPath: [any CodingKey]) {
+    package init(members: [String: JSON], codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.members = members
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }
 
 package struct JSONUnkeyedDecoding: UnkeyedDecodingContainer {
     package let elements: [JSON]
     package let codingPath: [any CodingKey]
+    package let userInfo: [CodingUserInfoKey: Any]
     package var currentIndex = 0
 
-    package init(elements: [JSON], codingPath: [any CodingKey]) {
+    package init(elements: [JSON], codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.elements = elements
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 
     package var count: Int? { elements.count }
@@ -293,25 +304,26 @@ package struct JSONUnkeyedDecoding: UnkeyedDecodingContainer {
     package mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try take(type) { try JSONValueDecoding.integer($0, as: type, $1()) } }
     package mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try take(type) { try JSONValueDecoding.integer($0, as: type, $1()) } }
     package mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try take(type) { try JSONValueDecoding.unbox($0, as: type, codingPath: $1()) }
+        try take(type) { [userInfo] in try JSONValueDecoding.unbox($0, as: type, codingPath: $1(), userInfo: userInfo) }
     }
 
     package mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        try take([String: JSON].self) { try JSONValueDecoding(value: $0, codingPath: $1()).container(keyedBy: type) }
+        try take([String: JSON].self) { [userInfo] in try JSONValueDecoding(value: $0, codingPath: $1(), userInfo: userInfo).container(keyedBy: type) }
     }
 
     package mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        try take([JSON].self) { try JSONValueDecoding(value: $0, codingPath: $1()).unkeyedContainer() }
+        try take([JSON].self) { [userInfo] in try JSONValueDecoding(value: $0, codingPath: $1(), userInfo: userInfo).unkeyedContainer() }
     }
 
     package mutating func superDecoder() throws -> any Decoder {
-        try take(JSON.self) { JSONValueDecoding(value: $0, codingPath: $1()) }
+        try take(JSON.self) { [userInfo] in JSONValueDecoding(value: $0, codingPath: $1(), userInfo: userInfo) }
     }
 }
 
 package struct JSONSingleValueDecoding: SingleValueDecodingContainer {
     package let value: JSON
     package let codingPath: [any CodingKey]
+    package let userInfo: [CodingUserInfoKey: Any]
 
     package func decodeNil() -> Bool { value.isNull }
     package func decode(_ type: Bool.Type) throws -> Bool { try JSONValueDecoding.bool(value, codingPath) }
@@ -329,11 +341,12 @@ package struct JSONSingleValueDecoding: SingleValueDecodingContainer {
     package func decode(_ type: UInt32.Type) throws -> UInt32 { try JSONValueDecoding.integer(value, as: type, codingPath) }
     package func decode(_ type: UInt64.Type) throws -> UInt64 { try JSONValueDecoding.integer(value, as: type, codingPath) }
     package func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONValueDecoding.unbox(value, as: type, codingPath: codingPath)
+        try JSONValueDecoding.unbox(value, as: type, codingPath: codingPath, userInfo: userInfo)
     }
 
-    package init(value: JSON, codingPath: [any CodingKey]) {
+    package init(value: JSON, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.value = value
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }

@@ -13,14 +13,19 @@ import Foundation
 /// `string`, `URL` its absolute string, `Decimal` an `int` when it is an integer that fits, else a
 /// `double`, and a `JSON` value itself. A value that encodes nothing becomes an empty object.
 package struct JSONValueEncoder {
-    package init() {}
+    /// What the values being encoded find in their encoder's `userInfo`.
+    package var userInfo: [CodingUserInfoKey: Any]
+
+    package init(userInfo: [CodingUserInfoKey: Any] = [:]) {
+        self.userInfo = userInfo
+    }
 
     /// Encodes `value`.
     ///
     /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` `"cannot encode <type>: <reason>"`.
     package func encode<T: Encodable>(_ value: T) throws -> JSON {
         do {
-            return try JSONEncodingNode.encode(value, codingPath: [])
+            return try JSONEncodingNode.encode(value, codingPath: [], userInfo: userInfo)
         } catch let error as StrataError {
             throw error
         } catch let EncodingError.invalidValue(_, context) {
@@ -113,16 +118,18 @@ package final class JSONEncodingNode {
 
     /// Encodes any value into a child of a container; the coding path is built only when the
     /// value has containers of its own.
-    package static func child<T: Encodable>(_ value: T, codingPath: @autoclosure () -> [any CodingKey]) throws -> Child {
+    package static func child<T: Encodable>(_ value: T, codingPath: @autoclosure () -> [any CodingKey],
+                                            userInfo: [CodingUserInfoKey: Any] = [:]) throws -> Child {
         if let json = special(value) { return .value(json) }
         let node = JSONEncodingNode()
-        try value.encode(to: JSONValueEncoding(node: node, codingPath: codingPath()))
+        try value.encode(to: JSONValueEncoding(node: node, codingPath: codingPath(), userInfo: userInfo))
         if node.kind == .value { return .value(node.value) }
         return .node(node)
     }
 
-    package static func encode<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> JSON {
-        resolve(try child(value, codingPath: codingPath))
+    package static func encode<T: Encodable>(_ value: T, codingPath: [any CodingKey],
+                                             userInfo: [CodingUserInfoKey: Any] = [:]) throws -> JSON {
+        resolve(try child(value, codingPath: codingPath, userInfo: userInfo))
     }
 
     package static func integer<I: BinaryInteger>(_ value: I, codingPath: [any CodingKey]) throws -> JSON {
@@ -137,14 +144,14 @@ package final class JSONEncodingNode {
 package struct JSONValueEncoding: Encoder {
     package let node: JSONEncodingNode
     package let codingPath: [any CodingKey]
-    package var userInfo: [CodingUserInfoKey: Any] { [:] }
+    package let userInfo: [CodingUserInfoKey: Any]
 
     package func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         if node.kind != .object {
             node.kind = .object
             node.members = [:]
         }
-        return KeyedEncodingContainer(JSONKeyedEncoding<Key>(node: node, codingPath: codingPath))
+        return KeyedEncodingContainer(JSONKeyedEncoding<Key>(node: node, codingPath: codingPath, userInfo: userInfo))
     }
 
     package func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -152,22 +159,24 @@ package struct JSONValueEncoding: Encoder {
             node.kind = .array
             node.elements = []
         }
-        return JSONUnkeyedEncoding(node: node, codingPath: codingPath)
+        return JSONUnkeyedEncoding(node: node, codingPath: codingPath, userInfo: userInfo)
     }
 
     package func singleValueContainer() -> any SingleValueEncodingContainer {
-        JSONSingleValueEncoding(node: node, codingPath: codingPath)
+        JSONSingleValueEncoding(node: node, codingPath: codingPath, userInfo: userInfo)
     }
 
-    package init(node: JSONEncodingNode, codingPath: [any CodingKey]) {
+    package init(node: JSONEncodingNode, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.node = node
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }
 
 package struct JSONKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     package let node: JSONEncodingNode
     package let codingPath: [any CodingKey]
+    package let userInfo: [CodingUserInfoKey: Any]
 
     private func set(_ json: JSON, _ key: Key) { node.members[key.stringValue] = .value(json) }
 
@@ -191,7 +200,7 @@ package struct JSONKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol
         set(try JSONEncodingNode.integer(value, codingPath: codingPath + [key]), key)
     }
     package mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        node.members[key.stringValue] = try JSONEncodingNode.child(value, codingPath: codingPath + [key])
+        node.members[key.stringValue] = try JSONEncodingNode.child(value, codingPath: codingPath + [key], userInfo: userInfo)
     }
 
     package mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
@@ -200,37 +209,39 @@ package struct JSONKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol
         let child = JSONEncodingNode()
         child.kind = .object
         node.members[key.stringValue] = .node(child)
-        return KeyedEncodingContainer(JSONKeyedEncoding<NestedKey>(node: child, codingPath: codingPath + [key]))
+        return KeyedEncodingContainer(JSONKeyedEncoding<NestedKey>(node: child, codingPath: codingPath + [key], userInfo: userInfo))
     }
 
     package mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = JSONEncodingNode()
         child.kind = .array
         node.members[key.stringValue] = .node(child)
-        return JSONUnkeyedEncoding(node: child, codingPath: codingPath + [key])
+        return JSONUnkeyedEncoding(node: child, codingPath: codingPath + [key], userInfo: userInfo)
     }
 
     package mutating func superEncoder() -> any Encoder {
         let child = JSONEncodingNode()
         node.members[JSONIndexKey.super.stringValue] = .node(child)
-        return JSONValueEncoding(node: child, codingPath: codingPath + [JSONIndexKey.super])
+        return JSONValueEncoding(node: child, codingPath: codingPath + [JSONIndexKey.super], userInfo: userInfo)
     }
 
     package mutating func superEncoder(forKey key: Key) -> any Encoder {
         let child = JSONEncodingNode()
         node.members[key.stringValue] = .node(child)
-        return JSONValueEncoding(node: child, codingPath: codingPath + [key])
+        return JSONValueEncoding(node: child, codingPath: codingPath + [key], userInfo: userInfo)
     }
 
-    package init(node: JSONEncodingNode, codingPath: [any CodingKey]) {
+    package init(node: JSONEncodingNode, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.node = node
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }
 
 package struct JSONUnkeyedEncoding: UnkeyedEncodingContainer {
     package let node: JSONEncodingNode
     package let codingPath: [any CodingKey]
+    package let userInfo: [CodingUserInfoKey: Any]
     package var count: Int { node.elements.count }
 
     private var nextPath: [any CodingKey] { codingPath + [JSONIndexKey(intValue: node.elements.count)] }
@@ -252,7 +263,7 @@ package struct JSONUnkeyedEncoding: UnkeyedEncodingContainer {
     package mutating func encode(_ value: UInt32) throws { add(.int(Int64(value))) }
     package mutating func encode(_ value: UInt64) throws { add(try JSONEncodingNode.integer(value, codingPath: nextPath)) }
     package mutating func encode<T: Encodable>(_ value: T) throws {
-        let child = try JSONEncodingNode.child(value, codingPath: nextPath)
+        let child = try JSONEncodingNode.child(value, codingPath: nextPath, userInfo: userInfo)
         node.elements.append(child)
     }
 
@@ -261,7 +272,7 @@ package struct JSONUnkeyedEncoding: UnkeyedEncodingContainer {
         let child = JSONEncodingNode()
         child.kind = .object
         node.elements.append(.node(child))
-        return KeyedEncodingContainer(JSONKeyedEncoding<NestedKey>(node: child, codingPath: path))
+        return KeyedEncodingContainer(JSONKeyedEncoding<NestedKey>(node: child, codingPath: path, userInfo: userInfo))
     }
 
     package mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -269,25 +280,27 @@ package struct JSONUnkeyedEncoding: UnkeyedEncodingContainer {
         let child = JSONEncodingNode()
         child.kind = .array
         node.elements.append(.node(child))
-        return JSONUnkeyedEncoding(node: child, codingPath: path)
+        return JSONUnkeyedEncoding(node: child, codingPath: path, userInfo: userInfo)
     }
 
     package mutating func superEncoder() -> any Encoder {
         let path = nextPath
         let child = JSONEncodingNode()
         node.elements.append(.node(child))
-        return JSONValueEncoding(node: child, codingPath: path)
+        return JSONValueEncoding(node: child, codingPath: path, userInfo: userInfo)
     }
 
-    package init(node: JSONEncodingNode, codingPath: [any CodingKey]) {
+    package init(node: JSONEncodingNode, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.node = node
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }
 
 package struct JSONSingleValueEncoding: SingleValueEncodingContainer {
     package let node: JSONEncodingNode
     package let codingPath: [any CodingKey]
+    package let userInfo: [CodingUserInfoKey: Any]
 
     private func set(_ json: JSON) {
         node.kind = .value
@@ -314,12 +327,13 @@ package struct JSONSingleValueEncoding: SingleValueEncodingContainer {
             set(json)
         } else {
             // The value writes itself into this same place of the tree.
-            try value.encode(to: JSONValueEncoding(node: node, codingPath: codingPath))
+            try value.encode(to: JSONValueEncoding(node: node, codingPath: codingPath, userInfo: userInfo))
         }
     }
 
-    package init(node: JSONEncodingNode, codingPath: [any CodingKey]) {
+    package init(node: JSONEncodingNode, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any] = [:]) {
         self.node = node
         self.codingPath = codingPath
+        self.userInfo = userInfo
     }
 }

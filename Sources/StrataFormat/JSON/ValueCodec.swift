@@ -26,16 +26,29 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     package init() {}
 
     /// The stable name stored in catalogs: `Int64`, `Double`, `String`, `Data`, `Bool`, `JSON`
-    /// for the native types, otherwise `Codable:` followed by `String(reflecting: Value.self)`.
-    /// A collection reopened with a value type of another name throws `typeMismatch`.
+    /// for the native types, otherwise `Codable:.` followed by the type's identity
+    /// (``StoredTypeName``). A collection reopened with a value type that ``accepts(storedTypeName:)``
+    /// refuses throws `typeMismatch`.
+    ///
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` if a ``StoredValue`` names an empty identity.
     package static var typeName: String {
-        if Value.self == Int64.self { return "Int64" }
-        if Value.self == Double.self { return "Double" }
-        if Value.self == String.self { return "String" }
-        if Value.self == Data.self { return "Data" }
-        if Value.self == Bool.self { return "Bool" }
-        if Value.self == JSON.self { return "JSON" }
-        return "Codable:" + String(reflecting: Value.self)
+        get throws {
+            if Value.self == Int64.self { return "Int64" }
+            if Value.self == Double.self { return "Double" }
+            if Value.self == String.self { return "String" }
+            if Value.self == Data.self { return "Data" }
+            if Value.self == Bool.self { return "Bool" }
+            if Value.self == JSON.self { return "JSON" }
+            return try StoredTypeName.of(Value.self)
+        }
+    }
+
+    /// Whether a collection whose catalog entry stores `stored` holds `Value`s: `stored` is
+    /// ``typeName``, or the module-qualified name an earlier build stored for the same type.
+    ///
+    /// - Throws: as ``typeName``.
+    package static func accepts(storedTypeName stored: String) throws -> Bool {
+        StoredTypeName.matches(stored: stored, type: Value.self, name: try typeName)
     }
 
     /// Appends the stored form of `value` to `out`.
@@ -100,7 +113,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     /// Any stored value as JSON, given only the type name its collection stored.
     ///
     /// `Int64` → `int`, `Double` → `double`, `String` → `string`, `Bool` → `bool`, `Data` → a
-    /// base64 `string`, `JSON` and `Codable:…` → the stored JSON.
+    /// base64 `string`, `JSON` and `Codable:…` (either form of ``StoredTypeName``) → the stored JSON.
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` for malformed bytes,
     ///   ``StrataError/invalidArgument(argument:reason:)`` for a type name this build does not know.

@@ -17,9 +17,9 @@ let lobby = try store.channel("chat.lobby", of: ChatMessage.self)
     _ = lobby
 }
 
-// Sources/Strata/Strata.docc/KeepingMessageHistory.md:27
-func snippet_KeepingMessageHistory_27(store: Store, lobby: Channel<ChatMessage>) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 28)
+// Sources/Strata/Strata.docc/KeepingMessageHistory.md:29
+func snippet_KeepingMessageHistory_29(store: Store, lobby: Channel<ChatMessage>) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 30)
 let tt = try lobby.publish(ChatMessage(user: "ada", text: "hello"),
                            meta: ["lang": "en"], publisher: "ada")
 let tts = try lobby.publish(contentsOf: [ChatMessage(user: "bob", text: "hi"),
@@ -28,9 +28,9 @@ let tts = try lobby.publish(contentsOf: [ChatMessage(user: "bob", text: "hi"),
     _ = (tt, tts)
 }
 
-// Sources/Strata/Strata.docc/KeepingMessageHistory.md:50
-func snippet_KeepingMessageHistory_50(store: Store, lobby: Channel<ChatMessage>) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 51)
+// Sources/Strata/Strata.docc/KeepingMessageHistory.md:52
+func snippet_KeepingMessageHistory_52(store: Store, lobby: Channel<ChatMessage>) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 53)
 var page = try lobby.history(limit: 100)                  // the newest 100
 var seen = page.messages.count
 while page.hasMore, let oldest = page.start {
@@ -41,9 +41,9 @@ while page.hasMore, let oldest = page.start {
     _ = (page, seen)
 }
 
-// Sources/Strata/Strata.docc/KeepingMessageHistory.md:75
-func snippet_KeepingMessageHistory_75(store: Store, lobby: Channel<ChatMessage>, tt: Timetoken, tts: [Timetoken]) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 76)
+// Sources/Strata/Strata.docc/KeepingMessageHistory.md:77
+func snippet_KeepingMessageHistory_77(store: Store, lobby: Channel<ChatMessage>, tt: Timetoken, tts: [Timetoken]) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 78)
 let lastSeen = tts[0]
 let unread = try lobby.messageCount(since: lastSeen)      // counts keys, decodes nothing
 let perChannel = try store.messageCounts(channels: ["chat.lobby", "chat.ops"], since: [lastSeen])
@@ -53,27 +53,27 @@ try lobby.deleteMessages()                                // every message
     _ = (lastSeen, unread, perChannel)
 }
 
-// Sources/Strata/Strata.docc/KeepingMessageHistory.md:88
-func snippet_KeepingMessageHistory_88(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 89)
+// Sources/Strata/Strata.docc/KeepingMessageHistory.md:90
+func snippet_KeepingMessageHistory_90(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 91)
 let audit = try store.channel("audit", of: JSON.self,
                               options: ChannelOptions(retention: .seconds(30 * 86_400), limit: 10_000))
 #sourceLocation()
     _ = audit
 }
 
-// Sources/Strata/Strata.docc/KeepingMessageHistory.md:101
-func snippet_KeepingMessageHistory_101(store: Store, lobby: Channel<ChatMessage>) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 102)
+// Sources/Strata/Strata.docc/KeepingMessageHistory.md:103
+func snippet_KeepingMessageHistory_103(store: Store, lobby: Channel<ChatMessage>) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 104)
 for try await message in try lobby.messages() {
     print(message.timetoken, message.message.user, message.message.text)
 }
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/KeepingMessageHistory.md:124
-func snippet_KeepingMessageHistory_124(store: Store, batch: [JSON], lastSeen: Timetoken) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 125)
+// Sources/Strata/Strata.docc/KeepingMessageHistory.md:126
+func snippet_KeepingMessageHistory_126(store: Store, batch: [JSON], lastSeen: Timetoken) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/KeepingMessageHistory.md", line: 127)
 let room = try await store.channel("chat.room1", of: JSON.self)             // any Codable & Sendable type
 let tt = try await room.publish(["text": "hello"], meta: ["lang": "en"], publisher: "alice")
 try await room.publish(contentsOf: batch)                                   // one atomic batch

@@ -13,9 +13,9 @@ let prices = try store.timeSeries("prices/ACME", of: Double.self,
     _ = prices
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:25
-func snippet_RecordingTimeSeries_25(store: Store, prices: TimeSeries<Double>) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 26)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:27
+func snippet_RecordingTimeSeries_27(store: Store, prices: TimeSeries<Double>) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 28)
 let first = try prices.append(101.5)                      // EventMetadata: sequence, timestamp, author
 try prices.append(101.6, timestamp: Date())               // an explicit timestamp
 try prices.append(101.7, timestamp: nil, author: "feed-2")
@@ -24,17 +24,17 @@ let batch = try prices.append(contentsOf: [101.8, 101.9, 102.0])   // one atomic
     _ = (first, batch)
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:50
-func snippet_RecordingTimeSeries_50(store: Store, prices: TimeSeries<Double>, first: EventMetadata) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 51)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:52
+func snippet_RecordingTimeSeries_52(store: Store, prices: TimeSeries<Double>, first: EventMetadata) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 53)
 let edit = try prices.edit(originalSequence: first.sequence, value: 99.0)
 #sourceLocation()
     _ = edit
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:62
-func snippet_RecordingTimeSeries_62(store: Store, prices: TimeSeries<Double>) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 63)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:64
+func snippet_RecordingTimeSeries_64(store: Store, prices: TimeSeries<Double>) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 65)
 let last100 = try prices.query(RangeQuery.values.fromLast(100))
 let window  = try prices.query(RangeQuery.values.from(sequence: 1_000).next(999))
 let minute  = try prices.query(RangeQuery.values.from(Date(timeIntervalSinceNow: -600)).next(.seconds(60)))
@@ -47,18 +47,18 @@ print(window.selectedCount, window.isComplete)
     _ = (last100, window, minute, audit, newest)
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:119
-func snippet_RecordingTimeSeries_119(store: Store, prices: TimeSeries<Double>) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 120)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:121
+func snippet_RecordingTimeSeries_121(store: Store, prices: TimeSeries<Double>) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 122)
 for try await event in prices.subscribe() {
     print(event.sequence, event.value, event.isEditEvent)
 }
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:154
-func snippet_RecordingTimeSeries_154(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 155)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:156
+func snippet_RecordingTimeSeries_156(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 157)
 let prices = try await store.timeSeries("prices/AAPL", of: Double.self,
                                   options: TimeSeriesOptions(retainedRange: .limit(10_000)))
 let m = try await prices.append(101.5)                          // EventMetadata: sequence 0, now, author

@@ -38,18 +38,40 @@ try shop.delete(id: saved.metadata.id)
     _ = (invoice, saved, paid)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:62
-func snippet_StoringDocuments_62(store: Store, shop: DocumentDatabase) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 63)
+// Sources/Strata/Strata.docc/StoringDocuments.md:63
+func snippet_StoringDocuments_63(store: Store, shop: DocumentDatabase) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 64)
 let one = try shop.document(id: "A-1")                       // Document?
 let many = try shop.documents(ids: ["A-1", "A-2"])           // [String: Document], absent ids left out
 #sourceLocation()
     _ = (one, many)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:87
-func snippet_StoringDocuments_87(store: Store, shop: DocumentDatabase) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 88)
+// Sources/Strata/Strata.docc/StoringDocuments.md:74
+func snippet_StoringDocuments_74(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 75)
+struct ScannedInvoice: DocumentModel {
+    static let documentType: String? = "invoice"
+    var number: String
+    var region: String
+    var scan: Blob
+    var documentChannels: [String] { ["invoices-\(region)"] }
+}
+
+let pdf = Data("%PDF-1.7".utf8)
+try shop.save(ScannedInvoice(number: "A-7", region: "east", scan: Blob(data: pdf, contentType: "application/pdf")),
+              id: "A-7")                               // type "invoice", channels ["invoices-east"]
+if let invoice = try shop.document(id: "A-7", as: ScannedInvoice.self) {   // the fields only
+    print(invoice.scan.length, invoice.scan.contentType)                   // known without the bytes
+    let bytes = try invoice.scan.data()                                    // read from the store now
+}
+#sourceLocation()
+    _ = pdf
+}
+
+// Sources/Strata/Strata.docc/StoringDocuments.md:125
+func snippet_StoringDocuments_125(store: Store, shop: DocumentDatabase) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 126)
 let expensive = try shop.query("ByTotal", .range(start: 1000))
 for row in expensive.rows { print(row.key, row.value ?? .null, row.documentID ?? "") }
 
@@ -65,9 +87,9 @@ let acmeInvoices = try shop.query("ByCustomerAndMonth", acme)
     _ = (expensive, perCustomer, totals, acme, acmeInvoices)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:117
-func snippet_StoringDocuments_117(store: Store, shop: DocumentDatabase) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 118)
+// Sources/Strata/Strata.docc/StoringDocuments.md:155
+func snippet_StoringDocuments_155(store: Store, shop: DocumentDatabase) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 156)
 for try await result in try shop.observe("ByTotal", .range(start: 1000)) {
     print(result.rows.count)                   // the current result, then each changed one
 }
@@ -79,9 +101,9 @@ since = last
     _ = (since, changes, last)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:142
-func snippet_StoringDocuments_142(store: Store, shop: DocumentDatabase, invoice: Document) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 143)
+// Sources/Strata/Strata.docc/StoringDocuments.md:180
+func snippet_StoringDocuments_180(store: Store, shop: DocumentDatabase, invoice: Document) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 181)
 let saved = try shop.save(invoice)
 print(saved.metadata.revisionID!)              // "1-9a0c…": generation and digest
 
@@ -96,9 +118,9 @@ for loser in try shop.conflicts(id: saved.metadata.id) {      // after replicati
     _ = (saved, edited)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:182
-func snippet_StoringDocuments_182(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 183)
+// Sources/Strata/Strata.docc/StoringDocuments.md:220
+func snippet_StoringDocuments_220(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 221)
 let db = try await store.documents("main", indexes: [
     DocumentIndex(name: "InvoiceCostIndex", version: "1", map: { doc, emit in
         if let cost = doc["TotalCost"] { emit(cost, doc["InvoiceNumber"]) }
