@@ -14,7 +14,7 @@ extension DatabaseState {
         return try value.withUnsafeBytes { buffer -> StoredModelDocument? in
             let record = try DocumentRecord(decoding: buffer, documentID: documentID)
             if record.isDeleted { return nil }
-            return StoredModelDocument(document: try Self.document(id: documentID, record: record, value: buffer),
+            return StoredModelDocument(document: try DocumentReader.document(id: documentID, record: record, value: buffer),
                                        attachments: record.attachments)
         }
     }

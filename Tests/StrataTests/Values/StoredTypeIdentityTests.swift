@@ -96,7 +96,7 @@ struct StoredTypeIdentityTests {
 
         store = try Store.open(at: dir.url)
         let series = try store.timeSeries("temperatures", of: IdentityFixtures.SensorReading.self)
-        #expect(try series.latest?.value == IdentityFixtures.SensorReading(celsius: 21.5))
+        #expect(try series.latest()?.value == IdentityFixtures.SensorReading(celsius: 21.5))
         try series.append(IdentityFixtures.SensorReading(celsius: 22))
         let channel = try store.channel("readings", of: IdentityFixtures.SensorReading.self)
         #expect(try channel.history().messages.map(\.message) == [IdentityFixtures.SensorReading(celsius: 19)])
@@ -150,8 +150,8 @@ struct StoredTypeIdentityTests {
 
         store = try Store.open(at: dir.url)
         defer { try? store.close() }
-        #expect(try store.timeSeries("temperatures", of: IdentityFixtures.QualifiedReading.self).latest?.value.celsius == 20)
-        #expect(try store.timeSeries("temperatures", of: IdentityFixtures.SensorReading.self).latest?.value.celsius == 20)
+        #expect(try store.timeSeries("temperatures", of: IdentityFixtures.QualifiedReading.self).latest()?.value.celsius == 20)
+        #expect(try store.timeSeries("temperatures", of: IdentityFixtures.SensorReading.self).latest()?.value.celsius == 20)
         #expect(try store.channel("readings", of: IdentityFixtures.SensorReading.self).history().messages.count == 1)
         #expect(throws: StrataError.self) { _ = try store.timeSeries("temperatures", of: IdentityFixtures.Humidity.self) }
     }
