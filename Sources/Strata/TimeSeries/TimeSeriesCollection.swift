@@ -15,14 +15,14 @@ extension CollectionKind {
 
 /// Time series as a kind of collection (``CollectionModule``): keyspaces 2 and 8, catalog kind 1
 /// (FORMAT.md §12, §14).
+///
+/// Attaching does nothing: retention's compaction filters and the chunking transform
+/// (SeriesRetention) are registered at the first open of a series, so that a store that never
+/// opens one compacts exactly as a store without time series (a registered filter makes a full
+/// compaction rewrite even a single sorted run).
 enum TimeSeriesCollection: CollectionModule {
     static let keyspaces: [Keyspace] = [.timeSeriesEvents, .timeSeriesEditIndex]
     static let kinds: [CollectionKind] = [.timeSeries]
     static var inspector: (any CollectionInspector.Type)? { SeriesInspector.self }
     static var pushAdapter: PushSubscription.DataAdapter? { .timeSeries }
-
-    /// Registers retention's compaction filters and the chunking transform (SeriesRetention).
-    static func attach(to store: Store, loaded: (any Sendable)?) throws {
-        _ = try SeriesRetention.of(store)
-    }
 }
