@@ -14,8 +14,11 @@ import StrataEngine
 /// - recovery: ``load(from:)`` reads and checks its state in recovery's first phase, before
 ///   anything is written, so that damage refuses the open and changes nothing (FORMAT.md §4.5);
 /// - ``attach(to:loaded:)`` registers what it needs of the engine when the store opens — its
-///   compaction filters and record transforms (retention, chunking), its commit participants;
-/// - transaction participation: its write handles adopt ``TransactionParticipant``;
+///   commit participants, and compaction filters and record transforms that must apply before
+///   any of its collections is opened (time series and channels register theirs at the first
+///   open of a collection instead, see their modules);
+/// - transactions: its `Transaction` accessor, its handle and the ``Hold`` of its writer lock
+///   live in its folder (`Transaction<Kind>.swift`); Store/Transaction.swift names no kind;
 /// - push: ``pushAdapter`` names the data adapter whose items are its collections, and its commit
 ///   changes adopt ``PushItemUpdates``;
 /// - sessions: ``pathKinds`` are the catalog kinds whose collections a session checks by path;
