@@ -16,7 +16,7 @@ final class PushMatcher: CommitParticipant {
     /// Only writes of subscribed items need describing: a series or channel nobody subscribes to
     /// commits without building its changes for push (API.md: no cost where nothing listens).
     func wantsChanges(of kind: CollectionKind, name: String) -> Bool {
-        guard let adapter = StoreCollections.module(of: kind)?.pushAdapter else { return false }
+        guard let adapter = StoreCollections.pushAdapter(of: kind) else { return false }
         return image.model.withLock { $0.byItem[PushModel.ItemKey(adapter: adapter, item: name)] != nil }
     }
 

@@ -42,6 +42,18 @@ package enum StoreCollections {
         all.first { $0.kinds.contains(kind) }
     }
 
+    /// The push data adapter of each catalog kind that offers one (``CollectionModule/pushAdapter``),
+    /// built once: push asks it on every commit of a collection while it has subscriptions.
+    private static let pushAdapters: [CollectionKind: PushSubscription.DataAdapter] =
+        Dictionary(uniqueKeysWithValues: all.flatMap { module in
+            module.pushAdapter.map { adapter in module.kinds.map { ($0, adapter) } } ?? []
+        })
+
+    /// The push data adapter whose items are the collections of catalog kind `kind`, if any.
+    static func pushAdapter(of kind: CollectionKind) -> PushSubscription.DataAdapter? {
+        pushAdapters[kind]
+    }
+
     /// `key` rendered by the kind that owns its keyspace, or nil for the generic rendering.
     package static func describe(key: [UInt8]) -> String? {
         for module in all {

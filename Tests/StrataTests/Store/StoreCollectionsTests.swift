@@ -36,6 +36,12 @@ struct StoreCollectionsTests {
             }
         }
         #expect(StoreCollections.module(of: CollectionKind(id: 999, name: "unknown")) == nil)
+        for kind in StoreCollections.kinds {
+            #expect(StoreCollections.pushAdapter(of: kind) == StoreCollections.module(of: kind)?.pushAdapter, "\(kind)")
+        }
+        #expect(StoreCollections.pushAdapter(of: .timeSeries) == .timeSeries)
+        #expect(StoreCollections.pushAdapter(of: .channel) == .history)
+        #expect(StoreCollections.pushAdapter(of: .documentDatabase) == nil)
     }
 
     @Test("every key a store with every kind of collection writes is in a registered keyspace and kind")
