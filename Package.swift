@@ -43,9 +43,16 @@ let package = Package(
         // (DESIGN.md "Layers"): bytes, then files, then the engine, then the store and its
         // collections. Declarations a higher layer uses are `package`; users see `public` ones
         // through `Strata`, which re-exports the layers below it.
+        // The vocabulary every layer speaks: `StrataError` and the names its cases carry
+        // (`NotFoundKind`, `Permission`). Nothing else; StrataFormat re-exports it.
+        .target(
+            name: "StrataBase",
+            dependencies: ["CStrataSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)] + invariants
+        ),
         .target(
             name: "StrataFormat",
-            dependencies: ["CLZ4", "CStrataSupport"],
+            dependencies: ["StrataBase", "CLZ4", "CStrataSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)] + invariants,
             // Unicode collation of index keys uses the ICU the Swift toolchain ships for
             // Foundation on Linux (module `_FoundationICU`); nothing to install.
@@ -100,7 +107,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataFormat", "StrataFiles", "StrataEngine", "StrataInspection", "strata-crash-helper", "strata-dump"],
+            dependencies: ["Strata", "StrataBase", "StrataFormat", "StrataFiles", "StrataEngine", "StrataInspection", "strata-crash-helper", "strata-dump"],
             swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         // The API as a program sees it: `import Strata` without `@testable`. Hand-written tests

@@ -5,9 +5,10 @@
 /// document database name and its descendants (see ``Role/paths``); global permissions
 /// (``viewSecurity``, ``modifySecurity``) apply to the store as a whole (``Role/global``).
 ///
-/// It lives beside ``StrataError`` because ``StrataError/permissionDenied(principal:permission:path:)``
-/// names one; everything else about permissions (their bits in a stored policy, sets of them, the
-/// checks) is the security model's, in the store's layer (Security/).
+/// It lives in StrataBase, the error vocabulary every layer shares, because
+/// ``StrataError/permissionDenied(principal:permission:path:)`` names one; everything else about
+/// permissions (their bits in a stored policy, sets of them, the checks) is the security
+/// model's, in the store's layer (Security/).
 public enum Permission: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// Read: range queries, `latest`, `bounds`, history pages, message counts, document reads,
     /// index queries and the change-feed read.
