@@ -41,8 +41,9 @@ let package = Package(
         .target(name: "CStrataSupport"),
         // The layers, each a target so that a layer can import only the layers below it
         // (DESIGN.md "Layers"): bytes, then files, then the engine, then the store and its
-        // collections. Declarations a higher layer uses are `package`; users see `public` ones
-        // through `Strata`, which re-exports the layers below it.
+        // collections. Declarations a higher layer uses are `package` (the per-record paths'
+        // types are `@_spi(Layers) public`, so that their `@inlinable` members inline across
+        // layers); users see `public` ones through `Strata`, which re-exports the layers below it.
         // The vocabulary every layer speaks: `StrataError` and the names its cases carry
         // (`NotFoundKind`, `Permission`). Nothing else; StrataFormat re-exports it.
         .target(

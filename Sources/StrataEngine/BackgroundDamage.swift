@@ -1,5 +1,5 @@
 import Foundation
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// One piece of damage that background work met and could not hand to a caller: an undecodable
 /// record that a compaction copied through unchanged, a release of waiting push updates that

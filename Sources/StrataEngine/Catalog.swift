@@ -1,6 +1,6 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A collection's catalog record: the small id its data keys carry, and what its collection
 /// keeps about itself (value type, options, head state), in the collection's own encoding.

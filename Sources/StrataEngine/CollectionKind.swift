@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A kind of collection, as the catalog names it: the second element of every catalog key
 /// `(0, kind, name)`.

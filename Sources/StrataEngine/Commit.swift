@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// What a commit changed, as the collection that made it describes it: the events of a series,
 /// the messages of a channel, the documents of a database. Participants read these before the

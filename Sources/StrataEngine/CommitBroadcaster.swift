@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// The one deliverer of commits to stream subscribers: time-series subscriptions, channels' live
 /// messages, live queries and document change streams are all subscriptions of the store's one

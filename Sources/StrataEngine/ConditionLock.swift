@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A mutex with one condition variable (pthread, through ``SystemCalls``), for the commit queue
 /// and background work.

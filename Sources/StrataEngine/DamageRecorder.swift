@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import Synchronization
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// Where background work reports the damage it meets (``BackgroundDamage``), one per engine: the
 /// one policy for what no caller is there to be told of. Background work never drops what it

@@ -1,6 +1,6 @@
 import Dispatch
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 // Durability of buffered writes (the sync timer and `sync()`) and closing.
 extension Engine {

@@ -1,6 +1,6 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 // The commit queue: group commit of write batches through the write-ahead log into the
 // active memtable, and the switch to a new memtable and log when it is full.

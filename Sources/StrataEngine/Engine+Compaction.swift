@@ -1,8 +1,8 @@
 import Dispatch
 import Logging
 import Synchronization
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 // Compaction: universal picking of sorted runs, the merge that applies each keyspace's
 // compaction filter, and the full compaction of `Store.compact()`.

@@ -1,6 +1,6 @@
 import Dispatch
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 // Flush: an immutable memtable becomes a sorted run of segment files, published by a
 // manifest edit (FORMAT.md 9.2); the log it came from is then deleted.

@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// The storage engine under every collection: atomic batches through a group-committed
 /// write-ahead log into a memtable, flushed to sorted segment files, merged in the background.

@@ -1,7 +1,7 @@
 import Dispatch
 import Logging
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// Where the engine tells what it decides on its own, as RocksDB writes its LOG file: a torn log
 /// tail cut at open, a flush or compaction and what it wrote, a failed one, a write stall, and the

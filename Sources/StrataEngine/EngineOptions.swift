@@ -1,6 +1,6 @@
 import Logging
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// When a write returns, relative to stable storage.
 public enum Durability: Sendable, Equatable {

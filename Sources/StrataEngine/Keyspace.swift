@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A keyspace of a store: the first element of every key (DESIGN.md, "Keys"), and its name for
 /// tools.

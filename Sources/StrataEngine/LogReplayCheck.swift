@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// The checks every log record passes before recovery replays it, and the same checks
 /// `strata-dump verify` makes (FORMAT.md 4.2 and 4.3): one function, so that open refuses

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// FORMAT.md §8: within a store, a log's format version never goes down. Logs are read in number
 /// order, and a build writes only its own log version, so a log numbered above a version-2 log is

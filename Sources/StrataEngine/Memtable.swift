@@ -1,7 +1,7 @@
 import CStrataSupport
 import Synchronization
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A range deletion in a memtable, with the sequence number that orders it against puts.
 package struct SequencedRangeTombstone: Sendable {

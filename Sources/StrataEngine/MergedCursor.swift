@@ -1,10 +1,10 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// One ordered view of a snapshot: the layers (memtables newest first, then sorted runs newest
 /// first) merged so that for each key the newest layer wins, tombstones hide the key, and range
 /// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
-package final class MergedCursor {
+@_spi(Layers) public final class MergedCursor {
     @exclusivity(unchecked) private var sources: [RecordCursor]
     /// Keeps the cursors that `sources` refers to unretained alive.
     private let owners: [AnyObject]

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// The range tombstones of a memtable, indexed so that "the newest tombstone visible at sequence
 /// `S` that covers key `k`" costs O(log n) in their number `n` (expected), and O(1) for the next

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A cursor over one layer of a snapshot — a memtable or a sorted run — that shows, for each key,
 /// only the newest version visible to the snapshot (tombstones included; the merge drops them).
@@ -8,8 +8,10 @@ import StrataFiles
 /// as long as the `RecordCursor` is used (`MergedCursor.owners`). That makes a `RecordCursor` a
 /// trivial value: reading one out of an array costs no retain and release, which on the merge's
 /// per-record path was most of its cost.
-package enum RecordCursor {
+@_spi(Layers) public enum RecordCursor {
+    /// A memtable's versions visible to the snapshot.
     case memtable(Unmanaged<MemtableCursor>)
+    /// A sorted run's segments, one after another.
     case run(Unmanaged<RunCursor>)
 
     @inlinable @inline(__always) package var isValid: Bool {
@@ -92,10 +94,10 @@ package enum RecordCursor {
 }
 
 /// Newest-visible-version cursor over a memtable at a snapshot sequence.
-package final class MemtableCursor {
+@_spi(Layers) public final class MemtableCursor {
     package let memtable: Memtable
     package let sequence: UInt64
-    @exclusivity(unchecked) package private(set) var node: ArenaSkipList.Node?
+    @exclusivity(unchecked) @usableFromInline package private(set) var node: ArenaSkipList.Node?
 
     package init(_ memtable: Memtable, sequence: UInt64) {
         self.memtable = memtable
@@ -176,7 +178,7 @@ package final class MemtableCursor {
 
 /// A cursor over the segments of a sorted run, one after another. One `SegmentCursor` is
 /// retargeted from segment to segment.
-package final class RunCursor {
+@_spi(Layers) public final class RunCursor {
     package let run: SortedRun
     @exclusivity(unchecked) private var index = 0
     /// Nil only for a run without segments.

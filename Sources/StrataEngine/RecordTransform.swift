@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A collection's rewriting of the live records of one keyspace, applied where the engine rewrites
 /// records anyway: in every flush and compaction (FORMAT.md §10.4). Time series use it to store

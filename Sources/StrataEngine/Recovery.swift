@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// Opening a store: reading what is on disk, replaying the logs, and making the result durable
 /// (FORMAT.md 4.5). Called by ``Engine`` once it holds the lock.

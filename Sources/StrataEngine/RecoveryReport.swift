@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// What opening a store found in its write-ahead logs, and what it did about it
 /// (``Store/recovery``).

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// Writes one sorted run: records in key order into as many segment files as the target size
 /// asks for, plus the run's range tombstones. Used by flushes and compactions alike.

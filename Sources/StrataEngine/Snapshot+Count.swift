@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 extension Snapshot {
     /// The number of keys with `lower <= key < upper` (nil `upper`: no upper bound) that have a

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A consistent, read-only view of the store at one moment: later writes, flushes and compactions
 /// do not change what it reads. It keeps its memtables and segment files alive until released.

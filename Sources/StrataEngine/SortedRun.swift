@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A sorted run: segments whose point keys do not overlap, in key order, written together by one
 /// flush or compaction. Its range tombstones apply to older runs only, never to its own records.

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// The state of a store read from its files without opening it: no lock is taken and nothing is
 /// written, so tools may read a store that another process has open (what they see is then the

@@ -1,5 +1,5 @@
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// Counters and sizes of an open store, for monitoring and tuning (see ``Store/statistics``).
 ///

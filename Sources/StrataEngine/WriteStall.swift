@@ -1,6 +1,6 @@
 import Dispatch
-import StrataFormat
-import StrataFiles
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
 
 /// A commit leader waiting in `makeRoomForWrite` before its batch may go to the log: the
 /// memtables are full and flushes behind, or there are too many sorted runs and compaction

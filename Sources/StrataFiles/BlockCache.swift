@@ -1,5 +1,5 @@
 import Synchronization
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// A bounded cache of decoded blocks, shared by every segment reader of a store.
 ///

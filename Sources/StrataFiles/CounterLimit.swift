@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// The one rule for every number a store hands out from a counter — sequence numbers, file
 /// numbers, push device, subscription and notification numbers, change-feed sequences — and for

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// The store's `LOCK` file, held with `flock(LOCK_EX | LOCK_NB)` while the store is open.
 ///

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// The names of the files in a store directory (FORMAT.md, "Store directory").
 package enum FileNames {

@@ -1,5 +1,5 @@
 import Synchronization
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// A change to the file system that a system call has just made, as reported to ``IOObserver``.
 package enum IOEvent: Sendable {

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// Constants shared by ``LogWriter`` and ``LogReader``; FORMAT.md "Write-ahead log" is the spec.
 ///

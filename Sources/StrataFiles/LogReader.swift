@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// Reads the records of a log file, front to back (FORMAT.md 4.3).
 ///

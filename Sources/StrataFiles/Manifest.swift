@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// The store's table of contents (FORMAT.md, "Manifest"): which segment files are live, in which
 /// sorted runs, and the counters recovery resumes from.

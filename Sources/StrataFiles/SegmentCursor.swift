@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// Walks the records of one segment in key order, forward or backward, through its B-tree index.
 ///
@@ -9,7 +9,7 @@ import StrataFormat
 ///
 /// A class, so that the merge reads the current record in place: reading through an optional
 /// struct copied the cursor (and retained its blocks) on every access.
-package final class SegmentCursor {
+@_spi(Layers) public final class SegmentCursor {
     package private(set) var reader: SegmentReader
     @exclusivity(unchecked) private var levels: [BlockCursor] = []
     /// The data block cursor; meaningful only while `positioned`.

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// Constants and small structures shared by ``SegmentWriter`` and ``SegmentReader``;
 /// FORMAT.md "Segment files" is the spec.

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// The summary a segment carries about its records (FORMAT.md, "Properties block"):
 /// counts, sizes, and the key range of each keyspace.

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 extension SegmentReader {
     /// Checks the properties' key bounds against the index (FORMAT.md 5.11, item 7): readers pick

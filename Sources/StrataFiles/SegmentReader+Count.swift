@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 extension SegmentReader {
     /// The number of values (point records of kind 0, not tombstones) this segment holds with

@@ -1,5 +1,5 @@
 import Synchronization
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// Reads a segment file through a read-only memory map of the whole file.
 ///
@@ -11,7 +11,7 @@ import StrataFormat
 ///
 /// A reader is shared by every version and snapshot that lists its segment; when the engine marks
 /// it obsolete, the file is deleted once the last of them lets go (in `deinit`).
-package final class SegmentReader: @unchecked Sendable {
+@_spi(Layers) public final class SegmentReader: @unchecked Sendable {
     package let number: UInt64
     package let path: String
     package let fileSize: Int

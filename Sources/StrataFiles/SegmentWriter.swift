@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// What a segment file holds, as the manifest records it.
 package struct SegmentMetadata: Equatable, Sendable {

@@ -12,7 +12,7 @@
 // `fcntl(F_FULLFSYNC)` asks the drive to flush, so both syncs use it there, falling back to
 // `fsync` when the file system does not support it.
 
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 #if canImport(Glibc)
 import Glibc

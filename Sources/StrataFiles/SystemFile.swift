@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// The one owner of an open file descriptor, with the path it was opened from. Every call goes
 /// through ``SystemCalls`` (which retries `EINTR`), and every failure is a

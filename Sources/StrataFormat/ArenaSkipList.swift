@@ -13,9 +13,9 @@ import CStrataSupport
 ///   release store into its predecessor's next pointer; readers load next pointers with acquire.
 /// - Node layout (8-byte aligned): `sequence:u64 | keyLength:u32 | valueLength:u32 | kind:u8 |
 ///   height:u8 | pad:6 | next:uintptr × height | key | value`.
-package final class ArenaSkipList: @unchecked Sendable {
+@_spi(Layers) public final class ArenaSkipList: @unchecked Sendable {
     package static let maxHeight = 12
-    private static let headerSize = 24
+    @usableFromInline static let headerSize = 24
 
     @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
     @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
@@ -58,11 +58,11 @@ package final class ArenaSkipList: @unchecked Sendable {
 
     // MARK: Node access
 
-    package typealias Node = UnsafeMutableRawPointer
+    @usableFromInline package typealias Node = UnsafeMutableRawPointer
 
     @inlinable @inline(__always) package static func sequence(_ n: Node) -> UInt64 { n.load(as: UInt64.self) }
     @inlinable @inline(__always) package static func kind(_ n: Node) -> UInt8 { n.load(fromByteOffset: 16, as: UInt8.self) }
-    @inline(__always) private static func height(_ n: Node) -> Int { Int(n.load(fromByteOffset: 17, as: UInt8.self)) }
+    @inlinable @inline(__always) static func height(_ n: Node) -> Int { Int(n.load(fromByteOffset: 17, as: UInt8.self)) }
 
     @inlinable @inline(__always) package static func key(_ n: Node) -> UnsafeRawBufferPointer {
         let kl = Int(n.load(fromByteOffset: 8, as: UInt32.self))
@@ -75,7 +75,7 @@ package final class ArenaSkipList: @unchecked Sendable {
         return UnsafeRawBufferPointer(start: n + headerSize + 8 * height(n) + kl, count: vl)
     }
 
-    @inline(__always) private static func nextCell(_ n: Node, _ level: Int) -> UnsafeMutablePointer<UInt> {
+    @inlinable @inline(__always) static func nextCell(_ n: Node, _ level: Int) -> UnsafeMutablePointer<UInt> {
         (n + headerSize + 8 * level).assumingMemoryBound(to: UInt.self)
     }
 

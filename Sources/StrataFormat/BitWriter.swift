@@ -74,7 +74,7 @@ package struct BitWriter {
 
 /// Zigzag mapping of signed integers onto unsigned ones so that small magnitudes of either sign
 /// become small numbers: 0 → 0, -1 → 1, 1 → 2, -2 → 3, … (Int64.min → UInt64.max).
-package enum ZigZag {
+@usableFromInline package enum ZigZag {
     @inlinable @inline(__always)
     package static func encode(_ value: Int64) -> UInt64 {
         UInt64(bitPattern: (value << 1) ^ (value >> 63))

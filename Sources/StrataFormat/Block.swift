@@ -5,10 +5,10 @@
 /// `< restartsOffset`, increasing, and the offset of an entry that stores its key whole, and the
 /// entries, decoded one after another from 0, end exactly at `restartsOffset` (FORMAT.md 5.3).
 /// Entries are still bounds-checked as they are decoded.
-package final class Block: @unchecked Sendable {
+@_spi(Layers) public final class Block: @unchecked Sendable {
     // Owned, immutable after init; freed in deinit. Never handed out beyond a cursor's lifetime.
-    package let bytes: UnsafeRawBufferPointer
-    package let restartsOffset: Int
+    @usableFromInline package let bytes: UnsafeRawBufferPointer
+    @usableFromInline package let restartsOffset: Int
     package let restartCount: Int
     /// The entries (records) of the block and how many are tombstones, counted when it was loaded.
     package let recordCount: Int
@@ -244,17 +244,17 @@ package final class Block: @unchecked Sendable {
 /// change while the block exists. `key`, `kind` and `value` are stored, so that a cursor kept in a
 /// class (``SegmentCursor``) is read field by field, without copying the whole cursor (its block
 /// and three arrays retained and released) on every record.
-package struct BlockCursor {
-    package let block: Block
+@_spi(Layers) public struct BlockCursor {
+    @usableFromInline package let block: Block
     /// Offset of the current entry; `nil` when the cursor is not on an entry.
     /// (The cursor's fields are settable in the package only so that its per-record steps,
     /// `next()` and `decode(at:)`, can be inlined into the segment cursor of StrataFiles.)
-    package var current: Int?
+    @usableFromInline package var current: Int?
     @usableFromInline var nextOffset = 0
-    package var key: [UInt8] = []
-    package var kind: RecordKind = .value
+    @usableFromInline package var key: [UInt8] = []
+    @usableFromInline package var kind: RecordKind = .value
     /// The current value, a view of `block.bytes`.
-    package var value = UnsafeRawBufferPointer(start: nil, count: 0)
+    @usableFromInline package var value = UnsafeRawBufferPointer(start: nil, count: 0)
     /// The entries of one restart interval as `previous()` decoded them, with their keys
     /// concatenated in `backKeys`: stepping backward through the interval then decodes each entry
     /// once, instead of decoding forward from the restart point again at every step. Entries are
@@ -277,7 +277,7 @@ package struct BlockCursor {
         key.reserveCapacity(64)
     }
 
-    package var isValid: Bool { current != nil }
+    @inlinable package var isValid: Bool { current != nil }
 
     package var valueBytes: [UInt8] { Array(value) }
 

@@ -1,5 +1,5 @@
 /// The kind of a record in a block. Stored as one byte: never change the raw values.
-package enum RecordKind: UInt8, Sendable {
+@_spi(Layers) public enum RecordKind: UInt8, Sendable {
     /// A key with its value.
     case value = 0
     /// A point deletion: the key has no value from here on (older files may still hold one).

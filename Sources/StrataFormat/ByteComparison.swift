@@ -1,7 +1,7 @@
 import CStrataSupport
 
 /// The one key order of every file: unsigned byte-wise lexicographic, a prefix first.
-package enum ByteComparison {
+@_spi(Layers) public enum ByteComparison {
     /// `memcmp`: negative, zero or positive as `a` sorts before, equal to or after `b`.
     ///
     /// REQUIRES: `a` and `b` each point to at least `count` readable bytes.

@@ -9,9 +9,9 @@
 ///
 /// Fixed-width integers are little-endian (``LittleEndian``), varints LEB128 (``Varint``), strings
 /// `varint byteCount ‖ UTF-8`.
-package struct ByteReader {
+@_spi(Layers) public struct ByteReader {
     /// The bytes read; valid only as long as the caller keeps them alive.
-    package let buffer: UnsafeRawBufferPointer
+    @usableFromInline package let buffer: UnsafeRawBufferPointer
     /// The position of the next field, `0 ... buffer.count` (only the reads move it).
     @usableFromInline var position: Int
     /// What the record is (`document`, `change`); empty when ``name`` says it all.
@@ -68,7 +68,7 @@ package struct ByteReader {
 
     /// The error for a fault at `offset`.
     @inline(never)
-    package func corrupted(at offset: Int, _ reason: String) -> StrataError {
+    @usableFromInline package func corrupted(at offset: Int, _ reason: String) -> StrataError {
         .corrupted(file: file, offset: offset, reason: reason)
     }
 

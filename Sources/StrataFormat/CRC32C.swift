@@ -6,7 +6,7 @@ import CStrataSupport
 ///
 /// Stored checksums are *masked* (rotated and offset, as LevelDB does) so that the CRC of data
 /// that itself contains CRCs stays strong. Every checksum Strata writes to disk is a masked one.
-package enum CRC32C {
+@_spi(Layers) public enum CRC32C {
     /// The CRC of `bytes`, continuing from `crc` (0 to start).
     @inlinable @inline(__always)
     package static func checksum(_ bytes: UnsafeRawBufferPointer, extending crc: UInt32 = 0) -> UInt32 {
@@ -22,7 +22,7 @@ package enum CRC32C {
         bytes.withUnsafeBytes { checksum($0, extending: crc) }
     }
 
-    private static let maskDelta: UInt32 = 0xA282_EAD8  // never change: part of every stored CRC
+    @usableFromInline static let maskDelta: UInt32 = 0xA282_EAD8  // never change: part of every stored CRC
 
     /// The stored form of a CRC.
     @inlinable @inline(__always)

@@ -1,6 +1,6 @@
 /// LEB128 variable-length unsigned integers: seven bits a byte, least significant group first,
 /// the high bit set on every byte but the last. A `UInt64` takes 1…10 bytes.
-package enum Varint {
+@_spi(Layers) public enum Varint {
     /// The largest encoded size of a `UInt64`.
     package static let maxLength = 10
 
@@ -67,7 +67,7 @@ package enum Varint {
 }
 
 /// Fixed-width little-endian integers, the width of every stored field that is not a varint.
-package enum LittleEndian {
+@_spi(Layers) public enum LittleEndian {
     @inlinable @inline(__always)
     package static func append(_ value: UInt32, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }

@@ -1,7 +1,7 @@
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Reads a write-ahead log for people and scripts: its header, each record (one committed batch,
 /// or several merged by group commit) and, on request, each operation with its decoded key.

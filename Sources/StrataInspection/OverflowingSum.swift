@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Totals a tool adds up from numbers read in files (segment properties, manifest entries): a
 /// damaged or hostile file can claim counts whose sum does not fit 64 bits. The total then stops

@@ -1,7 +1,7 @@
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Reads a segment file for people and scripts: its footer, properties, index shape, each data
 /// block (where it is, how it is stored, which keys it holds), the filter, the range tombstones

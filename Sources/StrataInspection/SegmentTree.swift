@@ -1,7 +1,7 @@
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A problem found in a file: where, and what.
 struct FileFault: Sendable, Equatable {

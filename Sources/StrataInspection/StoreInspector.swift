@@ -1,7 +1,7 @@
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The library side of `strata-dump`: read-only inspection of a store's files.
 ///

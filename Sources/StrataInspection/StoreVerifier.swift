@@ -1,7 +1,7 @@
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Checks every byte of a store that the engine would trust: `strata-dump verify`.
 ///

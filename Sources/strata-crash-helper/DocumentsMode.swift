@@ -12,9 +12,9 @@
 
 import Foundation
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The map of index `byV`: two rows per document with a `v`.
 let crashIndexMap: DocumentIndex.Map = { doc, emit in

@@ -9,9 +9,9 @@
 
 import Foundation
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 func historyMessage(run: Int, batch i: Int, index j: Int) -> String {
     let filler = String("abcdefghij".dropFirst((i + j) % 10))

@@ -12,9 +12,9 @@
 
 import Foundation
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 func runPush(directory: URL, arguments: [String]) -> Never {
     guard arguments.count == 1, let seed = UInt64(arguments[0]) else { fail("usage: strata-crash-helper push <directory> <seed>") }

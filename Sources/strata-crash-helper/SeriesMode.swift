@@ -11,9 +11,9 @@
 
 import Foundation
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 func runSeries(directory: URL, arguments: [String]) -> Never {
     let usage = "usage: strata-crash-helper series <directory> <seed> [buffered]"

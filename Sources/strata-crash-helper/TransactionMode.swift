@@ -18,9 +18,9 @@
 
 import Foundation
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 private struct Abandon: Error {}
 

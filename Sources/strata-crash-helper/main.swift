@@ -35,9 +35,9 @@
 import Foundation
 import Strata
 
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,8 +1,8 @@
 import Strata
 import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The human-readable output of each subcommand: aligned tables, sizes in KiB/MiB.
 enum Render {

@@ -10,9 +10,9 @@ import ArgumentParser
 import Foundation
 import Strata
 import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 struct StrataDump: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,9 +6,9 @@
 import CStrataSupport
 import Foundation
 import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 let args = Array(CommandLine.arguments.dropFirst())
 let n = args.count > 0 ? Int(args[0]) ?? 10_000_000 : 10_000_000

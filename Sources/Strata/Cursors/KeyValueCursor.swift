@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(Layers) import StrataEngine
 
 /// Walks the key-value pairs of a range of a snapshot (``Store/cursor(from:to:reverse:)``,
 /// ``StoreSnapshot/cursor(from:to:reverse:)``), in key order or reverse.
@@ -53,10 +53,19 @@ public final class KeyValueCursor: StrataCursor {
     /// ```
     ///
     /// - Throws: what `body` throws; the errors of ``next()``.
+    @inlinable
     public func nextUnsafe<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        // Inlinable, so that the caller's `body` is called specialized. What it calls is not
+        // generic over an optional (`R?` in unspecialized code cost a metadata lookup per record).
+        guard try moveToNext() else { return nil }
+        return try withCurrent(body)
+    }
+
+    /// Moves to the next pair: false at the end of the range, and on every call after.
+    @usableFromInline func moveToNext() throws -> Bool {
         switch state {
         case .reading: break
-        case .ended: return nil
+        case .ended: return false
         case .failed(let error): throw error
         }
         let moved: Bool
@@ -66,10 +75,12 @@ public final class KeyValueCursor: StrataCursor {
             state = .failed(error)
             throw error
         }
-        guard moved else {
-            state = .ended
-            return nil
-        }
+        if !moved { state = .ended }
+        return moved
+    }
+
+    /// Calls `body` with views of the current pair; only right after `moveToNext()` returned true.
+    @usableFromInline func withCurrent<R>(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) throws -> R {
         let prefixLength = self.prefixLength
         return try merged.withCurrent { k, v in try body(UnsafeRawBufferPointer(rebasing: k[prefixLength...]), v) }
     }

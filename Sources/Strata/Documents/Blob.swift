@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Bytes that a `Codable` document model holds as a property, stored as one of its document's
 /// attachments (Couchbase Lite's `Blob`): the fields never hold the bytes, and reading the model

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The attachment name of a ``Blob`` property: the keys of its coding path, each with `~` written
 /// `~0` and `/` written `~1`, joined by `/` (a JSON Pointer without its leading `/`).

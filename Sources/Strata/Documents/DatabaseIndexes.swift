@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// How many documents a build maps between two commits.
 let indexBuildChunk = 1000

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// How many commits' change batches a ``DocumentDatabase/changes(bufferSize:)`` subscriber may
 /// have pending before its stream ends, by default (the default of `bufferSize`).

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What opening a document database reads and checks before its state exists: the catalog entry
 /// (created if missing, its layout upgraded), the next change sequence from the feed, and the

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The shared state of one open document database, composed of its parts: the writer lock and
 /// its state (the next change sequence), the attached indexes (``DatabaseIndexes``), the reads

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The reads of `Codable` models with ``Blob`` properties (see ``DocumentDatabase/document(id:as:)``).
 extension DocumentDatabase {

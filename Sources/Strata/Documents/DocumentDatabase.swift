@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A document database of a store (PredixSDK's / Couchbase Lite 1.x's database): JSON documents
 /// with metadata and attachments, map/reduce indexes, live queries and a change feed, all stored

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// `strata-dump documents <store> [<database>]`: the document databases of a store, or one
 /// database's documents or index rows.

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One index of a document database, as ``DocumentInspector`` lists it.
 public struct DocumentIndexSummary: Codable, Sendable, Equatable {

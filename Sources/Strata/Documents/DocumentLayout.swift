@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The key and value layouts of document databases (FORMAT.md §16) besides the document record
 // (``DocumentRecord``). Every function here is the single source of truth for one layout; readers

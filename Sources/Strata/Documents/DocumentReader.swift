@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The reads of one document database: documents with their attachments, index queries, the
 /// change feed, stored records and revisions, local documents. Each read takes a snapshot of its

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The writes of one document database that make a revision a child of the winner: saves (of
 /// every ``WriteMode``) and deletions, on their own or staged in a transaction, and local

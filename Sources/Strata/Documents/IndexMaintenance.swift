@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// An index as a database uses it: its definition and the catalog id its rows are keyed by.
 struct ActiveIndex: Sendable {

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What every write of a document database stages for its indexes beside the documents: the
 /// changes of the attached indexes' rows, and the rewrite as behind of the stored indexes that

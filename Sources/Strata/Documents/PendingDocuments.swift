@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The documents whose rows an attached index does not hold yet: every document whose key is at
 /// or after ``from`` (a build walks the documents in key order), and those in ``ids`` (changed

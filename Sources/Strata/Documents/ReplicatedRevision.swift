@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One revision of a document as replication moves it between replicas: the revision, its
 /// history, and its contents (FORMAT.md §16; `Gateway/PROTOCOL.md`, "Documents on the wire").

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// How Strata makes the digest of a new revision (FORMAT.md §16.2): the MD5, as 32 lowercase hex
 /// digits, of the parent's revision id, the deletion flag, the body and the metadata. Like

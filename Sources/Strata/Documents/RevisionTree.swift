@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The revision tree of one document (FORMAT.md §16.2): every revision id it keeps, each with its
 /// parent, whether it is a deletion, and whether it is a leaf. Stored in the document's record.

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Writes that change a document's revision tree beyond "a child of the winner": revisions from
 /// other replicas, conflict resolution, and deleting a document in conflict (whose winner then

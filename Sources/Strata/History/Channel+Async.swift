@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The `async` twins of the channel methods and of the store's history methods (see
 // Store+Async.swift for the rules): each runs its synchronous twin on the store's executor. A

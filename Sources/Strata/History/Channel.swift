@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A channel of a store: a named, persistent, append-only stream of messages ordered by
 /// ``Timetoken``, with PubNub Storage & Playback semantics — paged history, range deletion,

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// `strata-dump channels <store> [<name>]`: the channels of a store, or one channel's messages.
 extension ChannelInspector: CollectionInspector {

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One channel of a store, as `strata-dump channels` lists it.
 public struct ChannelSummary: Codable, Sendable, Equatable {

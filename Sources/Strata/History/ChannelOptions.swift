@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What a channel keeps: every message (the default), the messages younger than a duration,
 /// the newest `limit` messages, or both restrictions at once.

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The shared state of one open channel (every ``Channel`` handle of it uses the same object):
 /// its id and keys, its options, and the writer state that keeps timetoken order equal to commit

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What the compaction filter of keyspace 3 knows of each channel: below which timetoken its
 /// records are gone (FORMAT.md §15.4). Shared by every channel of a store; channels it has no rule

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One stored message of a channel, as ``Channel/history(start:end:limit:reverse:)`` and
 /// ``Channel/messages(bufferSize:)`` return it.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The reads of message history, over a ``Snapshot`` so that the store and the inspector of
 /// `strata-dump` share them: the bound rules of API.md turned into key ranges, pages and counts.

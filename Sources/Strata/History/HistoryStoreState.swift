@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The store-wide part of message history, one per open store: the timetoken clock and the
 /// compaction filter's rules. Registered in the collection registry under the channel kind and the

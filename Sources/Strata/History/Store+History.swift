@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 extension Store {
     /// The channel `name` with messages of type `Message`, created (keeping every message) if it

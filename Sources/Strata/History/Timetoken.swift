@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A point in time in 100-nanosecond units since the Unix epoch (17 decimal digits today): the
 /// identity and the order of a message in a ``Channel``.

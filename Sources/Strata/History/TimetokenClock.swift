@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The store-wide source of timetokens (one per open store): strictly increasing whatever the
 /// clock does.

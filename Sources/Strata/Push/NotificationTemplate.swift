@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A compiled notification format: the holes of the format's text found once, at subscribe, so
 /// that each notification is rendered by copying the literal text between them and escaping the

@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(Layers) import StrataEngine
 
 /// Notifications a commit added to the outbox, in id order (for ``PushNotifications/notifications(bufferSize:)``).
 struct NotificationsAdded: CommitChange {

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A device that receives push notifications: the platform's push service, the application and
 /// the token that service gave the application on that device (Lightstreamer's `MPNDevice`).

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Builders of notification formats: the JSON text a push subscription's
 /// `notificationFormat` holds, as Lightstreamer's `MPNBuilder` builds it.

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What the parts of push state share: the model under its lock, the turnstile that orders the
 /// writers of push records (see ``PushTurnstile``), and the store's clock, by which waiting

@@ -1,5 +1,5 @@
 import Foundation
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// `strata-dump push <store> [--limit N]`: devices, subscriptions and the outbox of a store.
 extension PushInspector: CollectionInspector {

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A store's push subscriptions as `strata-dump push` prints them (FORMAT.md §18).
 public struct InspectedPush: Codable, Sendable, Equatable {

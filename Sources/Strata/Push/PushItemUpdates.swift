@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What a collection's commit change offers push subscriptions: the item it updates (a series
 /// path, a channel name) under a data adapter, and its updates of that item, in order, each the

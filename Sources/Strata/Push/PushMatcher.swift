@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The commit participant of push subscriptions: it matches each committed update of a
 /// subscribed item (a change conforming to ``PushItemUpdates``) against the item's subscriptions

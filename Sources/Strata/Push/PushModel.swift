@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The in-memory image of keyspace 17 (``PushLayout``): devices, subscriptions with their
 /// compiled formats and triggers, MERGE item states, the frequency state of each item, counters.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The changes a batch makes to push state, computed against a model `base`: what ``PushMatcher``
 /// stages for a commit's updates, and ``PushTimer`` for a release of waiting updates.

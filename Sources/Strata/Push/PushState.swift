@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The push subscriptions of a store, one object per store: the model shared by its parts
 /// (``PushImage``), the API writes (``PushWriter``), the commit participant that turns each

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A change of a push subscription's or device's status, as Lightstreamer's MPN delegates report
 /// it (see ``PushNotifications/statusChanges(bufferSize:)``).

@@ -1,4 +1,4 @@
-import StrataEngine
+@_spi(Layers) import StrataEngine
 
 /// Status changes a commit made (for ``PushNotifications/statusChanges(bufferSize:)``).
 struct PushStatusChanged: CommitChange {

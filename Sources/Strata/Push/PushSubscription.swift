@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A durable push-notification subscription to items of the store (Lightstreamer's
 /// `MPNSubscription`): which updates, which fields, how they are formatted, filtered and limited.

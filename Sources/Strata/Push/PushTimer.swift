@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Delivers the updates that a frequency limit keeps waiting: releases those due by the store's
 /// clock as notifications, in batches through the turnstile, from a timer that the first

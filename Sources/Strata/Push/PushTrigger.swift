@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A compiled trigger expression of a push subscription: a boolean expression in the Java syntax
 /// Lightstreamer's MPN module documents, evaluated against the field values of each update.

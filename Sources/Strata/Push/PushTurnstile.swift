@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Lets one commit that changes push state through at a time, from a participant's `prepare`
 /// to the instant the batch becomes visible (or fails): so that each commit's matching reads the

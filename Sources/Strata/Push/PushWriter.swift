@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The writes of push state that the API makes (``PushNotifications``: register, subscribe,
 /// modify, delete, reset badges…): each runs holding the turnstile, commits the records it adds,

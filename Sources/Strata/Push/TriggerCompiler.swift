@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Type-checks the nodes of a parsed trigger with Java's rules and generates its
 /// ``TriggerProgram``. Neither pass recurses: types are computed in one forward loop over the

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One instruction of a compiled trigger: a stack machine with two stacks, one of numbers (64-bit
 /// slots: `boolean` as 0 or 1, `int` sign-extended and kept within 32 bits, `long`, and `float`

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Splits a trigger expression into tokens, with Java's lexical rules for the parts the language
 /// has: whitespace (space, tab, form feed, CR, LF), identifiers, decimal, octal, hexadecimal and

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A node of the syntax tree. Nodes live in one array in the order the parser completes them,
 /// so a node's children always come before it: the type checker is one forward loop, and no

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Java's number conversions as the trigger language needs them: `Integer.parseInt`,
 /// `Long.parseLong`, `Double.parseDouble`, `Float.parseFloat`, `Boolean.parseBoolean`, and the text

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Parses the tokens of a trigger expression into ``TriggerNode``s, with Java's precedence and
 /// associativity, by operator precedence over two explicit stacks (operands and pending operators)

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 extension DocumentDatabase {
     /// Starts replicating this database with a gateway database (`Gateway/PROTOCOL.md`): see

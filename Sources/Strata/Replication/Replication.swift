@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A running replication of a document database with a gateway: its events, its status, and
 /// the means to stop it. ``DocumentDatabase/startReplication(with:)`` starts one.

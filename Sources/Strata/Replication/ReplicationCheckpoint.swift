@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Where one direction of a replication got to: a sequence saved both in the gateway's
 /// `_local/<id>` document and in a local document of the database, after each batch committed.

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The running replications of a store's document databases, so that
 /// ``DocumentDatabase/stopReplication()`` and the store's close can stop them. Each store owns

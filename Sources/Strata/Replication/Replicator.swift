@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The state machine of one replication (the CouchDB replication protocol, `Gateway/PROTOCOL.md`):
 /// a pull direction and, when bidirectional, a push direction, run side by side, each retried

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The waits between attempts of a replication after network errors and server faults:
 /// exponential, from ``initial`` doubling up to ``maximum``, each scaled by a random factor in

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The wire form of a revision (`Gateway/PROTOCOL.md`, "Documents on the wire"): a JSON object
 /// with `_id`, `_rev`, `_revisions`, `_deleted`, `_attachments` (inline base64 with `md5-`

@@ -1,4 +1,4 @@
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 extension Permission {
     /// The permission's bit in a stored policy (FORMAT.md §17): never renumber.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A ``SecurityPolicy`` prepared for checks: roles as permission bits, included roles expanded.
 /// Immutable; a session resolves each path once per policy and caches the result.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A named set of permissions in a ``SecurityPolicy`` (Diffusion's role): global permissions,
 /// path permissions by path prefix, and other roles it includes.

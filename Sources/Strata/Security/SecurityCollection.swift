@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 extension Keyspace {
     /// The security policy of sessions: `(16, 0)` (FORMAT.md §17).

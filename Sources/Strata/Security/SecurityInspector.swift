@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A store's security policy as `strata-dump security` prints it (FORMAT.md §17).
 public struct InspectedPolicy: Codable, Sendable, Equatable {

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The stored form of a ``SecurityPolicy``: one record at key `(16, 0)` (FORMAT.md §17).
 ///

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A store's security policy: read from the store at first use, replaced by
 /// ``Store/setSecurityPolicy(_:)``. Sessions compare ``generation`` with the one their cache was

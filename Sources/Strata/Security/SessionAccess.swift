@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The checks of one ``StoreSession``: its principal, and its permissions resolved per path under
 /// the store's current policy, cached until the policy changes. Every handle a session gives out

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A principal's view of a store: the store's collection methods, each checked against the
 /// store's ``SecurityPolicy`` (Diffusion's security model), with the principal as the author

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The writer lock of one open collection, with the writer state it guards (a series' next
 /// sequence, a channel's head, a database's next change sequence).

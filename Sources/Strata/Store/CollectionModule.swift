@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The one contract between the store and a kind of collection (time series, channels, document
 /// databases, push subscriptions, the security policy).

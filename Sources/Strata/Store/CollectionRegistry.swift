@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The shared state of one open collection (a series' next sequence and subscribers, a
 /// database's indexes and observers, …). Every handle to the same collection of a store uses the

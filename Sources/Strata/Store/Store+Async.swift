@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The `async` twins of the store's methods (API.md, top paragraph): each runs its synchronous
 // twin on the store's executor (StoreExecutor.swift), so that a task never blocks a cooperative

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A Strata store: one directory of files holding time series, message history, documents and
 /// raw key-value data, owned by one process at a time.

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The threads that run a store's `async` twins (`try await series.append(1.5)`), so that a Swift
 /// concurrency task never blocks a thread of the cooperative pool in `fdatasync`, on a commit

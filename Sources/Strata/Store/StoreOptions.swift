@@ -1,8 +1,8 @@
 import Foundation
 import Logging
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// How a store is opened: durability, the author of its writes, tuning, and where it logs.
 ///

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One event of a time series: an original value, or an edit of an earlier original.
 ///

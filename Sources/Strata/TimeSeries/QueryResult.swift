@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The events a ``RangeQuery`` selected, in sequence order, at most its limit.
 public struct QueryResult<Value: Sendable>: Sendable {

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The meeting point of the two stored forms of time-series events (FORMAT.md §14.2, §14.6): a
 /// chunk's events as event records, and event records gathered into a chunk.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Gathers the events of one flush or compaction into chunks (FORMAT.md §14.6): the
 /// ``RecordRewriter`` of ``SeriesChunkTransform``.

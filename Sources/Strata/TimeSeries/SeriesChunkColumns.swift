@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The decoded columns of one chunk record (FORMAT.md §14.6), kept in arrays that are reused
 /// from chunk to chunk: what a walk over chunks reads its events from.

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Keyspace 2's ``RecordTransform``: flushes and compactions store runs of consecutive events of
 /// a series as chunks (FORMAT.md §14.6). It knows the value type of every series opened since the

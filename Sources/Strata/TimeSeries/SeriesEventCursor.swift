@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Walks the stored events of one series in a snapshot in either direction, whatever their form
 /// (FORMAT.md §14.2, §14.6): an event record, or one event of a chunk keyed by its last sequence.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The state of a series that reads need besides its records: which sequences exist and are
 /// retained, the latest timestamp, whether edits may be retained.

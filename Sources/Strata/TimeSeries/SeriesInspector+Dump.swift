@@ -1,5 +1,5 @@
 import Foundation
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// `strata-dump series <store> [<path>]`: the time series of a store, or one series' events.
 extension SeriesInspector: CollectionInspector {

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// One time series of a store, as ``SeriesInspector`` lists it.
 public struct SeriesSummary: Codable, Sendable, Equatable {

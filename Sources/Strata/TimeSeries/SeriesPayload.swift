@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// What a time series keeps in its catalog entry (FORMAT.md §14.1): value type, options, the
 /// base of its timestamps, the durable part of its head state and its author table.

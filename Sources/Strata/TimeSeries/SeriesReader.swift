@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Reads one series in a snapshot: its records, timestamps, the views of ``RangeQuery`` and their
 /// evaluation (FORMAT.md §14.5). Used by ``TimeSeries`` and by ``SeriesInspector``.

@@ -1,7 +1,7 @@
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The first retained sequence of every open series of a store, shared with the compaction
 /// filters of keyspaces 2 and 8 (FORMAT.md §14.4). One per store, registered in the collection

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The shared state of one open time series: its id, head, options and author table. Every
 /// ``TimeSeries`` handle of the series in a store uses the one instance.

@@ -1,6 +1,6 @@
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// How the retained events of a series are stored (FORMAT.md §14.2, §14.6), for tools:
 /// `strata-dump series` prints it.

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The `async` twins of the time-series methods (see Store+Async.swift for the rules): each runs
 // its synchronous twin on the store's executor. A task cancelled before the work starts gets

@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A time series: an append-only sequence of events with Diffusion's semantics — original
 /// events, edit events that replace an original's value, range queries over merged or unmerged

@@ -22,7 +22,7 @@ import Foundation
 /// try codec.encode(21.5, into: &bytes)                       // 8 bytes
 /// let value = try bytes.withUnsafeBytes { try codec.decode($0) }   // 21.5
 /// ```
-package struct ValueCodec<Value: Codable & Sendable>: Sendable {
+@_spi(Layers) public struct ValueCodec<Value: Codable & Sendable>: Sendable {
     package init() {}
 
     /// The stable name stored in catalogs: `Int64`, `Double`, `String`, `Data`, `Bool`, `JSON`
@@ -56,13 +56,20 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` when a non-native value cannot be encoded.
     @inlinable @inline(__always)
     package func encode(_ value: Value, into out: inout [UInt8]) throws {
+        // The fixed-width types inline into the collections; the others are calls (`encodeOther`).
         if Value.self == Double.self {
             LittleEndian.append(unsafeBitCast(value, to: Double.self).bitPattern, to: &out)
         } else if Value.self == Int64.self {
             LittleEndian.append(UInt64(bitPattern: unsafeBitCast(value, to: Int64.self)), to: &out)
         } else if Value.self == Bool.self {
             out.append(unsafeBitCast(value, to: Bool.self) ? 1 : 0)
-        } else if Value.self == String.self {
+        } else {
+            try encodeOther(value, into: &out)
+        }
+    }
+
+    @usableFromInline func encodeOther(_ value: Value, into out: inout [UInt8]) throws {
+        if Value.self == String.self {
             var s = unsafeBitCast(value, to: String.self)
             s.withUTF8 { out.append(contentsOf: $0) }
         } else if Value.self == Data.self {
@@ -92,7 +99,13 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
                 throw StrataError.corrupted(file: "value", offset: 0, reason: "a Bool is one byte 0x00 or 0x01")
             }
             return unsafeBitCast(bytes[0] == 1, to: Value.self)
-        } else if Value.self == String.self {
+        } else {
+            return try decodeOther(bytes)
+        }
+    }
+
+    @usableFromInline func decodeOther(_ bytes: UnsafeRawBufferPointer) throws -> Value {
+        if Value.self == String.self {
             guard let s = UTF8Text.string(bytes) else {
                 throw StrataError.corrupted(file: "value", offset: 0, reason: "invalid UTF-8 in a String value")
             }
@@ -106,7 +119,7 @@ package struct ValueCodec<Value: Codable & Sendable>: Sendable {
         }
     }
 
-    private static func wrongSize(_ found: Int, _ expected: Int, _ type: String) -> StrataError {
+    @usableFromInline static func wrongSize(_ found: Int, _ expected: Int, _ type: String) -> StrataError {
         .corrupted(file: "value", offset: 0, reason: "a \(type) value is \(expected) bytes, found \(found)")
     }
 

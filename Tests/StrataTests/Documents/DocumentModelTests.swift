@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Codable document models: `Blob` properties stored as attachments and read lazily, and
 // `DocumentModel`'s type and channels, which channel-based replication selects by.

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Goal figures of the document database, measured only when STRATA_PERF is set, in a release
 // build: `STRATA_PERF=1 swift test -c release -Xswiftc -enable-testing --filter DocumentPerformanceTests`.

@@ -3,9 +3,9 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The document store: save/add/update/delete/fetch, metadata, attachments, the Codable helpers,
 // atomic batches, the persistent change feed and errors.

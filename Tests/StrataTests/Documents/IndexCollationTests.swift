@@ -3,9 +3,9 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Index keys: a JSON null key is a row (a nil key emits nothing), `.unicode` collation against
 // the CouchDB documentation's own ordering table, and how a collation is stored with its index.

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Application code (maps, reduces) never runs under a lock of its database: maps and reduces may
 // read and write the database; builds let writes go on; indexes not named at open are kept and

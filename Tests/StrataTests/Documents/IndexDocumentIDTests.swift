@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The document id of an index row is read in place when it is ASCII, and through the tuple
 // decoder otherwise (non-ASCII, a 0x00 byte stored escaped): every kind comes back exact, in

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Revisions of documents (FORMAT.md §16.2, §16.6): CouchDB revision ids, the revision tree,
 // conflicting branches, the winner every replica picks, conflict resolution, and the package API

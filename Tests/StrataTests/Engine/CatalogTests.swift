@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The collection catalog, the per-collection state registry and read-only store images.
 

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // A clean close writes the memtables to segments (Engine+Close.swift) unless they hold less than
 // `Engine.closeFlushMinimumBytes`, so that the next open has nothing to replay; a flush that fails

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The one commit path (Commit.swift, Engine+Commit.swift): participants derive records that
 // commit if and only if the change does, `Engine.write` numbers commits in order, and observers

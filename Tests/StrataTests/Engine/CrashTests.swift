@@ -3,9 +3,9 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

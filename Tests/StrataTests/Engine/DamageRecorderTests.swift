@@ -3,9 +3,9 @@ import Logging
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The one record of damage met by background work (issue 22): counted in all and by component,
 // the latest kept, logged at `.error` with a limit per component.

@@ -3,9 +3,9 @@ import Logging
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // What the engine decides on its own goes to the logger of StoreOptions (issue 11): a torn tail
 // cut at open, flushes and compactions with their sizes, failed background work, write stalls,

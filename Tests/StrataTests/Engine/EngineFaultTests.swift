@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The running engine under faults (issue 10): descriptors have one owner, a failed publish never
 // leaves a store that cannot open, a failed log sync or rotation stops the writes that follow,

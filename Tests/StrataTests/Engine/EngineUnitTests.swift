@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Unit tests of the Engine layer's internal types: compaction picking, the merge of hand-built
 // layers (memtables and sorted runs) through `MergedCursor` and `Snapshot`, the memtable's skiplist,

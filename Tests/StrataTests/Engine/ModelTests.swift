@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Randomized model-based tests of the whole engine through the public `Store` API: every read is
 // checked against an in-memory reference, while flushes, compactions and close/reopen happen

@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Power-loss tests: the workloads of the model test (random batches of puts, deletes and range
 // deletions with flushes, compactions, close/reopen, mixed durability) and of the crash tests

@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The memtable's range-tombstone index against brute force: the index alone (newest covering
 // tombstone at a sequence, and the stretch of keys its answer holds for), and memtables read

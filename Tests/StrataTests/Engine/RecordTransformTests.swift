@@ -1,9 +1,9 @@
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The engine's record transforms (FORMAT.md §10.4), with a transform of the tests' own: flushes
 /// and compactions write what it emits, in order, and it never sees tombstones.

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Recovery (FORMAT.md 4.3–4.5): torn tails against corruption in log version 2, the recovery
 // report, one validation shared with `strata-dump verify`, refused opens that change nothing,

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // `Snapshot.count(lower:upper:)` against a brute-force count: on hand-built layers (memtables at
 // several snapshot sequences, runs of version-1 and version-2 segments with overlapping keys, point

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The rules of FORMAT.md that a reader written from the specification alone found unstated or
 // contradicted (issue 10). Each is checked on a crafted file whose checksums are all valid, so

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Keeps FORMAT.md honest: the annotated dumps and test vectors of the specification are parsed out
 // of FORMAT.md itself (the fenced block after each `<!-- spec-example: NAME -->` marker) and checked

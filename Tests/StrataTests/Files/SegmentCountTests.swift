@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Counting a segment's values in a key range from the record counts of its index (FORMAT.md 5.5,
 // format version 2) — `SegmentReader.countValues(lower:upper:)` and `Block.countValues(lower:upper:)` —

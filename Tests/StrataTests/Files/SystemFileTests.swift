@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // `SystemFile` is the one owner of its descriptor: it closes it exactly once, so a second close
 // (or a close after an error path closed it already) never closes a number that another file of

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// One field of every kind the reader knows, written back to back.
 private let record: [UInt8] = {

@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The storage budget for settled `Double` events, met by the codecs alone: one chunk of
 /// 1,000 events, a timestamp column (1 s spacing, ±2 ms jitter) and a value column. Measured on

@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Reads encoded columns field by field as the layouts in the doc comments describe them, so a
 /// change of layout cannot go unnoticed (and FORMAT.md can later quote these examples).

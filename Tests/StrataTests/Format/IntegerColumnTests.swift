@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 private func roundTrip(_ values: [Int64]) throws -> [Int64] {
     let bytes = try IntegerColumn.encode(values)

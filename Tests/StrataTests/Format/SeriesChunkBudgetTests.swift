@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Issue 15's budget for settled `Double` events — ≤ 3 bytes an event on `random`, ≤ 2 on `walk`,
 /// ≤ 1.5 on `sensor` — met by whole chunk records of 512 events: values shaped as the bench's

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The fast decoder (`SeriesChunk.decodeColumns`) against the reference one (`SeriesChunk.decode`):
 /// the same events from every chunk, and the same verdict on every damaged one.

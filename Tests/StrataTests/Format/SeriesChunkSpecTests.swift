@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Keeps FORMAT.md §14.6 honest, as FormatSpecTests does for §11: the worked example's hex dump
 /// (`<!-- spec-example: chunk -->`) and bit table (`chunk-bits`) are read out of FORMAT.md and

@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Keyspace, SegmentProperties, EventRecord and MessageRecord used to encode and decode the tuple
 // key's unsigned integers by hand; they now call `TupleKey.appendUInt` / `TupleKey.readUInt`.

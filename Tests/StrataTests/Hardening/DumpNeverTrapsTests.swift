@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Issue 23: `strata-dump` reading hostile files prints a finding and never dies — properties or
 // manifest counts of 2^64 − 1, a stored time of 2^63 − 1 ms, a NaN or infinite stored date.

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Issue 23: crafted records in every keyspace of FORMAT.md §3.2 — the catalog, time-series events
 // and edit index, history messages and channel heads, documents, index rows, the change feed,

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Issue 23: crafted records of every push record layout of FORMAT.md §18 (and the documents'
 // change feed and dates, §16), generated field by field: each field in turn takes 0, 1, 2^63 − 1,

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Every record decoder reads through `ByteReader`: a record cut short anywhere in its fields is
 // refused with `.corrupted` naming the record (or, for an event header, nil), never a trap, and

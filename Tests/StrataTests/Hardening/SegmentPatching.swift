@@ -1,8 +1,8 @@
 import Foundation
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Rewriting a segment's properties block with valid checksums, for the hardening tests: the
 // properties block is the last stored block before the footer (FORMAT.md 5.1), so it can be

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Issue 23: no trap from a stored number, and the legal limits never brick a store. Every store
 // here is crafted with valid checksums (records through the commit path, files re-encoded by

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Issue 23: records are checked against the type their collection gives them — a chunk's value
 // kind against its series' value type (FORMAT.md §14.6), a conflicting-revision entry against the

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Channel records with valid encodings but extreme numbers — heads at or near 2^64 − 1, limits
 // and retentions of 2^64 − 1, channel ids at the top of the id space, a collection id counter

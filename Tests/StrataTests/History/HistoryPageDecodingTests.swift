@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // A page decodes each message's publisher, also where consecutive messages share one (the page
 // keeps the last publisher decoded) and where they do not; and the String and JSON channels,

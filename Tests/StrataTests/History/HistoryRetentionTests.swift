@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Channel options: retention (messages older than a duration are gone) and limit (the newest n
 // are kept) — at once for every read, for good (a clock going back, a reopen or new options do not

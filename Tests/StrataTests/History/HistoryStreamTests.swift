@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The live half of a channel: `messages()` delivers what is published after the call, in
 // timetoken order, ends with `subscriberOverflow` when its bounded buffer fills, ends by throwing `.closed` when the

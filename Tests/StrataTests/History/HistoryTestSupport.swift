@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A clock the tests set by hand (in 100-ns units), to make timetokens predictable and to move
 /// time back and forth.

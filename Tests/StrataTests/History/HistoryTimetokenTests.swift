@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Timetokens: the value type, and the store's guarantee that the timetokens it assigns are unique
 // and strictly increasing across all channels — when the clock goes back, when publishes land in

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // `ChannelInspector` (behind `strata-dump channels`): channels and messages read from a store's
 // files, with the same visibility rules as the store.

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // One rule for a malformed key of push records (issue 22): every reader of device, subscription
 // and outbox keys throws the same typed corruption naming the records and the key; none skips it.

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Random sequences of device, subscription and update operations, with reopens, against a
 /// reference model written from API.md ("Push subscriptions"): the outbox must hold exactly the

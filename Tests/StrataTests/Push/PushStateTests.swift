@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The push core: devices, subscriptions, matching in the commit path, the outbox, reopen.
 @Suite struct PushStateTests {

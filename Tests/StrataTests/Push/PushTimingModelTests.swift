@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Randomized sequences of updates, clock steps, polls, acknowledgements and reopens, checked
 /// against a brute-force reference of API.md's timing rules.

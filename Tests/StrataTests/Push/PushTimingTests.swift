@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Buffer sizes, frequency limits and waiting updates (API.md, "Push subscriptions"), timed by a
 /// fake clock; the outbox and status streams.

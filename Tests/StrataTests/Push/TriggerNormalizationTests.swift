@@ -1,9 +1,9 @@
 import Testing
 
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 @Suite("Push trigger normalization and accepted patterns")
 struct TriggerNormalizationTests {

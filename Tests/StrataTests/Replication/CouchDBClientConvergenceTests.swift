@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Issue 24: Strata's replicator on one side of a gateway, a CouchDB client on the other (the
 /// gateway's CouchDB document API as CouchDB clients call it: `PUT` with `rev`, `DELETE`,

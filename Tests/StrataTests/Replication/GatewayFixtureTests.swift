@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A revision in the wire form of Gateway/PROTOCOL.md, for tests that write to a gateway directly.
 func wireRevision(id: String, generation: Int, digests: [String], fields: [String: JSON] = [:],

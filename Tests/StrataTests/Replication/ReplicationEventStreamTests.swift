@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// ``Replication/events(bufferSize:)``: a throwing stream per consumer that never drops an event
 /// silently, starts with where the replication is, finishes when it completes or stops, and ends

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Faults under repeating replication: a gateway killed mid-push and restarted, PostgreSQL
 /// restarted, the gateway stopped for a while, a store reopened mid-replication. Each time the

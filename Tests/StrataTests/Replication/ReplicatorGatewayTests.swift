@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The replicator against a running strata-gateway, by hand: enabled only when
 /// `STRATA_TEST_GATEWAY_URL` names a gateway database, with `STRATA_TEST_GATEWAY_USER` /

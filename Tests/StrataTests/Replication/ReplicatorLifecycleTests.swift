@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Starting, stopping and failing replications with no gateway to talk to: a port where nothing
 /// listens, the store's close, a session's rights.

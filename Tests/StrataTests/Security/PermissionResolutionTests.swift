@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 @Suite struct PermissionResolutionTests {
     @Test("the most specific assigned prefix, by whole segments; the root covers the rest")

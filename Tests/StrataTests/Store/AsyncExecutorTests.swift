@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The store's executor behind the `async` twins (Store/StoreExecutor.swift): many tasks at once,
 // cancellation before and after the work starts, calls after close, and close while jobs wait.

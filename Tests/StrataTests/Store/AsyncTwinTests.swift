@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The `async` twins (API.md, top paragraph): from `async` code, each does what its synchronous
 // twin does — what one writes the other reads, errors included — and runs on the store's

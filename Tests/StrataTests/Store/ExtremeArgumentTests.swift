@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Every public entry point that takes a number, fed extreme values (0, 1, max, min, max − 1,
 // negative ones, huge and non-finite dates and doubles, extreme durations): each call returns or

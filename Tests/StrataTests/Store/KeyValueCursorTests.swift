@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // KeyValueCursor (Cursors/KeyValueCursor.swift) and the StrataCursor operations
 // (Cursors/StrataCursor.swift and the adapters beside it): no call order traps, an ended cursor

@@ -3,9 +3,9 @@ import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Power loss at the collection level: the workloads of the collections' crash helpers
 // (Sources/strata-crash-helper/SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift) run

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The one contract of a kind of collection (Store/CollectionModule.swift) and its one list
 // (Store/StoreCollections.swift): ids unique, every key a store writes in a registered keyspace,

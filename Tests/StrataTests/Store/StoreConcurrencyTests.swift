@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // No engine or collection lock is held across recovery or collection creation: opening one
 // store or collection never waits for another one being opened. Each test holds one open at a

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // A store whose engine fails (issue 10, "No swallowed errors"): every open stream ends by
 // throwing the failure, every later stream throws it at once; a store directory's entry is made

@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The public API of `Store` (API.md "Store"): opening, the per-process registry, closing, destroy,
 // durability across reopen, sync, compaction, snapshots, write batches, options and edge cases.

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The one buffer option of every stream, `bufferSize: Int`: at most that many elements wait for
 /// the consumer (what a stream starts with comes on top), one more ends the stream by throwing

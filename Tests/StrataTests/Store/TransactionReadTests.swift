@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // The reads of a transaction's handles (Transaction.swift): they see the transaction's staged
 // writes on top of what is committed, while the store's ordinary handles see only what is

@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 // Store.transaction (Transaction.swift): writes to a series, a channel and a document database
 // that commit as one batch or not at all, under each collection's own rules. The kill -9 test is

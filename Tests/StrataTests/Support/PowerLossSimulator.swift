@@ -3,9 +3,9 @@ import Synchronization
 @testable import Strata
 import Testing
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A brute-force model of a time series and of RangeQuery, written from API.md and the
 /// RangeQuery documentation (positions as doubled indexes into the view), independently of

@@ -1,8 +1,8 @@
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// The rewriter of keyspace 2 on its own (FORMAT.md §14.6): what it chunks, what it passes
 /// through, and the order of what it emits.

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Settled events stored as chunks (FORMAT.md §14.6): every reader answers the same before and
 /// after flushes and compactions rewrite the events, across reopen, with edits and retention.

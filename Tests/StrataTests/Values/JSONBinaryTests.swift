@@ -2,9 +2,9 @@ import Foundation
 import Testing
 
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 @Suite("JSON binary form")
 struct JSONBinaryTests {

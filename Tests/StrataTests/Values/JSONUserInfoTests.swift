@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Strata
-import StrataFormat
+@_spi(Layers) import StrataFormat
 
 /// A value that writes (and reads) what its coder's `userInfo` holds under `Probe.key`.
 private struct Probe: Codable, Equatable {

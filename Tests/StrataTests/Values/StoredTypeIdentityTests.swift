@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Strata
 @testable import StrataInspection
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Value types of the tests below (internal, so that their reflecting names are plain paths).
 enum IdentityFixtures {

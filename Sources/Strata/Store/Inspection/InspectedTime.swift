@@ -1,7 +1,7 @@
 import Foundation
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// Stored times as the tools print them: milliseconds since 1970 as an `Int64`. A stored time
 /// can be any bit pattern — a `Double` that is NaN or infinite, or milliseconds so near the

@@ -3,9 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A plain HTTP client of one gateway database, for tests that read or write the server side
 /// directly (Gateway/PROTOCOL.md), without Strata's replicator.

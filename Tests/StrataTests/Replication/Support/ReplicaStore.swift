@@ -1,8 +1,8 @@
 import Foundation
 @testable import Strata
-import StrataFormat
-import StrataFiles
-import StrataEngine
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataFiles
+@_spi(Layers) import StrataEngine
 
 /// A store in a temporary directory with its document database `main`, as one replica of a
 /// replication test; ``reopen()`` closes and opens it again, ``remove()`` closes and deletes it.
