@@ -172,6 +172,8 @@ enum DocumentField: String, CaseIterable, Sendable {
 /// A numeric field of a time series' catalog payload (FORMAT.md 14).
 enum SeriesField: String, CaseIterable, Sendable {
     case cutoff, lastEditSequence, baseTimestamp, retainedCount, retainedMilliseconds, subscriptionCount
+    /// The base timestamp with a retained duration: the cutoff is found from the latest time minus the duration.
+    case baseTimestampWithRetainedDuration
 }
 
 extension DumpNeverTrapsTests {
@@ -395,12 +397,23 @@ extension DumpNeverTrapsTests {
             case .retainedCount: p.retainedCount = Int(clamping: max(1, v))
             case .retainedMilliseconds: p.retainedMilliseconds = min(Int64(clamping: v), Int64(SeriesTime.limit) - 1)
             case .subscriptionCount: p.subscription = .limit(Int(clamping: v))
+            case .baseTimestampWithRetainedDuration:
+                p.baseTimestamp = signed
+                p.retainedMilliseconds = Int64(SeriesTime.limit) - 1
             }
             let dir = try Hardening.copy(base)
             defer { dir.remove() }
             try Hardening.writeRaw(dir, [(catalogKey, Catalog.encode(CatalogEntry(id: entry.id, payload: p.encode())))])
             Hardening.typed("series \(field) \(v)") { _ = try SeriesInspector.series(ofStoreAt: dir.path) }
             Hardening.everyDumpVerb(dir)
+            if field == .baseTimestampWithRetainedDuration {
+                // The store's own retention, at the next append, finds the same threshold.
+                Hardening.typed("append \(field) \(v)") {
+                    let store = try Store.open(at: dir.url)
+                    defer { try? store.close() }
+                    try store.timeSeries("s", of: Double.self).append(1)
+                }
+            }
         }
     }
 
