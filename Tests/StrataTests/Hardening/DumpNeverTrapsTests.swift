@@ -176,7 +176,54 @@ enum SeriesField: String, CaseIterable, Sendable {
     case baseTimestampWithRetainedDuration
 }
 
+/// A numeric field of a channel (FORMAT.md, history): its catalog payload's retention and limit,
+/// its head's last timetoken and floor, a message's timetoken (in its key).
+enum ChannelField: String, CaseIterable, Sendable {
+    case retention, limit, headLast, headFloor, messageTimetoken
+}
+
 extension DumpNeverTrapsTests {
+    @Test("channels: each numeric field of a channel at 0, 1, 2^63 − 1, 2^63, 2^64 − 1", arguments: ChannelField.allCases)
+    func channelField(_ field: ChannelField) throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        let catalogKey = Catalog.key(kind: .channel, name: "c")
+        do {
+            let store = try Store.open(at: base.url)
+            defer { try? store.close() }
+            _ = try store.channel("c", of: String.self).publish("hello")
+        }
+        let entry = try Catalog.decode(try #require(try Hardening.stored(base, catalogKey)), key: catalogKey)
+        let keys = ChannelKeys(name: "c", id: entry.id)
+        var message: ([UInt8], [UInt8])?
+        do {
+            let store = try Store.open(at: base.url)
+            defer { try? store.close() }
+            let cursor = try store.engine.snapshot().cursor(lower: keys.key(0), upper: keys.end)
+            #expect(try cursor.next())
+            message = (cursor.withKey { Array($0) }, Array(cursor.value))
+        }
+        let (messageKey, messageValue) = try #require(message)
+        for v in Hardening.extremes {
+            let records: [([UInt8], [UInt8])]
+            switch field {
+            case .retention, .limit:
+                let d = ChannelDescriptor(typeName: try ChannelDescriptor(decoding: entry.payload, channel: "c").typeName,
+                                          retention: field == .retention ? v : nil, limit: field == .limit ? v : nil)
+                records = [(catalogKey, Catalog.encode(CatalogEntry(id: entry.id, payload: d.encoded)))]
+            case .headLast, .headFloor:
+                records = [(ChannelHead.key(entry.id), ChannelHead(last: field == .headLast ? v : 1, floor: field == .headFloor ? v : 0).encoded)]
+            case .messageTimetoken:
+                records = [(keys.key(v), messageValue), (messageKey, messageValue)]
+            }
+            let dir = try Hardening.copy(base)
+            defer { dir.remove() }
+            try Hardening.writeRaw(dir, records)
+            Hardening.typed("channels \(field) \(v)") { _ = try ChannelInspector.channels(ofStoreAt: dir.path) }
+            Hardening.everyDumpVerb(dir)
+        }
+    }
+
     /// A closed store with two segments (two runs), each of a few key-value records.
     private static func twoSegmentStore() throws -> TemporaryDirectory {
         let dir = try segmentStore()
