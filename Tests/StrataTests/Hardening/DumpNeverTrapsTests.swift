@@ -464,16 +464,32 @@ extension DumpNeverTrapsTests {
         }
     }
 
-    @Test("series: the printed SEQUENCES and event count of a summary at the limits (next sequence 0, count 2^64 − 1)", arguments: [
-        (0, .max, .max), (1, 0, 1), (.max, .max, 0), (Hardening.two63, 0, Hardening.two63),
-    ] as [(UInt64, UInt64, UInt64)])
-    func seriesPrinted(_ limits: (UInt64, UInt64, UInt64)) {
-        let summary = SeriesSummary(path: "s", id: 1, valueType: "Double", count: limits.0, firstSequence: limits.1,
-                                    nextSequence: limits.2, edits: .max, retainedRange: "all", subscriptionRange: "latest",
-                                    bytes: .max, authors: [], storage: SeriesStorage(chunks: .max, chunkedEvents: .max, eventRecords: .max,
-                                                                                    timestampBits: .max, valueBits: .max, otherBits: .max))
-        _ = SeriesInspector.render([summary])
-        _ = SeriesInspector.render(SeriesDump(summary: summary, events: []))
-        _ = SeriesInspector.sequences(summary)
+    /// A series summary as a damaged store could give it, one field at a limit.
+    enum PrintedSeries: String, CaseIterable, Sendable {
+        /// Events but a next sequence of 0: the SEQUENCES column computed `nextSequence - 1`.
+        case nextSequenceZero
+        /// 2^64 − 1 events: the dump compared the events shown with `Int(count)`.
+        case countPastIntMax
+        /// Column bits whose sum passes 2^64 − 1: bytes per event added them as `UInt64`.
+        case columnBitsOverflow
+
+        var summary: SeriesSummary {
+            var storage = SeriesStorage(chunks: 1, chunkedEvents: 1, eventRecords: 0, timestampBits: 8, valueBits: 8, otherBits: 8)
+            var count: UInt64 = 1, next: UInt64 = 1
+            switch self {
+            case .nextSequenceZero: next = 0
+            case .countPastIntMax: count = .max; next = .max
+            case .columnBitsOverflow: storage.timestampBits = .max; storage.valueBits = .max; storage.otherBits = .max
+            }
+            return SeriesSummary(path: "s", id: 1, valueType: "Double", count: count, firstSequence: 0, nextSequence: next, edits: 0,
+                                 retainedRange: "all", subscriptionRange: "latest", bytes: .max, authors: [], storage: storage)
+        }
+    }
+
+    @Test("series: the printed list and dump of a summary with one field at a limit", arguments: PrintedSeries.allCases)
+    func seriesPrinted(_ field: PrintedSeries) {
+        let summary = field.summary
+        #expect(SeriesInspector.render([summary]).contains("Time series: 1"))
+        #expect(SeriesInspector.render(SeriesDump(summary: summary, events: [])).contains("Time series \"s\""))
     }
 }
