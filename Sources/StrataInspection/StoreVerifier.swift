@@ -185,7 +185,8 @@ public enum StoreVerifier {
     /// (a store opens with them, and a read refuses them): each time series' chunks against its
     /// value type, each document database's conflicting-revision entries and change feed. A
     /// finding names the store directory and the record. When the store cannot be read as a
-    /// whole, that is a fault only if no file fault explains it.
+    /// whole, that is a fault only if no file fault explains it (and, like a vanished file, a
+    /// note when the store changed meanwhile).
     private static func checkCollections(_ dir: String, into report: inout VerifyReport) {
         do {
             let snapshot = try StoreImage.snapshot(directory: dir)
@@ -193,7 +194,10 @@ public enum StoreVerifier {
                 report.fault(dir, FileFault(offset: 0, reason: finding))
             }
         } catch {
-            if report.faults.isEmpty && report.vanished.isEmpty { report.fault(dir, FileFault(error, at: 0)) }
+            if report.faults.isEmpty && report.vanished.isEmpty {
+                let fault = FileFault(error, at: 0)
+                report.vanished.append(VerifyReport.Fault(file: dir, offset: fault.offset, reason: fault.reason))
+            }
         }
     }
 

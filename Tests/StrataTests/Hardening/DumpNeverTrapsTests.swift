@@ -224,6 +224,38 @@ extension DumpNeverTrapsTests {
         }
     }
 
+    @Test("every verb: a log record whose first sequence is 0, 1, 2^63 − 1, 2^63 or 2^64 − 1 (two operations, valid CRCs)",
+          arguments: Hardening.extremes)
+    func logSequence(_ first: UInt64) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var m = Manifest()
+        m.nextFileNumber = 2
+        m.logNumber = 1
+        try dir.write(FileNames.manifest, m.encode())
+        var log = LogFormat.header(logNumber: 1)
+        for (sequence, keys) in [(UInt64(1), ["a"]), (first, ["b", "c"])] {
+            var batch = WriteBatch()
+            for k in keys { batch.put(Array(k.utf8), Array("v".utf8)) }
+            var p: [UInt8] = []
+            LittleEndian.append(sequence, to: &p)
+            LittleEndian.append(UInt32(batch.count), to: &p)
+            p += batch.operations
+            p.withUnsafeBytes { LogFormat.appendRecord(type: .batch, sequence: LogFormat.batchSequence($0), payload: $0, to: &log) }
+        }
+        try dir.write(FileNames.log(1), log)
+        Hardening.everyDumpVerb(dir)
+        // The kinds' verbs read the store as open would: they refuse what open refuses.
+        let e = Hardening.typed("push") { _ = try PushInspector.push(ofStoreAt: dir.path) }
+        if first < 2 || first > LogFormat.maxCounter - 1 {
+            guard case .corrupted(let file, _, _)? = e else {
+                Issue.record("\(first): expected .corrupted, got \(String(describing: e))")
+                return
+            }
+            #expect(file.hasSuffix(FileNames.log(1)))
+        }
+    }
+
     /// A closed store with two segments (two runs), each of a few key-value records.
     private static func twoSegmentStore() throws -> TemporaryDirectory {
         let dir = try segmentStore()
