@@ -26,9 +26,14 @@ package enum StoreImage {
         }
         let memtable = Memtable(logNumber: 0)
         var batches: [Memtable.ReplayedBatch] = []
+        // The check recovery makes before it replays a record (sequence numbers that increase
+        // and stay below the limit, so that applying them cannot overflow): the inspectors read
+        // hostile logs too, and refuse what open refuses instead of trapping.
+        var check = LogReplayCheck()
         for n in logs.sorted() {
             let path = directory + "/" + FileNames.log(n)
             for record in try LogReader(path: path, fileSystem: fileSystem).records {
+                try check.check(record, path: path, decodingOperations: false)
                 batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
             }
         }

@@ -21,7 +21,12 @@ import Strata
 /// increase across logs and stay below the limit). A torn log tail is a *note*, not a fault: a
 /// crash leaves one and recovery discards it (and reports it); damage a crash cannot leave is a
 /// fault. So is everything else open refuses: a missing MANIFEST beside logs or segments, a log
-/// the manifest names that is missing, a file number above the limit.
+/// the manifest names that is missing, a file number above the limit. Then the records of the
+/// collections, as the library checks them where it reads them: a time series chunk whose value
+/// kind is not its series' value type's, a document's conflicting-revision entry that is not a
+/// losing leaf of its revision tree, and a change-feed entry that does not decode, whose sequence
+/// is past the database's last change sequence or whose document does not exist (a fault naming
+/// the store directory and the record).
 ///
 /// ```swift
 /// let report = try StoreVerifier.verify(storeAt: "/var/lib/app/data.strata")
@@ -171,8 +176,29 @@ public enum StoreVerifier {
         do { try versions.finish() } catch StrataError.corrupted(let path, let offset, let reason) {
             report.fault(path, FileFault(offset: offset, reason: reason))
         } catch {}
+        if manifest != nil { checkCollections(dir, into: &report) }
         report.finish()
         return report
+    }
+
+    /// The records of the collections, checked as the library checks them where it reads them
+    /// (a store opens with them, and a read refuses them): each time series' chunks against its
+    /// value type, each document database's conflicting-revision entries and change feed. A
+    /// finding names the store directory and the record. When the store cannot be read as a
+    /// whole, that is a fault only if no file fault explains it (and, like a vanished file, a
+    /// note when the store changed meanwhile).
+    private static func checkCollections(_ dir: String, into report: inout VerifyReport) {
+        do {
+            let snapshot = try StoreImage.snapshot(directory: dir)
+            for finding in try SeriesInspector.findings(in: snapshot) + DocumentInspector.findings(in: snapshot) {
+                report.fault(dir, FileFault(offset: 0, reason: finding))
+            }
+        } catch {
+            if report.faults.isEmpty && report.vanished.isEmpty {
+                let fault = FileFault(error, at: 0)
+                report.vanished.append(VerifyReport.Fault(file: dir, offset: fault.offset, reason: fault.reason))
+            }
+        }
     }
 
     /// Verifies one segment or log file on its own (without a manifest to compare with).

@@ -90,7 +90,7 @@ extension StrataDump {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check every checksum, key order, index and count of a store (or of one file).",
+            abstract: "Check every checksum, key order, index and count of a store (or of one file), and its collections' records.",
             discussion: """
                 Prints one line per fault (file, offset, reason) and exits 1 if there is any, 0 if \
                 the store is clean. A torn log tail is a note, not a fault.

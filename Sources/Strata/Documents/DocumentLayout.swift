@@ -74,6 +74,11 @@ package enum DocumentLayout {
     }
 
     /// `(12, databaseId, documentId)`: the prefix of a document's conflicting revisions.
+    /// `(12, databaseId)`: the prefix of every conflicting-revision entry of a database.
+    static func conflictDatabasePrefix(_ databaseId: UInt64) -> [UInt8] {
+        tupleKey(.conflictingRevisions, databaseId)
+    }
+
     static func conflictPrefix(_ databaseId: UInt64, _ documentId: String) -> [UInt8] {
         tupleKey(.conflictingRevisions, databaseId, documentId)
     }

@@ -369,6 +369,11 @@ struct RevisionWriter: Sendable {
     /// skip without a word. One scan of the document's entries (none, for a document without
     /// conflicts). Throws a corruption naming the document and the revision.
     func checkConflictEntries(of documentID: String, tree: RevisionTree?, snapshot: Snapshot) throws {
+        try Self.checkConflictEntries(database: id, of: documentID, tree: tree, snapshot: snapshot)
+    }
+
+    /// ``checkConflictEntries(of:tree:snapshot:)`` for database `id` (also `strata-dump verify`'s).
+    static func checkConflictEntries(database id: UInt64, of documentID: String, tree: RevisionTree?, snapshot: Snapshot) throws {
         let prefix = DocumentLayout.conflictPrefix(id, documentID)
         let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
         while try cursor.next() {

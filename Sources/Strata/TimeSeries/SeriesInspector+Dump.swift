@@ -27,8 +27,10 @@ extension SeriesInspector: CollectionInspector {
         }
     }
 
+    /// The SEQUENCES column. A summary read from a damaged store may claim events with a next
+    /// sequence of 0: it prints as no range, not a trap.
     static func sequences(_ s: SeriesSummary) -> String {
-        s.count == 0 ? "- (next \(s.nextSequence))" : "\(s.firstSequence)…\(s.nextSequence - 1)"
+        s.count == 0 || s.nextSequence == 0 ? "- (next \(s.nextSequence))" : "\(s.firstSequence)…\(s.nextSequence - 1)"
     }
 
     static func render(_ all: [SeriesSummary]) -> String {
@@ -60,7 +62,7 @@ extension SeriesInspector: CollectionInspector {
         var out = "Time series \"\(s.path)\" (id \(s.id)), \(s.valueType)\n"
         out += "  events \(Format.count(s.count)) (\(Format.count(s.edits)) edits), sequences \(sequences(s)), retained \(s.retainedRange), subscription \(s.subscriptionRange), \(Format.bytes(s.bytes))\n"
         out += "  storage: \(storage(s.storage))\n"
-        if dump.events.count < Int(s.count) { out += "  showing the newest \(dump.events.count)\n" }
+        if UInt64(dump.events.count) < s.count { out += "  showing the newest \(dump.events.count)\n" }
         var table = TextTable(["SEQUENCE>", "TIMESTAMP", "AUTHOR", "EDIT OF>", "VALUE"])
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -55,7 +55,7 @@ public struct SeriesStorage: Codable, Sendable, Equatable {
     public var bitsPerValue: Double { chunkedEvents == 0 ? 0 : Double(valueBits) / Double(chunkedEvents) }
     /// Mean bytes per chunked event, every column included (before block compression).
     public var bytesPerChunkedEvent: Double {
-        chunkedEvents == 0 ? 0 : Double(timestampBits + valueBits + otherBits) / 8 / Double(chunkedEvents)
+        chunkedEvents == 0 ? 0 : (Double(timestampBits) + Double(valueBits) + Double(otherBits)) / 8 / Double(chunkedEvents)
     }
 }
 

@@ -165,7 +165,9 @@ package final class SeriesState: CollectionState {
             h.cutoff = cutoff
             let r = SeriesReader(snapshot: reader.snapshot, id: reader.id, head: h, baseTimestamp: reader.baseTimestamp, path: reader.path,
                                  valueKind: reader.valueKind)
-            cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: latest - ms)))
+            // A stored latest time near −2⁶³ (a hostile or damaged file): the threshold stops there.
+            let (threshold, overflow) = latest.subtractingReportingOverflow(ms)
+            cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: overflow ? .min : threshold)))
         }
         return min(cutoff, head.next - 1)
     }
@@ -311,7 +313,7 @@ package final class SeriesState: CollectionState {
             w.keyScratch.removeAll(keepingCapacity: true)
             EventRecord.appendUInt(first + UInt64(i), to: &w.keyScratch)
             w.valueScratch.removeAll(keepingCapacity: true)
-            EventRecord.appendHeader(timestampDelta: UInt64(times[i] - base), author: authorIndex, original: nil,
+            EventRecord.appendHeader(timestampDelta: UInt64(bitPattern: times[i] &- base), author: authorIndex, original: nil,
                                      to: &w.valueScratch)
             try encode(i, &w.valueScratch)
             batch.records.putRaw(prefix, w.keyScratch, w.valueScratch)
@@ -437,7 +439,8 @@ package final class SeriesState: CollectionState {
             w.cutoffTimestamp = nil
         }
         if let ms = w.payload.retainedMilliseconds, let latest = w.head.latestTimestamp {
-            let threshold = latest - ms
+            let (difference, overflow) = latest.subtractingReportingOverflow(ms)
+            let threshold = overflow ? Int64.min : difference
             // Stored events are read by one walk from the cutoff (a chunk is decoded once).
             var stored: SeriesEventCursor?
             while cutoff + 1 < next {

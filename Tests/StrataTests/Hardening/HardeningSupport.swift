@@ -138,6 +138,24 @@ enum Hardening {
                 run("documents dump") { _ = try DocumentInspector.dump(database: d.name, ofStoreAt: dir.path) }
             }
         }
+        // What the kinds' verbs print, as text and as JSON (the rendering does arithmetic too).
+        func printed<I: CollectionInspector>(_ kind: I.Type, _ collections: () throws -> [String]) {
+            for json in [false, true] {
+                run("\(I.commandName) printed") { _ = try I.run(storeAt: dir.path, arguments: CollectionInspectorArguments(), json: json) }
+                run("\(I.commandName) collections") {
+                    for c in try collections() {
+                        run("\(I.commandName) \(c) printed") {
+                            _ = try I.run(storeAt: dir.path, arguments: CollectionInspectorArguments(collection: c), json: json)
+                        }
+                    }
+                }
+            }
+        }
+        printed(PushInspector.self) { [] }
+        printed(SecurityInspector.self) { [] }
+        printed(SeriesInspector.self) { try SeriesInspector.series(ofStoreAt: dir.path).map(\.path) }
+        printed(ChannelInspector.self) { try ChannelInspector.channels(ofStoreAt: dir.path).map(\.name) }
+        printed(DocumentInspector.self) { try DocumentInspector.databases(ofStoreAt: dir.path).map(\.name) }
     }
 
     /// A u64 as a tuple-encoded unsigned integer element.
