@@ -485,12 +485,19 @@ extension DumpNeverTrapsTests {
             try Hardening.writeRaw(dir, [(catalogKey, Catalog.encode(CatalogEntry(id: entry.id, payload: p.encode())))])
             Hardening.typed("series \(field) \(v)") { _ = try SeriesInspector.series(ofStoreAt: dir.path) }
             Hardening.everyDumpVerb(dir)
-            if field == .baseTimestampWithRetainedDuration {
-                // The store's own retention, at the next append, finds the same threshold.
+            if field == .baseTimestampWithRetainedDuration || field == .baseTimestamp {
+                // The store's own retention, at the next append, finds the same threshold; and
+                // queries that count back from the latest time or an anchor's time do the same
+                // subtraction.
                 Hardening.typed("append \(field) \(v)") {
                     let store = try Store.open(at: dir.url)
                     defer { try? store.close() }
-                    try store.timeSeries("s", of: Double.self).append(1)
+                    let series = try store.timeSeries("s", of: Double.self)
+                    for query in [RangeQuery.values.fromLast(.seconds(1 << 50)), .values.untilLast(.seconds(1 << 50)),
+                                  .values.fromLast(1).previous(.seconds(1 << 50)), .values.fromLast(1).next(.seconds(1 << 50))] {
+                        Hardening.typed("query \(field) \(v)") { _ = try series.query(query) }
+                    }
+                    try series.append(1)
                 }
             }
         }
