@@ -265,6 +265,18 @@ package final class SeriesState: CollectionState {
         }
     }
 
+    /// `t − base` as a stored timestamp delta (§14.2), modulo 2⁶⁴. A writer's files never give a
+    /// new event's timestamp below the base (the base is the first event's, and timestamps never
+    /// decrease), so one below it means a damaged base timestamp or latest event: a corruption
+    /// naming the catalog entry, not a trap.
+    private func timestampDelta(_ t: Int64, base: Int64) throws -> UInt64 {
+        guard t >= base else {
+            throw StrataError.corrupted(file: "catalog entry time series \"\(path)\"", offset: 0,
+                                        reason: "base timestamp \(base) is after \(t), the timestamp of the next event")
+        }
+        return UInt64(bitPattern: t &- base)
+    }
+
     /// Adds the records of `count` appended events to `batch` and advances `w` as if they
     /// committed (the caller keeps `w` only if the batch commits). See ``append(count:timestamps:author:encode:)``.
     func stageAppend(_ w: inout Writer, count: Int, timestamps: [Int64]?, author: String?,
@@ -311,7 +323,7 @@ package final class SeriesState: CollectionState {
             w.keyScratch.removeAll(keepingCapacity: true)
             EventRecord.appendUInt(first + UInt64(i), to: &w.keyScratch)
             w.valueScratch.removeAll(keepingCapacity: true)
-            EventRecord.appendHeader(timestampDelta: UInt64(times[i] - base), author: authorIndex, original: nil,
+            EventRecord.appendHeader(timestampDelta: try timestampDelta(times[i], base: base), author: authorIndex, original: nil,
                                      to: &w.valueScratch)
             try encode(i, &w.valueScratch)
             batch.records.putRaw(prefix, w.keyScratch, w.valueScratch)
@@ -376,7 +388,7 @@ package final class SeriesState: CollectionState {
         payload.lastEditSequence = sequence
         payload.cutoff = w.head.cutoff
         w.valueScratch.removeAll(keepingCapacity: true)
-        EventRecord.appendHeader(timestampDelta: UInt64(t - base), author: authorIndex,
+        EventRecord.appendHeader(timestampDelta: try timestampDelta(t, base: base), author: authorIndex,
                                  original: (original, h.timestampDelta, h.author), to: &w.valueScratch)
         try encode(&w.valueScratch)
         batch.records.putRaw(EventRecord.key(series: id, sequence: sequence), w.valueScratch)

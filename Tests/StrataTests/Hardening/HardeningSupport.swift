@@ -140,6 +140,53 @@ enum Hardening {
         }
     }
 
+    /// Opens the store of `dir` (a refused open must leave every byte as it was), reads every
+    /// collection of the stores of KeyspaceFuzzTests and LayoutGeneratorTests (series `s` of
+    /// `Double`, channel `c` of `String`, database `db` with `index` named `byN`, the security
+    /// policy), writes to each, closes, and runs every `strata-dump` verb: any outcome but a trap,
+    /// an error that is not typed, or a refused open that changed a byte is fine. Returns the
+    /// open's refusal, if any.
+    @discardableResult
+    static func exerciseEveryCollection(_ dir: TemporaryDirectory, index: DocumentIndex,
+                                        sourceLocation: SourceLocation = #_sourceLocation) throws -> StrataError? {
+        let before = try files(dir)
+        var store: Store?
+        let refusal = typed("open", sourceLocation: sourceLocation) { store = try Store.open(at: dir.url) }
+        if let refusal {
+            #expect(try files(dir) == before, "refused open (\(refusal)) changed files", sourceLocation: sourceLocation)
+        }
+        if let store {
+            typed("series", sourceLocation: sourceLocation) {
+                let s = try store.timeSeries("s", of: Double.self)
+                _ = try s.query(.values)
+                _ = try s.query(.edits(.all))
+                _ = try s.append(1)
+            }
+            typed("channel", sourceLocation: sourceLocation) {
+                let ch = try store.channel("c", of: String.self)
+                _ = try ch.history()
+                _ = try ch.publish("x")
+            }
+            typed("documents", sourceLocation: sourceLocation) {
+                let db = try store.documents("db", indexes: [index])
+                _ = try db.document(id: "a")
+                _ = try db.conflicts(id: "a")
+                _ = try db.changes(since: 0)
+                _ = try db.query("byN", IndexQuery(.all))
+                _ = try db.save(Document(id: "b", fields: ["n": .int(2)]))
+                try db.delete(id: "a")
+            }
+            typed("security", sourceLocation: sourceLocation) {
+                _ = try store.securityPolicy()
+                _ = try store.setSecurityPolicy(SecurityPolicy())
+            }
+            typed("scan", sourceLocation: sourceLocation) { _ = try store.scan() }
+            try? store.close()
+        }
+        everyDumpVerb(dir, sourceLocation: sourceLocation)
+        return refusal
+    }
+
     /// A u64 as a tuple-encoded unsigned integer element.
     static func uint(_ v: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 9)

@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+@testable import Strata
+@_spi(Layers) import StrataFormat
+@_spi(Layers) import StrataEngine
+
+// Issue 23: the record generator of RecordGeneratorTests (RecordLayouts.swift) over the record
+// layouts of every keyspace but push — the catalog counter and entries (FORMAT.md §12, §14.1,
+// §15.1, §16.1), time-series events, edit events, the edit index and a chunk's header fields
+// (§14.2, §14.3, §14.6), channel messages and heads (§15.2, §15.3), document records with their
+// revision tree, dates, flags, revision and change sequence (§16.2), change-feed entries (§16.4),
+// index rows (§16.5) and the security policy (§17). Each layout is the record the API stored in
+// the base store, taken apart by the kinds of its fields (so the layout is checked to encode
+// exactly as the library does); each field in turn takes its variants (0, 1, 2^63 − 1, 2^63,
+// 2^64 − 1 in numbers, NaN and ±∞ in floats, each field's own worst case), and so do the key's
+// numbers. The record is written with valid checksums, then the store is opened (a refusal must
+// leave every byte as it was), every collection read and written, and every `strata-dump` verb
+// run: any outcome but a trap or an untyped error is fine. A deterministic sample of each
+// family's cases runs, the valid record always among them.
+
+private func tuple(_ build: (inout TupleKeyEncoder) -> Void) -> [UInt8] {
+    var e = TupleKeyEncoder()
+    build(&e)
+    return e.bytes
+}
+
+/// The store every case starts from, and the layouts of its records.
+private struct LayoutBase: Sendable {
+    let dir: TemporaryDirectory
+    let catalog: [Layout], series: [Layout], channel: [Layout], documents: [Layout], security: [Layout]
+    /// Layouts whose stored record was missing or did not read by its fields' kinds.
+    let unread: [String]
+
+    static let index = DocumentIndex(name: "byN", version: "1") { document, emit in emit(document["n"], nil) }
+
+    /// Series `s` of `Double` (events 0…19 in a chunk, event 20 and its edit 21 by `bob` as
+    /// event records), channel `c` of `String` with a retention and a limit and one message with
+    /// meta and publisher, database `db` with index `byN` and document `a` (a type, a channel),
+    /// and a security policy with a role, a path, a principal and a default role.
+    static func make() throws -> LayoutBase {
+        let dir = try TemporaryDirectory()
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        let s = try store.timeSeries("s", of: Double.self)
+        try s.append(contentsOf: (1...20).map(Double.init))
+        let c = try store.channel("c", of: String.self, options: ChannelOptions(retention: .seconds(30 * 86_400), limit: 100))
+        _ = try c.publish("hello", meta: .object(["k": .int(1)]), publisher: "alice")
+        let db = try store.documents("db", indexes: [index])
+        var document = Document(id: "a", fields: ["n": .int(1)])
+        document.metadata.type = "t"
+        document.metadata.channels = ["ch"]
+        _ = try db.save(document)
+        _ = try db.query("byN", IndexQuery(.all))
+        _ = try store.setSecurityPolicy(SecurityPolicy(
+            roles: ["trader": Role(global: [.viewSecurity], paths: ["prices": [.readTopic, .selectTopic]])],
+            principals: ["alice": ["trader"]], defaultRoles: ["trader"]))
+        try store.compact()
+        _ = try s.append(21)
+        _ = try s.edit(originalSequence: 20, value: 22, author: "bob")
+
+        func id(_ kind: CollectionKind, _ name: String) throws -> UInt64 {
+            try #require(try store.catalog.entry(kind: kind, name: name)).id
+        }
+        let sid = try id(.timeSeries, "s"), cid = try id(.channel, "c")
+        let dbid = try id(.documentDatabase, "db"), iid = try id(.documentIndex, "db\0byN")
+        var unread: [String] = []
+        func layout(_ name: String, _ key: [KeyPart], _ schema: [Field]) -> [Layout] {
+            let bytes = Layout(name: name, key: key, fields: []).keyBytes(key)
+            guard let stored = try? store.engine.get(bytes), let layout = Layout(name: name, key: key, stored: stored, schema: schema) else {
+                unread.append(name)
+                return []
+            }
+            return [layout]
+        }
+        func catalogKey(_ kind: CollectionKind, _ name: String) -> [KeyPart] {
+            [.bytes(Hardening.uint(0)), .number(kind.id), .bytes(tuple { $0.append(name) })]
+        }
+        let u8 = Field.u8(0), varint = Field.varint(0), string = Field.string(""), rest = Field.rest([])
+
+        let catalog = layout("catalog counter", [.bytes(Hardening.uint(0)), .number(0)], [varint])
+            + layout("catalog entry of a time series", catalogKey(.timeSeries, "s"),
+                     [varint, u8, string, u8, u8, u8, .signed(0), varint, varint, .names([])])
+            + layout("catalog entry of a channel", catalogKey(.channel, "c"), [varint, u8, string, u8, varint, varint])
+            + layout("catalog entry of a database", catalogKey(.documentDatabase, "db"), [varint, u8])
+            + layout("catalog entry of an index", catalogKey(.documentIndex, "db\0byN"), [varint, u8, u8, string, u8, u8, varint])
+
+        let seriesKey = { (keyspace: UInt64, numbers: [UInt64]) -> [KeyPart] in
+            [.bytes(Hardening.uint(keyspace)), .number(sid)] + numbers.map { .number($0) }
+        }
+        let series = layout("time-series event", seriesKey(2, [20]), [u8, varint, .f64(0)])
+            + layout("time-series edit event", seriesKey(2, [21]), [u8, varint, varint, varint, varint, varint, .f64(0)])
+            + layout("time-series edit index", seriesKey(8, [20, 21]), [rest])
+            // marker, kind, n, first, then the timestamp column's header and first timestamp.
+            + layout("time-series chunk", seriesKey(2, [19]), [u8, u8, varint, varint, u8, varint, .signed(0), rest])
+
+        let messagePrefix = Hardening.uint(3) + Hardening.uint(cid)
+        var timetoken: UInt64 = 0
+        if let messages = try? store.engine.snapshot().cursor(lower: messagePrefix, upper: TupleKey.prefixSuccessor(messagePrefix)),
+           (try? messages.next()) == true {
+            var d = TupleKeyDecoder(messages.withKey { Array($0) })
+            _ = try? d.nextUInt()
+            _ = try? d.nextUInt()
+            timetoken = (try? d.nextUInt()) ?? 0
+        }
+        let channel = layout("channel message", [.bytes(Hardening.uint(3)), .number(cid), .number(timetoken)], [u8, .blob([]), string, rest])
+            + layout("channel head", [.bytes(Hardening.uint(10)), .number(cid)], [.u64(0), .u64(0)])
+
+        let rowPrefix = Hardening.uint(5) + Hardening.uint(iid), emitZero = Hardening.uint(0)
+        var rowMiddle: [UInt8] = []
+        if let rows = try? store.engine.snapshot().cursor(lower: rowPrefix, upper: TupleKey.prefixSuccessor(rowPrefix)),
+           (try? rows.next()) == true {
+            let key = rows.withKey { Array($0) }
+            if key.count > rowPrefix.count + emitZero.count { rowMiddle = Array(key[rowPrefix.count..<(key.count - emitZero.count)]) }
+        }
+        let documents = layout("document record", [.bytes(Hardening.uint(4)), .number(dbid), .bytes(tuple { $0.append("a") })], [
+            u8, varint, varint, .f64(0), .f64(0),
+            varint, varint, u8, .bytes(Array(repeating: 0, count: 16)), varint, u8,  // the revision tree of one node
+            string, .names([]), rest,
+        ])
+            + layout("change-feed entry", [.bytes(Hardening.uint(6)), .number(dbid), .number(1)], [u8, varint, rest])
+            + layout("index row", [.bytes(Hardening.uint(5)), .number(iid), .bytes(rowMiddle), .number(0)], [rest])
+
+        let security = layout("security policy", [.bytes(Hardening.uint(16)), .number(0)], [
+            u8, varint, varint, string, varint, varint, string, varint, .names([]), varint, string, .names([]), .names([]),
+        ])
+        return LayoutBase(dir: dir, catalog: catalog, series: series, channel: channel, documents: documents,
+                          security: security, unread: unread)
+    }
+
+    static let shared: LayoutBase? = try? make()
+}
+
+/// A family's cases: every layout's, then a deterministic sample of at most `limit` of them that
+/// keeps every valid record.
+private func cases(_ family: (LayoutBase) -> [Layout], limit: Int, seed: UInt64) -> [CraftedRecord] {
+    guard let base = LayoutBase.shared else { return [] }
+    let all = family(base).flatMap(\.cases)
+    let valid = all.filter { $0.label.hasSuffix(" valid") }
+    var rng = SplitMix64(seed: seed)
+    let others = all.filter { !$0.label.hasSuffix(" valid") }.shuffled(using: &rng)
+    return valid + others.prefix(max(0, limit - valid.count))
+}
+
+@Suite struct LayoutGeneratorTests {
+    /// Writes the case's record into a copy of the base store and runs every reader on it.
+    private func run(_ c: CraftedRecord) throws {
+        let base = try #require(LayoutBase.shared)
+        let dir = try Hardening.copy(base.dir)
+        defer { dir.remove() }
+        try Hardening.writeRaw(dir, [(c.key, c.value)])
+        let refusal = try Hardening.exerciseEveryCollection(dir, index: LayoutBase.index)
+        if c.label.hasSuffix(" valid") { #expect(refusal == nil, "the valid record is refused: \(String(describing: refusal))") }
+    }
+
+    @Test("the base store's records read as their layouts say, field by field, and encode back to the same bytes")
+    func layoutsMatchTheStoredRecords() throws {
+        let base = try #require(LayoutBase.shared)
+        #expect(base.unread.isEmpty, "layouts that do not match the stored record: \(base.unread)")
+        #expect(base.catalog.count == 5 && base.series.count == 4 && base.channel.count == 2
+                && base.documents.count == 3 && base.security.count == 1)
+    }
+
+    @Test("catalog counter and entries of every kind, every field at its extremes: open, reads, writes and every dump verb never trap",
+          arguments: cases(\.catalog, limit: 90, seed: 1))
+    func catalogRecord(_ c: CraftedRecord) throws { try run(c) }
+
+    @Test("time-series events, edit events, edit index and chunk header, every field at its extremes: never trap",
+          arguments: cases(\.series, limit: 90, seed: 2))
+    func seriesRecord(_ c: CraftedRecord) throws { try run(c) }
+
+    @Test("channel messages and heads, every field at its extremes: never trap", arguments: cases(\.channel, limit: 60, seed: 3))
+    func channelRecord(_ c: CraftedRecord) throws { try run(c) }
+
+    @Test("document records (flags, revision, change sequence, dates, revision tree), change feed and index rows at their extremes: never trap",
+          arguments: cases(\.documents, limit: 90, seed: 4))
+    func documentRecord(_ c: CraftedRecord) throws { try run(c) }
+
+    @Test("the security policy record, every field at its extremes: never trap", arguments: cases(\.security, limit: 60, seed: 5))
+    func securityRecord(_ c: CraftedRecord) throws { try run(c) }
+}
