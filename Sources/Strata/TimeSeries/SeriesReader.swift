@@ -296,7 +296,7 @@ package struct SeriesReader {
             anchorTime = t
         case .last(let n): anchor = try fromEndPoint(view, n)
         case .lastDuration(let d):
-            let t = latest - (RangeQuery.milliseconds(d) ?? 0)
+            let t = SeriesTime.minus(latest, RangeQuery.milliseconds(d) ?? 0)
             anchor = try datePoint(view, t)
             anchorTime = t
         }
@@ -320,7 +320,7 @@ package struct SeriesReader {
             let (k, overflow) = n.addingReportingOverflow(1)
             return to(overflow ? .gap(cutoff) : try fromEndPoint(view, k))
         case .untilLastDuration(let d):
-            return to(try datePoint(view, latest - (RangeQuery.milliseconds(d) ?? 0)))
+            return to(try datePoint(view, SeriesTime.minus(latest, RangeQuery.milliseconds(d) ?? 0)))
         case .toSequence(let s): return to(try sequencePoint(view, s))
         case .toDate(let d): return to(try datePoint(view, RangeQuery.milliseconds(d) ?? 0))
         case .toStart: return to(.gap(cutoff))

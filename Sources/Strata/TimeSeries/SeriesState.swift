@@ -165,7 +165,7 @@ package final class SeriesState: CollectionState {
             h.cutoff = cutoff
             let r = SeriesReader(snapshot: reader.snapshot, id: reader.id, head: h, baseTimestamp: reader.baseTimestamp, path: reader.path,
                                  valueKind: reader.valueKind)
-            cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: latest - ms)))
+            cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: SeriesTime.minus(latest, ms))))
         }
         return min(cutoff, head.next - 1)
     }
@@ -449,7 +449,7 @@ package final class SeriesState: CollectionState {
             w.cutoffTimestamp = nil
         }
         if let ms = w.payload.retainedMilliseconds, let latest = w.head.latestTimestamp {
-            let threshold = latest - ms
+            let threshold = SeriesTime.minus(latest, ms)
             // Stored events are read by one walk from the cutoff (a chunk is decoded once).
             var stored: SeriesEventCursor?
             while cutoff + 1 < next {

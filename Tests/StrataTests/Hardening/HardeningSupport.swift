@@ -141,13 +141,13 @@ enum Hardening {
     }
 
     /// Opens the store of `dir` (a refused open must leave every byte as it was), reads every
-    /// collection of the stores of KeyspaceFuzzTests and LayoutGeneratorTests (series `s` of
-    /// `Double`, channel `c` of `String`, database `db` with `index` named `byN`, the security
+    /// collection of the stores of KeyspaceFuzzTests and LayoutGeneratorTests (the series of
+    /// `Double` named by `series`, channel `c` of `String`, database `db` with `index` named `byN`, the security
     /// policy), writes to each, closes, and runs every `strata-dump` verb: any outcome but a trap,
     /// an error that is not typed, or a refused open that changed a byte is fine. Returns the
     /// open's refusal, if any.
     @discardableResult
-    static func exerciseEveryCollection(_ dir: TemporaryDirectory, index: DocumentIndex,
+    static func exerciseEveryCollection(_ dir: TemporaryDirectory, index: DocumentIndex, series: [String] = ["s"],
                                         sourceLocation: SourceLocation = #_sourceLocation) throws -> StrataError? {
         let before = try files(dir)
         var store: Store?
@@ -156,11 +156,13 @@ enum Hardening {
             #expect(try files(dir) == before, "refused open (\(refusal)) changed files", sourceLocation: sourceLocation)
         }
         if let store {
-            typed("series", sourceLocation: sourceLocation) {
-                let s = try store.timeSeries("s", of: Double.self)
-                _ = try s.query(.values)
-                _ = try s.query(.edits(.all))
-                _ = try s.append(1)
+            for path in series {
+                typed("series \(path)", sourceLocation: sourceLocation) {
+                    let s = try store.timeSeries(path, of: Double.self)
+                    _ = try s.query(.values)
+                    _ = try s.query(.edits(.all))
+                    _ = try s.append(1)
+                }
             }
             typed("channel", sourceLocation: sourceLocation) {
                 let ch = try store.channel("c", of: String.self)
@@ -172,6 +174,7 @@ enum Hardening {
                 _ = try db.document(id: "a")
                 _ = try db.conflicts(id: "a")
                 _ = try db.changes(since: 0)
+                _ = try db.localDocument(id: "cp")
                 _ = try db.query("byN", IndexQuery(.all))
                 _ = try db.save(Document(id: "b", fields: ["n": .int(2)]))
                 try db.delete(id: "a")

@@ -8,18 +8,20 @@ import Testing
 // base timestamp is after the latest event's trapped the next append or edit (`t − base` negative,
 // or overflowing), and one whose cutoff is above 2⁶³ − 1 made the series' next sequence overflow
 // at the next append. The first is now a corruption naming the catalog entry when a write needs
-// the difference; the second is refused by the payload's decoder.
+// the difference; the second is refused by the payload's decoder. And a latest timestamp near
+// Int64.min (the base plus the delta wraps, as §14.2 allows) trapped the open of a series with a
+// retained duration (`latest − duration`): the difference now clamps.
 
 @Suite struct SeriesCatalogDamageTests {
     /// A closed store with series `s` of `Double` (three events a second apart, so the latest is
     /// stored as the base + 2,000 ms), its catalog payload rewritten by
     /// `damage` through the commit path.
-    private func damagedStore(_ damage: (inout SeriesPayload) -> Void) throws -> TemporaryDirectory {
+    private func damagedStore(options: TimeSeriesOptions? = nil, _ damage: (inout SeriesPayload) -> Void) throws -> TemporaryDirectory {
         let dir = try TemporaryDirectory()
         do {
             let store = try Store.open(at: dir.url)
             defer { try? store.close() }
-            let s = try store.timeSeries("s", of: Double.self)
+            let s = try store.timeSeries("s", of: Double.self, options: options)
             for i in 0..<3 { _ = try s.append(Double(i), timestamp: Date(timeIntervalSince1970: 1_700_000_000 + Double(i))) }
         }
         let store = try Store.open(at: dir.url)
@@ -60,6 +62,17 @@ import Testing
         let s = try store.timeSeries("s", of: Double.self)
         do { _ = try s.append(4) } catch is StrataError {}
         do { _ = try s.edit(originalSequence: 0, value: 5) } catch is StrataError {}
+    }
+
+    @Test("a series with a retained duration whose latest timestamp is near Int64.min opens, reads and appends without a trap")
+    func retainedDurationBelowTheSmallestTimestamp() throws {
+        let dir = try damagedStore(options: TimeSeriesOptions(retainedRange: .last(.seconds(60)))) { $0.baseTimestamp = Int64.min }
+        defer { dir.remove() }
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        let s = try store.timeSeries("s", of: Double.self)
+        #expect(try s.query(.values).events.count == 3, "all three are within the duration of the latest")
+        do { _ = try s.append(4) } catch is StrataError {}
     }
 
     @Test("a cutoff above 2^63 - 1 is refused by the payload decoder as a corruption naming the catalog entry",
