@@ -343,7 +343,7 @@ package struct SeriesReader {
             return (anchor.forwardStart, last)
         case .previousDuration(let d):
             guard let t = try timeOfAnchor() else { return nil }
-            return (try firstSequence(atLeast: t - (RangeQuery.milliseconds(d) ?? 0)), anchor.backwardEnd)
+            return (try firstSequence(atLeast: SeriesTime.minus(t, RangeQuery.milliseconds(d) ?? 0)), anchor.backwardEnd)
         }
     }
 

@@ -161,12 +161,20 @@ enum Hardening {
                     let s = try store.timeSeries(path, of: Double.self)
                     _ = try s.query(.values)
                     _ = try s.query(.edits(.all))
+                    // Time anchors and spans: differences from the latest timestamp, which a
+                    // damaged base can put anywhere.
+                    _ = try s.query(.values.fromLast(.seconds(60)))
+                    _ = try s.query(.values.from(Date(timeIntervalSince1970: 1_700_000_000)).next(.seconds(3_600)))
+                    _ = try s.query(.values.fromLast(5).untilLast(.seconds(1)))
+                    _ = try s.query(.edits(.all).from(sequence: 20).previous(.seconds(10)))
                     _ = try s.append(1)
                 }
             }
             typed("channel", sourceLocation: sourceLocation) {
                 let ch = try store.channel("c", of: String.self)
                 _ = try ch.history()
+                _ = try ch.history(start: Timetoken(0), end: Timetoken(.max), limit: 10)
+                _ = try ch.messageCount(since: Timetoken(0))
                 _ = try ch.publish("x")
             }
             typed("documents", sourceLocation: sourceLocation) {

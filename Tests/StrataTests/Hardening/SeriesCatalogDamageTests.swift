@@ -10,7 +10,8 @@ import Testing
 // at the next append. The first is now a corruption naming the catalog entry when a write needs
 // the difference; the second is refused by the payload's decoder. And a latest timestamp near
 // Int64.min (the base plus the delta wraps, as §14.2 allows) trapped the open of a series with a
-// retained duration (`latest − duration`): the difference now clamps.
+// retained duration (`latest − duration`) and queries with a duration before a time anchor: the
+// difference now clamps.
 
 @Suite struct SeriesCatalogDamageTests {
     /// A closed store with series `s` of `Double` (three events a second apart, so the latest is
@@ -64,7 +65,7 @@ import Testing
         do { _ = try s.edit(originalSequence: 0, value: 5) } catch is StrataError {}
     }
 
-    @Test("a series with a retained duration whose latest timestamp is near Int64.min opens, reads and appends without a trap")
+    @Test("a series with a retained duration whose latest timestamp is near Int64.min opens, reads (time anchors and spans too) and appends without a trap")
     func retainedDurationBelowTheSmallestTimestamp() throws {
         let dir = try damagedStore(options: TimeSeriesOptions(retainedRange: .last(.seconds(60)))) { $0.baseTimestamp = Int64.min }
         defer { dir.remove() }
@@ -72,6 +73,9 @@ import Testing
         defer { try? store.close() }
         let s = try store.timeSeries("s", of: Double.self)
         #expect(try s.query(.values).events.count == 3, "all three are within the duration of the latest")
+        #expect(try s.query(.values.fromLast(.seconds(60))).events.count == 3)
+        #expect(try s.query(.values.from(sequence: 2).previous(.seconds(10))).events.count == 3)
+        #expect(try s.query(.values.fromLast(3).untilLast(.seconds(1))).events.count == 2)
         do { _ = try s.append(4) } catch is StrataError {}
     }
 
