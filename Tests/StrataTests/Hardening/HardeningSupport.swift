@@ -142,12 +142,12 @@ enum Hardening {
 
     /// Opens the store of `dir` (a refused open must leave every byte as it was), reads every
     /// collection of the stores of KeyspaceFuzzTests and LayoutGeneratorTests (the series of
-    /// `Double` named by `series`, channel `c` of `String`, database `db` with `index` named `byN`, the security
+    /// `Double` named by `series`, channel `c` of `String`, database `db` with `indexes`, the security
     /// policy), writes to each, closes, and runs every `strata-dump` verb: any outcome but a trap,
     /// an error that is not typed, or a refused open that changed a byte is fine. Returns the
     /// open's refusal, if any.
     @discardableResult
-    static func exerciseEveryCollection(_ dir: TemporaryDirectory, index: DocumentIndex, series: [String] = ["s"],
+    static func exerciseEveryCollection(_ dir: TemporaryDirectory, indexes: [DocumentIndex], series: [String] = ["s"],
                                         sourceLocation: SourceLocation = #_sourceLocation) throws -> StrataError? {
         let before = try files(dir)
         var store: Store?
@@ -178,12 +178,14 @@ enum Hardening {
                 _ = try ch.publish("x")
             }
             typed("documents", sourceLocation: sourceLocation) {
-                let db = try store.documents("db", indexes: [index])
+                let db = try store.documents("db", indexes: indexes)
                 _ = try db.document(id: "a")
                 _ = try db.conflicts(id: "a")
+                _ = try db.document(id: "k")
+                _ = try db.conflicts(id: "k")
                 _ = try db.changes(since: 0)
                 _ = try db.localDocument(id: "cp")
-                _ = try db.query("byN", IndexQuery(.all))
+                for index in indexes { _ = try db.query(index.name, IndexQuery(.all)) }
                 _ = try db.save(Document(id: "b", fields: ["n": .int(2)]))
                 try db.delete(id: "a")
             }

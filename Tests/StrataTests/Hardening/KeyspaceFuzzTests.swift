@@ -112,6 +112,6 @@ private let records: [CraftedRecord] = {
         let dir = try Hardening.copy(base.dir)
         defer { dir.remove() }
         try Hardening.writeRaw(dir, [(c.key, c.value)])
-        try Hardening.exerciseEveryCollection(dir, index: Base.index)
+        try Hardening.exerciseEveryCollection(dir, indexes: [Base.index])
     }
 }

@@ -9,8 +9,8 @@ import Testing
 // §15.1, §16.1), time-series events, edit events, the edit index and a chunk's header fields
 // (§14.2, §14.3, §14.6), channel messages and heads (§15.2, §15.3), document records with their
 // revision tree, dates, flags, revision, change sequence and attachment list (§16.2), attachments
-// (§16.3), change-feed entries (§16.4), index rows (§16.5), local documents (§16.7) and the security
-// policy (§17). Each layout is the record the API stored in
+// (§16.3), change-feed entries (§16.4), index rows of a raw and a unicode index (§16.5),
+// conflicting revisions (§16.6), local documents (§16.7) and the security policy (§17). Each layout is the record the API stored in
 // the base store, taken apart by the kinds of its fields (so the layout is checked to encode
 // exactly as the library does); each field in turn takes its variants (0, 1, 2^63 − 1, 2^63,
 // 2^64 − 1 in numbers, NaN and ±∞ in floats, each field's own worst case), and so do the key's
@@ -32,12 +32,15 @@ private struct LayoutBase: Sendable {
     let unread: [String]
 
     static let index = DocumentIndex(name: "byN", version: "1") { document, emit in emit(document["n"], nil) }
+    static let unicodeIndex = DocumentIndex(name: "byU", version: "1", map: { document, emit in emit(document["n"], nil) },
+                                            collation: .unicode)
 
     /// Series `s` of `Double` (events 0…19 in a chunk, event 20 and its edit 21 by `bob` as
     /// event records), series `o` with a retained range of a count and a duration and a
     /// subscription range of a count (one event by `carol`), channel `c` of `String` with a
     /// retention and a limit and one message with meta and publisher, database `db` with index
-    /// `byN`, document `a` (a type, a channel, an attachment) and local document `cp`, and a
+    /// `byN` and unicode index `byU`, document `a` (a type, a channel, an attachment), document
+    /// `k` with a conflicting replicated revision, local document `cp`, and a
     /// security policy with a role, a path, a principal and a default role.
     static func make() throws -> LayoutBase {
         let dir = try TemporaryDirectory()
@@ -50,14 +53,21 @@ private struct LayoutBase: Sendable {
         _ = try o.append(1.5, timestamp: Date(timeIntervalSince1970: 1_700_000_000), author: "carol")
         let c = try store.channel("c", of: String.self, options: ChannelOptions(retention: .seconds(30 * 86_400), limit: 100))
         _ = try c.publish("hello", meta: .object(["k": .int(1)]), publisher: "alice")
-        let db = try store.documents("db", indexes: [index])
+        let db = try store.documents("db", indexes: [index, unicodeIndex])
         var document = Document(id: "a", fields: ["n": .int(1)])
         document.metadata.type = "t"
         document.metadata.channels = ["ch"]
         document.attachments["f"] = Attachment(data: Data("abc".utf8), contentType: "text/plain")
         _ = try db.save(document)
         try db.putLocalDocument(id: "cp", .object(["seq": .int(1)]))
+        // A conflict: a replicated first revision of `k` beside the local one.
+        _ = try db.save(Document(id: "k", fields: ["n": .int(3)]))
+        let date = Date(timeIntervalSince1970: 1_700_000_000)
+        try db.insertReplicatedRevisions([ReplicatedRevision(
+            documentID: "k", revisionID: try #require(RevisionID("1-0")), history: ["0"], isDeleted: false, fields: ["n": .int(4)],
+            type: nil, channels: [], createDate: date, lastChange: date, attachments: [:])])
         _ = try db.query("byN", IndexQuery(.all))
+        _ = try db.query("byU", IndexQuery(.all))
         _ = try store.setSecurityPolicy(SecurityPolicy(
             roles: ["trader": Role(global: [.viewSecurity], paths: ["prices": [.readTopic, .selectTopic]])],
             principals: ["alice": ["trader"]], defaultRoles: ["trader"]))
@@ -69,7 +79,7 @@ private struct LayoutBase: Sendable {
             try #require(try store.catalog.entry(kind: kind, name: name)).id
         }
         let sid = try id(.timeSeries, "s"), cid = try id(.channel, "c")
-        let dbid = try id(.documentDatabase, "db"), iid = try id(.documentIndex, "db\0byN")
+        let dbid = try id(.documentDatabase, "db"), iid = try id(.documentIndex, "db\0byN"), uid = try id(.documentIndex, "db\0byU")
         var unread: [String] = []
         func layout(_ name: String, _ key: [KeyPart], _ schema: [Field]) -> [Layout] {
             let bytes = Layout(name: name, key: key, fields: []).keyBytes(key)
@@ -92,6 +102,8 @@ private struct LayoutBase: Sendable {
             + layout("catalog entry of a channel", catalogKey(.channel, "c"), [varint, u8, string, u8, varint, varint])
             + layout("catalog entry of a database", catalogKey(.documentDatabase, "db"), [varint, u8])
             + layout("catalog entry of an index", catalogKey(.documentIndex, "db\0byN"), [varint, u8, u8, string, u8, u8, varint])
+            + layout("catalog entry of a unicode index", catalogKey(.documentIndex, "db\0byU"),
+                     [varint, u8, u8, string, u8, u8, .bytes([0, 0, 0, 0]), varint])
 
         let seriesKey = { (keyspace: UInt64, numbers: [UInt64]) -> [KeyPart] in
             [.bytes(Hardening.uint(keyspace)), .number(sid)] + numbers.map { .number($0) }
@@ -102,25 +114,27 @@ private struct LayoutBase: Sendable {
             // marker, kind, n, first, then the timestamp column's header and first timestamp.
             + layout("time-series chunk", seriesKey(2, [19]), [u8, u8, varint, varint, u8, varint, .signed(0), rest])
 
-        let messagePrefix = Hardening.uint(3) + Hardening.uint(cid)
-        var timetoken: UInt64 = 0
-        if let messages = try? store.engine.snapshot().cursor(lower: messagePrefix, upper: TupleKey.prefixSuccessor(messagePrefix)),
-           (try? messages.next()) == true {
-            var d = TupleKeyDecoder(messages.withKey { Array($0) })
-            _ = try? d.nextUInt()
-            _ = try? d.nextUInt()
-            timetoken = (try? d.nextUInt()) ?? 0
+        /// The key of the first record under `prefix`, nil if none.
+        func firstKey(_ prefix: [UInt8]) -> [UInt8]? {
+            guard let cursor = try? store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix)),
+                  (try? cursor.next()) == true else { return nil }
+            return cursor.withKey { Array($0) }
         }
+        var messageKey = TupleKeyDecoder(firstKey(Hardening.uint(3) + Hardening.uint(cid)) ?? [])
+        _ = try? messageKey.nextUInt()
+        _ = try? messageKey.nextUInt()
+        let timetoken = (try? messageKey.nextUInt()) ?? 0
         let channel = layout("channel message", [.bytes(Hardening.uint(3)), .number(cid), .number(timetoken)], [u8, .blob([]), string, rest])
             + layout("channel head", [.bytes(Hardening.uint(10)), .number(cid)], [.u64(0), .u64(0)])
 
-        let rowPrefix = Hardening.uint(5) + Hardening.uint(iid), emitZero = Hardening.uint(0)
-        var rowMiddle: [UInt8] = []
-        if let rows = try? store.engine.snapshot().cursor(lower: rowPrefix, upper: TupleKey.prefixSuccessor(rowPrefix)),
-           (try? rows.next()) == true {
-            let key = rows.withKey { Array($0) }
-            if key.count > rowPrefix.count + emitZero.count { rowMiddle = Array(key[rowPrefix.count..<(key.count - emitZero.count)]) }
+        /// An index row's key: `(5, id)`, the collation key(s) and document id as they are, emit index 0.
+        func rowKey(_ index: UInt64) -> [KeyPart] {
+            let prefix = Hardening.uint(5) + Hardening.uint(index), emitZero = Hardening.uint(0)
+            let key = firstKey(prefix) ?? prefix + emitZero
+            return [.bytes(Hardening.uint(5)), .number(index), .bytes(Array(key[prefix.count..<(key.count - emitZero.count)])), .number(0)]
         }
+        let conflictPrefix = Hardening.uint(12) + Hardening.uint(dbid)
+        let conflictKey = firstKey(conflictPrefix) ?? conflictPrefix
         let documents = layout("document record", [.bytes(Hardening.uint(4)), .number(dbid), .bytes(tuple { $0.append("a") })], [
             u8, varint, varint, .f64(0), .f64(0),
             varint, varint, u8, .bytes(Array(repeating: 0, count: 16)), varint, u8,  // the revision tree of one node
@@ -131,7 +145,11 @@ private struct LayoutBase: Sendable {
             + layout("attachment", [.bytes(Hardening.uint(7)), .number(dbid), .bytes(tuple { $0.append("a"); $0.append("f") })], [rest])
             + layout("local document", [.bytes(Hardening.uint(13)), .number(dbid), .bytes(tuple { $0.append("cp") })], [rest])
             + layout("change-feed entry", [.bytes(Hardening.uint(6)), .number(dbid), .number(1)], [u8, varint, rest])
-            + layout("index row", [.bytes(Hardening.uint(5)), .number(iid), .bytes(rowMiddle), .number(0)], [rest])
+            + layout("index row", rowKey(iid), [rest])
+            + layout("unicode index row", rowKey(uid), [rest])
+            // The losing revision: varint(n) ‖ its record (16.2 without a tree, no type or attachments) ‖ no attachment bytes.
+            + layout("conflicting revision", [.bytes(Hardening.uint(12)), .number(dbid), .bytes(Array(conflictKey[conflictPrefix.count...]))],
+                     [varint, u8, varint, varint, .f64(0), .f64(0), .names([]), rest])
 
         let security = layout("security policy", [.bytes(Hardening.uint(16)), .number(0)], [
             u8, varint, varint, string, varint, varint, string, varint, .names([]), varint, string, .names([]), .names([]),
@@ -143,7 +161,7 @@ private struct LayoutBase: Sendable {
     static let shared: LayoutBase? = try? make()
 }
 
-/// A family's cases: every case of every layout of it (no sampling: about 750 cases in all, which
+/// A family's cases: every case of every layout of it (no sampling: about 870 cases in all, which
 /// run in well under a minute in a debug build).
 private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
     guard let base = LayoutBase.shared else { return [] }
@@ -157,7 +175,8 @@ private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
         let dir = try Hardening.copy(base.dir)
         defer { dir.remove() }
         try Hardening.writeRaw(dir, [(c.key, c.value)])
-        let refusal = try Hardening.exerciseEveryCollection(dir, index: LayoutBase.index, series: ["s", "o"])
+        let refusal = try Hardening.exerciseEveryCollection(dir, indexes: [LayoutBase.index, LayoutBase.unicodeIndex],
+                                                            series: ["s", "o"])
         if c.label.hasSuffix(" valid") { #expect(refusal == nil, "the valid record is refused: \(String(describing: refusal))") }
     }
 
@@ -165,8 +184,8 @@ private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
     func layoutsMatchTheStoredRecords() throws {
         let base = try #require(LayoutBase.shared)
         #expect(base.unread.isEmpty, "layouts that do not match the stored record: \(base.unread)")
-        #expect(base.catalog.count == 6 && base.series.count == 4 && base.channel.count == 2
-                && base.documents.count == 5 && base.security.count == 1)
+        #expect(base.catalog.count == 7 && base.series.count == 4 && base.channel.count == 2
+                && base.documents.count == 7 && base.security.count == 1)
     }
 
     @Test("catalog counter and entries of every kind, every field at its extremes: open, reads, writes and every dump verb never trap",
@@ -180,7 +199,7 @@ private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
     @Test("channel messages and heads, every field at its extremes: never trap", arguments: cases(\.channel))
     func channelRecord(_ c: CraftedRecord) throws { try run(c) }
 
-    @Test("document records (flags, revision, change sequence, dates, revision tree, attachments), attachments, change feed, index rows and local documents at their extremes: never trap",
+    @Test("document records (flags, revision, change sequence, dates, revision tree, attachments), attachments, change feed, raw and unicode index rows, conflicting revisions and local documents at their extremes: never trap",
           arguments: cases(\.documents))
     func documentRecord(_ c: CraftedRecord) throws { try run(c) }
 
