@@ -143,11 +143,12 @@ enum Hardening {
     /// Opens the store of `dir` (a refused open must leave every byte as it was), reads every
     /// collection of the stores of KeyspaceFuzzTests and LayoutGeneratorTests (the series of
     /// `Double` named by `series`, channel `c` of `String`, database `db` with `indexes`, the security
-    /// policy), writes to each, closes, and runs every `strata-dump` verb: any outcome but a trap,
+    /// policy; `otherReads` reads the rest), writes to each, closes, and runs every `strata-dump` verb: any outcome but a trap,
     /// an error that is not typed, or a refused open that changed a byte is fine. Returns the
     /// open's refusal, if any.
     @discardableResult
     static func exerciseEveryCollection(_ dir: TemporaryDirectory, indexes: [DocumentIndex], series: [String] = ["s"],
+                                        otherReads: (Store) throws -> Void = { _ in },
                                         sourceLocation: SourceLocation = #_sourceLocation) throws -> StrataError? {
         let before = try files(dir)
         var store: Store?
@@ -194,6 +195,7 @@ enum Hardening {
                 _ = try store.setSecurityPolicy(SecurityPolicy())
             }
             typed("scan", sourceLocation: sourceLocation) { _ = try store.scan() }
+            typed("other reads", sourceLocation: sourceLocation) { try otherReads(store) }
             try? store.close()
         }
         everyDumpVerb(dir, sourceLocation: sourceLocation)

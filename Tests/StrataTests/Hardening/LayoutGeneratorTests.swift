@@ -6,17 +6,18 @@ import Testing
 
 // Issue 23: the record generator of RecordGeneratorTests (RecordLayouts.swift) over the record
 // layouts of every keyspace but push — the catalog counter and entries (FORMAT.md §12, §14.1,
-// §15.1, §16.1), time-series events, edit events, the edit index and a chunk's header fields
-// (§14.2, §14.3, §14.6), channel messages and heads (§15.2, §15.3), document records with their
-// revision tree, dates, flags, revision, change sequence and attachment list (§16.2), attachments
-// (§16.3), change-feed entries (§16.4), index rows of a raw and a unicode index (§16.5),
-// conflicting revisions (§16.6), local documents (§16.7) and the security policy (§17). Each layout is the record the API stored in
-// the base store, taken apart by the kinds of its fields (so the layout is checked to encode
-// exactly as the library does); each field in turn takes its variants (0, 1, 2^63 − 1, 2^63,
-// 2^64 − 1 in numbers, NaN and ±∞ in floats, each field's own worst case), and so do the key's
-// numbers. The record is written with valid checksums, then the store is opened (a refusal must
-// leave every byte as it was), every collection read and written, and every `strata-dump` verb
-// run: any outcome but a trap or an untyped error is fine, and the valid record must open.
+// §15.1, §16.1), time-series events, edit events, the edit index and the header fields of a chunk
+// of each value column (§14.2, §14.3, §14.6), channel messages and heads (§15.2, §15.3), document
+// records with their revision tree, dates, flags, revision, change sequence and attachment list
+// (§16.2), attachments (§16.3), change-feed entries (§16.4), index rows of a raw and a unicode
+// index (§16.5), conflicting revisions (§16.6), local documents (§16.7) and the security policy
+// (§17). Each layout is the record the API stored in the base store, taken apart by the kinds of
+// its fields (so the layout is checked to encode exactly as the library does); each field in turn
+// takes its variants (0, 1, 2^63 − 1, 2^63, 2^64 − 1 in numbers, NaN and ±∞ in floats, each
+// field's own worst case), and so do the key's numbers. The record is written with valid
+// checksums, then the store is opened (a refusal must leave every byte as it was), every
+// collection read and written, and every `strata-dump` verb run: any outcome but a trap or an
+// untyped error is fine, and the valid record must open.
 
 private func tuple(_ build: (inout TupleKeyEncoder) -> Void) -> [UInt8] {
     var e = TupleKeyEncoder()
@@ -37,7 +38,8 @@ private struct LayoutBase: Sendable {
 
     /// Series `s` of `Double` (events 0…19 in a chunk, event 20 and its edit 21 by `bob` as
     /// event records), series `o` with a retained range of a count and a duration and a
-    /// subscription range of a count (one event by `carol`), channel `c` of `String` with a
+    /// subscription range of a count (one event by `carol`), series `i` of `Int64` and `t` of
+    /// `String` (20 events each, in a chunk), channel `c` of `String` with a
     /// retention and a limit and one message with meta and publisher, database `db` with index
     /// `byN` and unicode index `byU`, document `a` (a type, a channel, an attachment), document
     /// `k` with a conflicting replicated revision, local document `cp`, and a
@@ -48,6 +50,14 @@ private struct LayoutBase: Sendable {
         defer { try? store.close() }
         let s = try store.timeSeries("s", of: Double.self)
         try s.append(contentsOf: (1...20).map(Double.init))
+        // Chunks of the other value columns: Int64 (kind 2) and bytes (kind 0).
+        let i = try store.timeSeries("i", of: Int64.self)
+        let t = try store.timeSeries("t", of: String.self)
+        for n in 0..<20 {
+            let at = Date(timeIntervalSince1970: 1_700_000_000 + Double(n * n))
+            _ = try i.append(Int64(n * n) - 100, timestamp: at, author: n % 3 == 0 ? "x" : "y")
+            _ = try t.append(String(repeating: "v", count: n), timestamp: at)
+        }
         let o = try store.timeSeries("o", of: Double.self, options: TimeSeriesOptions(
             retainedRange: .limit(100, last: .seconds(30 * 86_400)), subscriptionRange: .limit(5)))
         _ = try o.append(1.5, timestamp: Date(timeIntervalSince1970: 1_700_000_000), author: "carol")
@@ -79,6 +89,7 @@ private struct LayoutBase: Sendable {
             try #require(try store.catalog.entry(kind: kind, name: name)).id
         }
         let sid = try id(.timeSeries, "s"), cid = try id(.channel, "c")
+        let intID = try id(.timeSeries, "i"), stringID = try id(.timeSeries, "t")
         let dbid = try id(.documentDatabase, "db"), iid = try id(.documentIndex, "db\0byN"), uid = try id(.documentIndex, "db\0byU")
         var unread: [String] = []
         func layout(_ name: String, _ key: [KeyPart], _ schema: [Field]) -> [Layout] {
@@ -113,6 +124,10 @@ private struct LayoutBase: Sendable {
             + layout("time-series edit index", seriesKey(8, [20, 21]), [rest])
             // marker, kind, n, first, then the timestamp column's header and first timestamp.
             + layout("time-series chunk", seriesKey(2, [19]), [u8, u8, varint, varint, u8, varint, .signed(0), rest])
+            + layout("time-series chunk of Int64", [.bytes(Hardening.uint(2)), .number(intID), .number(19)],
+                     [u8, u8, varint, varint, u8, varint, .signed(0), rest])
+            + layout("time-series chunk of String", [.bytes(Hardening.uint(2)), .number(stringID), .number(19)],
+                     [u8, u8, varint, varint, u8, varint, .signed(0), rest])
 
         /// The key of the first record under `prefix`, nil if none.
         func firstKey(_ prefix: [UInt8]) -> [UInt8]? {
@@ -161,7 +176,7 @@ private struct LayoutBase: Sendable {
     static let shared: LayoutBase? = try? make()
 }
 
-/// A family's cases: every case of every layout of it (no sampling: about 870 cases in all, which
+/// A family's cases: every case of every layout of it (no sampling: about 990 cases in all, which
 /// run in well under a minute in a debug build).
 private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
     guard let base = LayoutBase.shared else { return [] }
@@ -176,7 +191,10 @@ private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
         defer { dir.remove() }
         try Hardening.writeRaw(dir, [(c.key, c.value)])
         let refusal = try Hardening.exerciseEveryCollection(dir, indexes: [LayoutBase.index, LayoutBase.unicodeIndex],
-                                                            series: ["s", "o"])
+                                                            series: ["s", "o"]) { store in
+            _ = try store.timeSeries("i", of: Int64.self).query(.values.fromLast(.seconds(100)))
+            _ = try store.timeSeries("t", of: String.self).query(.edits(.all).fromLast(3))
+        }
         if c.label.hasSuffix(" valid") { #expect(refusal == nil, "the valid record is refused: \(String(describing: refusal))") }
     }
 
@@ -184,7 +202,7 @@ private func cases(_ family: (LayoutBase) -> [Layout]) -> [CraftedRecord] {
     func layoutsMatchTheStoredRecords() throws {
         let base = try #require(LayoutBase.shared)
         #expect(base.unread.isEmpty, "layouts that do not match the stored record: \(base.unread)")
-        #expect(base.catalog.count == 7 && base.series.count == 4 && base.channel.count == 2
+        #expect(base.catalog.count == 7 && base.series.count == 6 && base.channel.count == 2
                 && base.documents.count == 7 && base.security.count == 1)
     }
 

@@ -7,7 +7,8 @@ import Testing
 @_spi(Layers) import StrataEngine
 
 // Issue 23: crafted records of every push record layout of FORMAT.md §18 (and the documents'
-// change feed and dates, §16), generated field by field: each field in turn takes 0, 1, 2^63 − 1,
+// change feed and dates, §16), generated field by field by the generator of RecordLayouts.swift
+// (which LayoutGeneratorTests runs over every other keyspace): each field in turn takes 0, 1, 2^63 − 1,
 // 2^63 and 2^64 − 1 (numbers), NaN, ±∞ and other edge values (floats), and its own worst case
 // (empty and oversized strings, text that is not UTF-8, counts past the bytes), the others keeping
 // a valid value; so do the numbers in the keys. Each record is written through the commit path
