@@ -168,6 +168,9 @@ enum Hardening {
                     _ = try s.query(.values.from(Date(timeIntervalSince1970: 1_700_000_000)).next(.seconds(3_600)))
                     _ = try s.query(.values.fromLast(5).untilLast(.seconds(1)))
                     _ = try s.query(.edits(.all).from(sequence: 20).previous(.seconds(10)))
+                    _ = try s.query(.values.from(sequence: 0).next(.seconds(10)))
+                    _ = try s.query(.values.from(Date.distantPast).to(Date.distantFuture))
+                    _ = try s.query(.values.fromLast(Int.max).limit(3))
                     _ = try s.append(1)
                 }
             }
@@ -176,6 +179,7 @@ enum Hardening {
                 _ = try ch.history()
                 _ = try ch.history(start: Timetoken(0), end: Timetoken(.max), limit: 10)
                 _ = try ch.messageCount(since: Timetoken(0))
+                _ = try ch.history(limit: 5, reverse: true)
                 _ = try ch.publish("x")
             }
             typed("documents", sourceLocation: sourceLocation) {
@@ -186,7 +190,13 @@ enum Hardening {
                 _ = try db.conflicts(id: "k")
                 _ = try db.changes(since: 0)
                 _ = try db.localDocument(id: "cp")
-                for index in indexes { _ = try db.query(index.name, IndexQuery(.all)) }
+                for index in indexes {
+                    _ = try db.query(index.name, IndexQuery(.all))
+                    var descending = IndexQuery.range(start: .int(5), end: .null)
+                    descending.descending = true
+                    _ = try db.query(index.name, descending)
+                    _ = try db.query(index.name, .keys([.int(1), .string("a")]))
+                }
                 _ = try db.save(Document(id: "b", fields: ["n": .int(2)]))
                 try db.delete(id: "a")
             }
