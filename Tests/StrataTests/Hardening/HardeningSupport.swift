@@ -140,12 +140,13 @@ enum Hardening {
         }
     }
 
-    /// Opens the store of `dir` (a refused open must leave every byte as it was), reads every
-    /// collection of the stores of KeyspaceFuzzTests and LayoutGeneratorTests (the series of
-    /// `Double` named by `series`, channel `c` of `String`, database `db` with `indexes`, the security
-    /// policy; `otherReads` reads the rest), writes to each, closes, and runs every `strata-dump` verb: any outcome but a trap,
-    /// an error that is not typed, or a refused open that changed a byte is fine. Returns the
-    /// open's refusal, if any.
+    /// Opens the store of `dir` and then each collection (a refused open, of the store or of a
+    /// collection, must leave every byte as it was), reads every collection of the stores of
+    /// KeyspaceFuzzTests and LayoutGeneratorTests (the series of `Double` named by `series`,
+    /// channel `c` of `String`, database `db` with `indexes`, the security policy; `otherReads`
+    /// reads the rest), writes to each, closes, and runs every `strata-dump` verb: any outcome but
+    /// a trap, an error that is not typed, or a refused open that changed a byte is fine. Returns
+    /// the store open's refusal, if any.
     @discardableResult
     static func exerciseEveryCollection(_ dir: TemporaryDirectory, indexes: [DocumentIndex], series: [String] = ["s"],
                                         otherReads: (Store) throws -> Void = { _ in },
@@ -157,6 +158,20 @@ enum Hardening {
             #expect(try files(dir) == before, "refused open (\(refusal)) changed files", sourceLocation: sourceLocation)
         }
         if let store {
+            // Each collection's open first: one that is refused (its records are corrupt) must
+            // not have written a byte either. (Nothing else writes meanwhile: the base stores
+            // are far from a flush.)
+            func openCollection(_ what: String, _ body: () throws -> Void) {
+                guard let before = try? files(dir) else { return }
+                if let refusal = typed("open of \(what)", sourceLocation: sourceLocation, body) {
+                    #expect((try? files(dir)) == before, "refused open of \(what) (\(refusal)) changed files",
+                            sourceLocation: sourceLocation)
+                }
+            }
+            for path in series { openCollection("series \(path)") { _ = try store.timeSeries(path, of: Double.self) } }
+            openCollection("channel c") { _ = try store.channel("c", of: String.self) }
+            openCollection("database db") { _ = try store.documents("db", indexes: indexes) }
+            openCollection("security policy") { _ = try store.securityPolicy() }
             for path in series {
                 typed("series \(path)", sourceLocation: sourceLocation) {
                     let s = try store.timeSeries(path, of: Double.self)
