@@ -145,6 +145,9 @@ package struct SeriesPayload: Sendable, Equatable {
             case let k: throw bad("bad base flag \(k)")
             }
             payload.cutoff = try r.varint("cutoff")
+            // A sequence (section 2, "Limit"): a larger cutoff would make the series' next
+            // sequence pass 2⁶⁴ − 1 at the next append.
+            guard payload.cutoff <= UInt64(Int64.max) else { throw bad("cutoff \(payload.cutoff) above 2⁶³ − 1") }
             let edit = try r.varint("last edit sequence")
             payload.lastEditSequence = edit == 0 ? nil : edit - 1
             let authors = try r.count("author count")

@@ -281,13 +281,6 @@ package struct SeriesReader {
 
     // MARK: Evaluation
 
-    /// `t` less a query's duration, stopping at −2⁶³: a stored time that near the limit comes
-    /// only from a damaged or crafted file (the API keeps times within ±2⁵³ ms).
-    private static func time(_ t: Int64, minus d: Duration) -> Int64 {
-        let (difference, overflow) = t.subtractingReportingOverflow(RangeQuery.milliseconds(d) ?? 0)
-        return overflow ? .min : difference
-    }
-
     /// The inclusive sequence bounds `A…B` of what `query` selects: the view's elements within.
     func select(_ query: RangeQuery) throws -> (Int64, Int64)? {
         guard head.next > head.cutoff, let latest = head.latestTimestamp else { return nil }
@@ -303,7 +296,7 @@ package struct SeriesReader {
             anchorTime = t
         case .last(let n): anchor = try fromEndPoint(view, n)
         case .lastDuration(let d):
-            let t = Self.time(latest, minus: d)
+            let t = SeriesTime.minus(latest, RangeQuery.milliseconds(d) ?? 0)
             anchor = try datePoint(view, t)
             anchorTime = t
         }
@@ -327,7 +320,7 @@ package struct SeriesReader {
             let (k, overflow) = n.addingReportingOverflow(1)
             return to(overflow ? .gap(cutoff) : try fromEndPoint(view, k))
         case .untilLastDuration(let d):
-            return to(try datePoint(view, Self.time(latest, minus: d)))
+            return to(try datePoint(view, SeriesTime.minus(latest, RangeQuery.milliseconds(d) ?? 0)))
         case .toSequence(let s): return to(try sequencePoint(view, s))
         case .toDate(let d): return to(try datePoint(view, RangeQuery.milliseconds(d) ?? 0))
         case .toStart: return to(.gap(cutoff))
@@ -350,7 +343,7 @@ package struct SeriesReader {
             return (anchor.forwardStart, last)
         case .previousDuration(let d):
             guard let t = try timeOfAnchor() else { return nil }
-            return (try firstSequence(atLeast: Self.time(t, minus: d)), anchor.backwardEnd)
+            return (try firstSequence(atLeast: SeriesTime.minus(t, RangeQuery.milliseconds(d) ?? 0)), anchor.backwardEnd)
         }
     }
 

@@ -165,9 +165,7 @@ package final class SeriesState: CollectionState {
             h.cutoff = cutoff
             let r = SeriesReader(snapshot: reader.snapshot, id: reader.id, head: h, baseTimestamp: reader.baseTimestamp, path: reader.path,
                                  valueKind: reader.valueKind)
-            // A stored latest time near −2⁶³ (a hostile or damaged file): the threshold stops there.
-            let (threshold, overflow) = latest.subtractingReportingOverflow(ms)
-            cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: overflow ? .min : threshold)))
+            cutoff = max(cutoff, UInt64(try r.firstSequence(atLeast: SeriesTime.minus(latest, ms))))
         }
         return min(cutoff, head.next - 1)
     }
@@ -267,6 +265,18 @@ package final class SeriesState: CollectionState {
         }
     }
 
+    /// `t − base` as a stored timestamp delta (§14.2), modulo 2⁶⁴. A writer's files never give a
+    /// new event's timestamp below the base (the base is the first event's, and timestamps never
+    /// decrease), so one below it means a damaged base timestamp or latest event: a corruption
+    /// naming the catalog entry, not a trap.
+    private func timestampDelta(_ t: Int64, base: Int64) throws -> UInt64 {
+        guard t >= base else {
+            throw StrataError.corrupted(file: "catalog entry time series \"\(path)\"", offset: 0,
+                                        reason: "base timestamp \(base) is after \(t), the timestamp of the next event")
+        }
+        return UInt64(bitPattern: t &- base)
+    }
+
     /// Adds the records of `count` appended events to `batch` and advances `w` as if they
     /// committed (the caller keeps `w` only if the batch commits). See ``append(count:timestamps:author:encode:)``.
     func stageAppend(_ w: inout Writer, count: Int, timestamps: [Int64]?, author: String?,
@@ -313,7 +323,7 @@ package final class SeriesState: CollectionState {
             w.keyScratch.removeAll(keepingCapacity: true)
             EventRecord.appendUInt(first + UInt64(i), to: &w.keyScratch)
             w.valueScratch.removeAll(keepingCapacity: true)
-            EventRecord.appendHeader(timestampDelta: UInt64(bitPattern: times[i] &- base), author: authorIndex, original: nil,
+            EventRecord.appendHeader(timestampDelta: try timestampDelta(times[i], base: base), author: authorIndex, original: nil,
                                      to: &w.valueScratch)
             try encode(i, &w.valueScratch)
             batch.records.putRaw(prefix, w.keyScratch, w.valueScratch)
@@ -378,7 +388,7 @@ package final class SeriesState: CollectionState {
         payload.lastEditSequence = sequence
         payload.cutoff = w.head.cutoff
         w.valueScratch.removeAll(keepingCapacity: true)
-        EventRecord.appendHeader(timestampDelta: UInt64(t - base), author: authorIndex,
+        EventRecord.appendHeader(timestampDelta: try timestampDelta(t, base: base), author: authorIndex,
                                  original: (original, h.timestampDelta, h.author), to: &w.valueScratch)
         try encode(&w.valueScratch)
         batch.records.putRaw(EventRecord.key(series: id, sequence: sequence), w.valueScratch)
@@ -439,8 +449,7 @@ package final class SeriesState: CollectionState {
             w.cutoffTimestamp = nil
         }
         if let ms = w.payload.retainedMilliseconds, let latest = w.head.latestTimestamp {
-            let (difference, overflow) = latest.subtractingReportingOverflow(ms)
-            let threshold = overflow ? Int64.min : difference
+            let threshold = SeriesTime.minus(latest, ms)
             // Stored events are read by one walk from the cutoff (a chunk is decoded once).
             var stored: SeriesEventCursor?
             while cutoff + 1 < next {

@@ -24,6 +24,14 @@ enum SeriesTime {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
+    /// `t − duration`, clamped to `Int64` (the earliest time an event within `duration` of `t` may
+    /// have). A stored latest timestamp is the base plus a delta modulo 2⁶⁴ (§14.2), so in a
+    /// damaged file it may be near `Int64.min`: the difference must clamp, not trap.
+    static func minus(_ t: Int64, _ duration: Int64) -> Int64 {
+        let (r, overflow) = t.subtractingReportingOverflow(duration)
+        return overflow ? (duration > 0 ? .min : .max) : r
+    }
+
     /// Whole milliseconds of a non-negative duration (truncated); nil if negative or huge.
     static func milliseconds(_ duration: Duration) -> Int64? {
         let (seconds, attoseconds) = duration.components

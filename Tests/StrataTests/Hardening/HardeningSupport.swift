@@ -158,6 +158,93 @@ enum Hardening {
         printed(DocumentInspector.self) { try DocumentInspector.databases(ofStoreAt: dir.path).map(\.name) }
     }
 
+    /// Opens the store of `dir` and then each collection (a refused open, of the store or of a
+    /// collection, must leave every byte as it was), reads every collection of the stores of
+    /// KeyspaceFuzzTests and LayoutGeneratorTests (the series of `Double` named by `series`,
+    /// channel `c` of `String`, database `db` with `indexes`, the security policy; `otherReads`
+    /// reads the rest), writes to each, closes, and runs every `strata-dump` verb: any outcome but
+    /// a trap, an error that is not typed, or a refused open that changed a byte is fine. Returns
+    /// the store open's refusal, if any.
+    @discardableResult
+    static func exerciseEveryCollection(_ dir: TemporaryDirectory, indexes: [DocumentIndex], series: [String] = ["s"],
+                                        otherReads: (Store) throws -> Void = { _ in },
+                                        sourceLocation: SourceLocation = #_sourceLocation) throws -> StrataError? {
+        let before = try files(dir)
+        var store: Store?
+        let refusal = typed("open", sourceLocation: sourceLocation) { store = try Store.open(at: dir.url) }
+        if let refusal {
+            #expect(try files(dir) == before, "refused open (\(refusal)) changed files", sourceLocation: sourceLocation)
+        }
+        if let store {
+            // Each collection's open first: one that is refused (its records are corrupt) must
+            // not have written a byte either. (Nothing else writes meanwhile: the base stores
+            // are far from a flush.)
+            func openCollection(_ what: String, _ body: () throws -> Void) {
+                guard let before = try? files(dir) else { return }
+                if let refusal = typed("open of \(what)", sourceLocation: sourceLocation, body) {
+                    #expect((try? files(dir)) == before, "refused open of \(what) (\(refusal)) changed files",
+                            sourceLocation: sourceLocation)
+                }
+            }
+            for path in series { openCollection("series \(path)") { _ = try store.timeSeries(path, of: Double.self) } }
+            openCollection("channel c") { _ = try store.channel("c", of: String.self) }
+            openCollection("database db") { _ = try store.documents("db", indexes: indexes) }
+            openCollection("security policy") { _ = try store.securityPolicy() }
+            for path in series {
+                typed("series \(path)", sourceLocation: sourceLocation) {
+                    let s = try store.timeSeries(path, of: Double.self)
+                    _ = try s.query(.values)
+                    _ = try s.query(.edits(.all))
+                    // Time anchors and spans: differences from the latest timestamp, which a
+                    // damaged base can put anywhere.
+                    _ = try s.query(.values.fromLast(.seconds(60)))
+                    _ = try s.query(.values.from(Date(timeIntervalSince1970: 1_700_000_000)).next(.seconds(3_600)))
+                    _ = try s.query(.values.fromLast(5).untilLast(.seconds(1)))
+                    _ = try s.query(.edits(.all).from(sequence: 20).previous(.seconds(10)))
+                    _ = try s.query(.values.from(sequence: 0).next(.seconds(10)))
+                    _ = try s.query(.values.from(Date.distantPast).to(Date.distantFuture))
+                    _ = try s.query(.values.fromLast(Int.max).limit(3))
+                    _ = try s.append(1)
+                }
+            }
+            typed("channel", sourceLocation: sourceLocation) {
+                let ch = try store.channel("c", of: String.self)
+                _ = try ch.history()
+                _ = try ch.history(start: Timetoken(0), end: Timetoken(.max), limit: 10)
+                _ = try ch.messageCount(since: Timetoken(0))
+                _ = try ch.history(limit: 5, reverse: true)
+                _ = try ch.publish("x")
+            }
+            typed("documents", sourceLocation: sourceLocation) {
+                let db = try store.documents("db", indexes: indexes)
+                _ = try db.document(id: "a")
+                _ = try db.conflicts(id: "a")
+                _ = try db.document(id: "k")
+                _ = try db.conflicts(id: "k")
+                _ = try db.changes(since: 0)
+                _ = try db.localDocument(id: "cp")
+                for index in indexes {
+                    _ = try db.query(index.name, IndexQuery(.all))
+                    var descending = IndexQuery.range(start: .int(5), end: .null)
+                    descending.descending = true
+                    _ = try db.query(index.name, descending)
+                    _ = try db.query(index.name, .keys([.int(1), .string("a")]))
+                }
+                _ = try db.save(Document(id: "b", fields: ["n": .int(2)]))
+                try db.delete(id: "a")
+            }
+            typed("security", sourceLocation: sourceLocation) {
+                _ = try store.securityPolicy()
+                _ = try store.setSecurityPolicy(SecurityPolicy())
+            }
+            typed("scan", sourceLocation: sourceLocation) { _ = try store.scan() }
+            typed("other reads", sourceLocation: sourceLocation) { try otherReads(store) }
+            try? store.close()
+        }
+        everyDumpVerb(dir, sourceLocation: sourceLocation)
+        return refusal
+    }
+
     /// A u64 as a tuple-encoded unsigned integer element.
     static func uint(_ v: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 9)

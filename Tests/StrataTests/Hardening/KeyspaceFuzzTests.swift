@@ -16,13 +16,6 @@ import Testing
 // `strata-dump` verb run: any outcome but a trap or an untyped error is fine, and a refused open
 // changes no byte. The full product is 570 records; a deterministic sample of 160 of them runs.
 
-struct CraftedRecord: CustomTestStringConvertible, Sendable {
-    let label: String
-    let key: [UInt8]
-    let value: [UInt8]
-    var testDescription: String { label }
-}
-
 /// The store every case starts from: series `s` (Double, some events chunked), channel `c`,
 /// database `db` with index `byN` and a document, a security policy, and their catalog ids.
 private struct Base: Sendable {
@@ -119,35 +112,6 @@ private let records: [CraftedRecord] = {
         let dir = try Hardening.copy(base.dir)
         defer { dir.remove() }
         try Hardening.writeRaw(dir, [(c.key, c.value)])
-        let before = try Hardening.files(dir)
-        var store: Store?
-        if let refusal = Hardening.typed("open", { store = try Store.open(at: dir.url) }) {
-            #expect(try Hardening.files(dir) == before, "refused open (\(refusal)) changed files")
-        }
-        if let store {
-            Hardening.typed("series") {
-                let s = try store.timeSeries("s", of: Double.self)
-                _ = try s.query(.values)
-                _ = try s.query(.edits(.all))
-                _ = try s.append(1)
-            }
-            Hardening.typed("channel") {
-                let ch = try store.channel("c", of: String.self)
-                _ = try ch.history()
-                _ = try ch.publish("x")
-            }
-            Hardening.typed("documents") {
-                let db = try store.documents("db", indexes: [Base.index])
-                _ = try db.document(id: "a")
-                _ = try db.conflicts(id: "a")
-                _ = try db.query("byN", IndexQuery(.all))
-                _ = try db.save(Document(id: "b", fields: ["n": .int(2)]))
-                try db.delete(id: "a")
-            }
-            Hardening.typed("security") { _ = try store.setSecurityPolicy(SecurityPolicy()) }
-            Hardening.typed("scan") { _ = try store.scan() }
-            try? store.close()
-        }
-        Hardening.everyDumpVerb(dir)
+        try Hardening.exerciseEveryCollection(dir, indexes: [Base.index])
     }
 }
