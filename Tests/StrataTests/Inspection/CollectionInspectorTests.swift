@@ -180,4 +180,18 @@ func storeWithEveryKind(in dir: URL) throws {
             }
         }
     }
+
+    @Test("strata-dump series --json prints a Double series holding NaN and ±infinity, as strings JSON can carry")
+    func nonFiniteDoublesInJSON() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        do {
+            let store = try Store.open(at: dir.url)
+            defer { try? store.close() }
+            try store.timeSeries("s", of: Double.self).append(contentsOf: [.nan, .infinity, -.infinity, 1.5])
+        }
+        let json = try SeriesInspector.run(storeAt: dir.path, arguments: CollectionInspectorArguments(collection: "s"), json: true)
+        #expect((try? JSONSerialization.jsonObject(with: Data(json.utf8))) != nil, "\(json)")
+        for spelled in ["\"NaN\"", "\"Infinity\"", "\"-Infinity\"", "1.5"] { #expect(json.contains(spelled), "\(spelled) in \(json)") }
+    }
 }
