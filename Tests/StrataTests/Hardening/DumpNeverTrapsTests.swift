@@ -84,18 +84,8 @@ import Testing
     @Test("documents: a NaN or infinite stored date is a finding naming the document, not a trap")
     func documentDates() throws {
         for bad in [Double.nan, .infinity, -.infinity] {
-            let dir = try TemporaryDirectory()
+            let (dir, key) = try Hardening.oneDocumentStore()
             defer { dir.remove() }
-            var key: [UInt8] = []
-            do {
-                let store = try Store.open(at: dir.url)
-                defer { try? store.close() }
-                _ = try store.documents("db").save(Document(id: "a", fields: ["n": .int(1)]))
-                let prefix = Keyspace.documents.prefix
-                let cursor = try store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-                #expect(try cursor.next())
-                key = cursor.withKey { Array($0) }
-            }
             var value = try #require(try Hardening.stored(dir, key))
             // flags, revision 1, change sequence 1, then the two dates (FORMAT.md 16.2).
             #expect(value[1] == 1 && value[2] == 1)
@@ -400,18 +390,8 @@ extension DumpNeverTrapsTests {
 
     @Test("documents: revision and change sequence at 0, 1, 2^63 − 1, 2^63, 2^64 − 1; each date NaN, ±infinite, ±huge", arguments: DocumentField.allCases)
     func documentField(_ field: DocumentField) throws {
-        let base = try TemporaryDirectory()
+        let (base, key) = try Hardening.oneDocumentStore()
         defer { base.remove() }
-        var key: [UInt8] = []
-        do {
-            let store = try Store.open(at: base.url)
-            defer { try? store.close() }
-            _ = try store.documents("db").save(Document(id: "a", fields: ["n": .int(1)]))
-            let prefix = Keyspace.documents.prefix
-            let cursor = try store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-            #expect(try cursor.next())
-            key = cursor.withKey { Array($0) }
-        }
         let value = try #require(try Hardening.stored(base, key))
         // flags, revision 1, change sequence 1, then the two dates (FORMAT.md 16.2).
         #expect(value[1] == 1 && value[2] == 1)

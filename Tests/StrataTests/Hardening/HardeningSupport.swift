@@ -77,6 +77,19 @@ enum Hardening {
         return dir
     }
 
+    /// A closed store whose database `db` holds document `a` (`{"n": 1}`), and that document's
+    /// record key (FORMAT.md §16.2).
+    static func oneDocumentStore() throws -> (dir: TemporaryDirectory, key: [UInt8]) {
+        let dir = try TemporaryDirectory()
+        let store = try Store.open(at: dir.url)
+        defer { try? store.close() }
+        _ = try store.documents("db").save(Document(id: "a", fields: ["n": .int(1)]))
+        let prefix = Keyspace.documents.prefix
+        let cursor = try store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+        guard try cursor.next() else { throw StrataError.notFound(kind: .document, name: "a", reason: "no document record") }
+        return (dir, cursor.withKey { Array($0) })
+    }
+
     /// The stored value of `key` in a closed store (opened and closed for it).
     static func stored(_ dir: TemporaryDirectory, _ key: [UInt8]) throws -> [UInt8]? {
         let store = try Store.open(at: dir.url)

@@ -82,20 +82,10 @@ private let cases: [CraftedRecord] = layouts.flatMap(\.cases)
     @Test("change-feed keys at every extreme and document dates at every float edge: open, read, write and every dump verb never trap",
           arguments: Hardening.extremes.map { Optional($0) } + [nil])
     func documentRecords(_ sequence: UInt64?) throws {
-        let dir = try TemporaryDirectory()
+        let (dir, key) = try Hardening.oneDocumentStore()
         defer { dir.remove() }
-        var key: [UInt8] = [], id: UInt64 = 0
-        do {
-            let store = try Store.open(at: dir.url)
-            defer { try? store.close() }
-            _ = try store.documents("db").save(Document(id: "a", fields: ["n": .int(1)]))
-            let prefix = Keyspace.documents.prefix
-            let cursor = try store.engine.snapshot().cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
-            #expect(try cursor.next())
-            key = cursor.withKey { Array($0) }
-            var d = TupleKeyDecoder(key[prefix.count...])
-            id = try d.nextUInt()
-        }
+        var d = TupleKeyDecoder(key[Keyspace.documents.prefix.count...])
+        let id = try d.nextUInt()
         if let sequence {
             try Hardening.writeRaw(dir, [(DocumentLayout.changeKey(id, sequence),
                                           DocumentLayout.changeValue(id: "z", isDeletion: false, revision: 1))])
