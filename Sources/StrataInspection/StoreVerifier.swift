@@ -182,16 +182,19 @@ public enum StoreVerifier {
     }
 
     /// The records of the collections, checked as the library checks them where it reads them
-    /// (a store opens with them, and a read refuses them): each time series' chunks against its
-    /// value type, each document database's conflicting-revision entries and change feed. A
+    /// (a store opens with them, and a read refuses them), by each registered kind's inspector
+    /// (``CollectionInspector/findings(in:)``): each time series' chunks against its value type,
+    /// each document database's conflicting-revision entries and change feed. A
     /// finding names the store directory and the record. When the store cannot be read as a
     /// whole, that is a fault only if no file fault explains it (and, like a vanished file, a
     /// note when the store changed meanwhile).
     private static func checkCollections(_ dir: String, into report: inout VerifyReport) {
         do {
             let snapshot = try StoreImage.snapshot(directory: dir)
-            for finding in try SeriesInspector.findings(in: snapshot) + DocumentInspector.findings(in: snapshot) {
-                report.fault(dir, FileFault(offset: 0, reason: finding))
+            for inspector in StoreCollections.inspectors {
+                for finding in try inspector.findings(in: snapshot) {
+                    report.fault(dir, FileFault(offset: 0, reason: finding))
+                }
             }
         } catch {
             if report.faults.isEmpty && report.vanished.isEmpty {

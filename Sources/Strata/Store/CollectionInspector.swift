@@ -1,3 +1,5 @@
+@_spi(Layers) import StrataEngine
+
 /// A collection kind's view in `strata-dump`: the subcommand that lists a store's collections of
 /// the kind (or prints one of them), read from the store's files without opening it.
 ///
@@ -19,6 +21,15 @@ package protocol CollectionInspector: SendableMetatype {
     /// and with their defaults applied (``validated(_:)``). Errors are the inspector's own
     /// (`StrataError`, `InspectionError`); the tool turns them into its exit status.
     static func run(storeAt directory: String, arguments: CollectionInspectorArguments, json: Bool) throws -> String
+
+    /// What `strata-dump verify` finds wrong in the kind's records of `snapshot`, checked as the
+    /// library checks them where it reads them; each finding names its collection and record.
+    /// A kind without such checks has none (the default).
+    static func findings(in snapshot: Snapshot) throws -> [String]
+}
+
+extension CollectionInspector {
+    package static func findings(in snapshot: Snapshot) throws -> [String] { [] }
 }
 
 /// The arguments a ``CollectionInspector``'s subcommand accepts, with their help texts. An
