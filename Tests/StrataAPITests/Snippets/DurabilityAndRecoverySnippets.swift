@@ -55,9 +55,9 @@ if stats.damage > 0, let last = stats.lastDamage {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:276
-func snippet_DurabilityAndRecovery_276(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 277)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:279
+func snippet_DurabilityAndRecovery_279(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 280)
 
 
 var options = StoreOptions()
