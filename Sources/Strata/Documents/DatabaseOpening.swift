@@ -38,11 +38,7 @@ struct DatabaseOpening {
         var next: UInt64 = 1
         if try cursor.next() {
             let key = cursor.withKey { Array($0) }
-            var decoder = TupleKeyDecoder(key[prefix.count...])
-            guard let last = try? decoder.nextUInt(), decoder.isAtEnd else {
-                throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
-                                            reason: "bad change key \(TupleKey.describe(key))")
-            }
+            let last = try DocumentLayout.changeSequence(fromKey: key, prefixLength: prefix.count, database: name)
             next = try CounterLimit.next(after: last, "change sequence",
                                          file: "change feed of document database \(name.debugDescription)")
         }

@@ -58,12 +58,13 @@ extension DocumentInspector {
             let feed = snapshot.cursor(lower: changes, upper: TupleKey.prefixSuccessor(changes))
             while try feed.next() {
                 let key = feed.withKey { Array($0) }
-                var decoder = TupleKeyDecoder(key[changes.count...])
-                guard let sequence = try? decoder.nextUInt(), decoder.isAtEnd else {
-                    out.append("\(database): bad change key \(TupleKey.describe(key))")
+                let sequence: UInt64, change: DocumentLayout.ChangeEntry
+                do {
+                    sequence = try DocumentLayout.changeSequence(fromKey: key, prefixLength: changes.count, database: name)
+                } catch {
+                    out.append("\(database): \(error)")
                     continue
                 }
-                let change: DocumentLayout.ChangeEntry
                 do {
                     change = try DocumentLayout.decodeChange(feed.value, sequence: sequence)
                 } catch {

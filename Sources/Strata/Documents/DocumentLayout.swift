@@ -93,6 +93,18 @@ package enum DocumentLayout {
         tupleKey(.localDocuments, databaseId, id)
     }
 
+    /// The change sequence of a change-feed key, the one unsigned element after `prefixLength`
+    /// bytes (the database's ``changePrefix(_:)``). Anything else is a corruption of the feed of
+    /// database `name`, naming the key.
+    static func changeSequence(fromKey key: [UInt8], prefixLength: Int, database name: String) throws -> UInt64 {
+        var decoder = TupleKeyDecoder(key[prefixLength...])
+        guard let sequence = try? decoder.nextUInt(), decoder.isAtEnd else {
+            throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
+                                        reason: "bad change key \(TupleKey.describe(key))")
+        }
+        return sequence
+    }
+
     /// `(6, databaseId)`: the prefix of a database's change feed.
     package static func changePrefix(_ databaseId: UInt64) -> [UInt8] {
         var e = TupleKeyEncoder(reservingCapacity: 8)

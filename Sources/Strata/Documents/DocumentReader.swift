@@ -107,11 +107,7 @@ package struct DocumentReader: Sendable {
         var last = since
         while out.count < limit, try cursor.next() {
             let key = cursor.withKey { Array($0) }
-            var decoder = TupleKeyDecoder(key[prefix.count...])
-            guard let sequence = try? decoder.nextUInt(), decoder.isAtEnd else {
-                throw StrataError.corrupted(file: "change feed of document database \(name.debugDescription)", offset: 0,
-                                            reason: "bad change key \(TupleKey.describe(key))")
-            }
+            let sequence = try DocumentLayout.changeSequence(fromKey: key, prefixLength: prefix.count, database: name)
             out.append(try DocumentLayout.decodeChange(cursor.value, sequence: sequence))
             last = sequence
         }
