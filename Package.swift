@@ -28,6 +28,9 @@ let package = Package(
         // The library needs only swift-log 1.0's API; the tests' log handler implements
         // `log(event:)`, which 1.11 added.
         .package(url: "https://github.com/apple/swift-log", from: "1.11.0"),
+        // AES-256-GCM, HKDF and HMAC for encryption at rest (StoreOptions.encryptionKey,
+        // StrataFiles/Encryption): CryptoKit's API, on BoringSSL on Linux. Either major version.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // liblz4 through pkg-config; Debian's liblz4-dev and Homebrew's lz4 provide the header
@@ -61,7 +64,7 @@ let package = Package(
         ),
         .target(
             name: "StrataFiles",
-            dependencies: ["StrataFormat", "CStrataSupport"],
+            dependencies: ["StrataFormat", "CStrataSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: [.swiftLanguageMode(.v6)] + invariants
         ),
         .target(

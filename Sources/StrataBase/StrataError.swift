@@ -81,6 +81,19 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A replication could not reach its gateway, or the gateway answered with an error or with
     /// an answer that does not parse; the message names the URL and what happened.
     case network(String)
+    /// The encryption key does not fit the store (``EncryptionKeyProblem``): the store is
+    /// encrypted and no key was given, the key is not the one its files were sealed with, or a
+    /// key was given for a store written in clear. `store` is the store's directory (or, for a
+    /// file read on its own, the file); nothing was changed.
+    ///
+    /// ```swift
+    /// do {
+    ///     let store = try Store.open(at: url, options: StoreOptions(encryptionKey: key))
+    /// } catch StrataError.encryptionKey(let store, .wrongKey) {
+    ///     print("\(store) was encrypted with another key")
+    /// }
+    /// ```
+    case encryptionKey(store: String, problem: EncryptionKeyProblem)
 
     public var description: String {
         switch self {
@@ -108,6 +121,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "subscriber overflow: \(what)"
         case .network(let what):
             return "replication: \(what)"
+        case .encryptionKey(let store, let problem):
+            return "encryption key: \(problem) (\(store))"
         case .permissionDenied(let principal, let permission, let path):
             let on = path.map { " on \($0.debugDescription)" } ?? ""
             return "permission denied: principal \(principal.debugDescription) lacks \(permission)\(on)"

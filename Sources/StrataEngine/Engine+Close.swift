@@ -117,7 +117,7 @@ extension Engine {
             let path = directory + "/" + FileNames.log(number)
             let newLog: LogWriter
             do {
-                newLog = try LogWriter(path: path, number: number, fileSystem: options.fileSystem)
+                newLog = try LogWriter(path: path, number: number, fileSystem: options.fileSystem, key: options.encryptionKey)
             } catch {
                 // Nothing names the new log: an empty log above `logNumber`, which the next open
                 // replays (no record) and deletes if it is still there.

@@ -223,7 +223,7 @@ extension Engine {
             do {
                 // The old log is complete: make it durable before writes move on to the new one.
                 try log.sync()
-                newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number, fileSystem: options.fileSystem)
+                newLog = try LogWriter(path: directory + "/" + FileNames.log(number), number: number, fileSystem: options.fileSystem, key: options.encryptionKey)
                 // A synchronous write acknowledged from the new log must not lose the log's name.
                 try newLog.sync()
                 try options.fileSystem.syncDirectory(directory)

@@ -120,7 +120,7 @@ extension Engine {
     package func installable(_ written: [SegmentMetadata]) throws -> [SegmentReader] {
         let readers: [SegmentReader]
         do {
-            readers = try Self.openSegments(written, directory: directory, cache: cache, fileSystem: options.fileSystem)
+            readers = try Self.openSegments(written, directory: directory, cache: cache, fileSystem: options.fileSystem, key: options.encryptionKey)
         } catch {
             for s in written {
                 let path = directory + "/" + FileNames.segment(s.number)
@@ -156,9 +156,9 @@ extension Engine {
 
     /// Readers for segments just written.
     package static func openSegments(_ written: [SegmentMetadata], directory: String, cache: BlockCache?,
-                                      fileSystem: FileSystem) throws -> [SegmentReader] {
+                                      fileSystem: FileSystem, key: EncryptionKey?) throws -> [SegmentReader] {
         try written.map {
-            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache, fileSystem: fileSystem)
+            try SegmentReader(path: directory + "/" + FileNames.segment($0.number), number: $0.number, cache: cache, fileSystem: fileSystem, key: key)
         }
     }
 
@@ -178,7 +178,7 @@ extension Engine {
             #if STRATA_INVARIANTS
             m.checkInvariants()
             #endif
-            try m.write(directory: directory, fileSystem: options.fileSystem, mayHaveReplaced: &mayHaveReplaced)
+            try m.write(directory: directory, fileSystem: options.fileSystem, key: options.encryptionKey, mayHaveReplaced: &mayHaveReplaced)
         } catch {
             let e = Self.strataError(error, path: directory + "/" + FileNames.manifest, operation: "rename")
             if mayHaveReplaced {

@@ -38,6 +38,14 @@ package struct EngineOptions: Sendable {
     /// (faults and observers of tests; the OS alone by default).
     package var fileSystem = FileSystem.real
 
+    /// The store's key (``StoreOptions/encryptionKey``): every log, segment and manifest the
+    /// engine writes is sealed with it, and every one it reads must be. Kept in the segment
+    /// options, which the segment writers take.
+    package var encryptionKey: EncryptionKey? {
+        get { segment.encryptionKey }
+        set { segment.encryptionKey = newValue }
+    }
+
     /// The defaults; callers set what they change.
     package init() {}
 }

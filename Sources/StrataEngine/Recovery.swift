@@ -88,7 +88,7 @@ package struct EngineRecovery {
 
     private static func read(directory: String, options: EngineOptions, cache: BlockCache?) throws -> Plan {
         let manifestPath = directory + "/" + FileNames.manifest
-        let existing = try Manifest.read(directory: directory, fileSystem: options.fileSystem)
+        let existing = try Manifest.read(directory: directory, fileSystem: options.fileSystem, key: options.encryptionKey)
         let names = try options.fileSystem.listDirectory(directory)
         var logsOnDisk: [UInt64] = []
         var segmentsOnDisk = Set<UInt64>()
@@ -149,7 +149,7 @@ package struct EngineRecovery {
                     throw StrataError.corrupted(file: path, offset: 0, reason: "segment listed in the manifest is missing")
                 }
                 // Manifest.decode refused sizes that do not fit an Int.
-                readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize), fileSystem: options.fileSystem))
+                readers.append(try SegmentReader(path: path, number: s.number, cache: cache, expectedSize: Int(s.fileSize), fileSystem: options.fileSystem, key: options.encryptionKey))
             }
             runs.append(SortedRun(segments: readers))
         }
@@ -161,7 +161,20 @@ package struct EngineRecovery {
         var logs: [ReplayedLog] = []
         for n in replay {
             let path = directory + "/" + FileNames.log(n)
-            let reader = try LogReader(path: path, fileSystem: options.fileSystem)
+            let reader: LogReader
+            do {
+                reader = try LogReader(path: path, fileSystem: options.fileSystem, key: options.encryptionKey)
+            } catch let error as StrataError {
+                // A key change (Store.changeEncryptionKey) creates the log its new manifest names,
+                // under the new key, before that manifest replaces the old one: a crash in between
+                // leaves it beside the old manifest. It holds no record (a header only), so
+                // nothing is lost by taking it for an empty log (deleted below).
+                guard case .encryptionKey = error,
+                      let size = try? options.fileSystem.withFile(path, flags: .readOnly, { try $0.size() }),
+                      size == LogFormat.headerSize || size == LogFormat.encryptedHeaderSize
+                else { throw error }
+                reader = try LogReader(path: path, bytes: [])
+            }
             try versions.check(version: reader.formatVersion, path: path)
             if reader.formatVersion != nil && reader.logNumber != n {
                 throw StrataError.corrupted(file: path, offset: 12,
@@ -250,7 +263,7 @@ package struct EngineRecovery {
         m.formatVersion = Manifest.version
         if plan.isNewStore {
             // The manifest comes before any log: no crash leaves a log without one.
-            try m.write(directory: directory, fileSystem: options.fileSystem)
+            try m.write(directory: directory, fileSystem: options.fileSystem, key: options.encryptionKey)
         }
         var runs = plan.runs
         var active = plan.active
@@ -275,7 +288,7 @@ package struct EngineRecovery {
                 if !written.isEmpty {
                     try options.fileSystem.syncDirectory(directory)
                     for run in written.reversed() {
-                        runs.insert(SortedRun(segments: try Engine.openSegments(run, directory: directory, cache: cache, fileSystem: options.fileSystem)), at: 0)
+                        runs.insert(SortedRun(segments: try Engine.openSegments(run, directory: directory, cache: cache, fileSystem: options.fileSystem, key: options.encryptionKey)), at: 0)
                     }
                 }
                 logsToDelete += liveLogs
@@ -294,7 +307,7 @@ package struct EngineRecovery {
             // manifest names is never missing after a crash.
             let path = directory + "/" + FileNames.log(nextNumber)
             do {
-                log = try LogWriter(path: path, number: nextNumber, fileSystem: options.fileSystem)
+                log = try LogWriter(path: path, number: nextNumber, fileSystem: options.fileSystem, key: options.encryptionKey)
             } catch {
                 if (try? options.fileSystem.exists(path)) == true { try? options.fileSystem.remove(path) }
                 throw error
@@ -320,7 +333,7 @@ package struct EngineRecovery {
         m.lastSequence = plan.lastSequence
         m.runs.insert(contentsOf: written, at: 0)
         do {
-            try m.write(directory: directory, fileSystem: options.fileSystem)
+            try m.write(directory: directory, fileSystem: options.fileSystem, key: options.encryptionKey)
         } catch {
             // The rename may have happened: the new log and segments stay (unlisted, they are
             // deleted at the next open; listed, they are needed).

@@ -6,9 +6,10 @@
 /// state at some moment of that process's writes, with a torn log tail left out).
 package enum StoreImage {
     /// A snapshot of everything the files in `directory` hold: the manifest's segments plus the
-    /// records of the logs it does not cover. Segments are read without a block cache.
-    package static func snapshot(directory: String, fileSystem: FileSystem = .real) throws -> Snapshot {
-        guard let manifest = try Manifest.read(directory: directory, fileSystem: fileSystem) else {
+    /// records of the logs it does not cover. Segments are read without a block cache. `key`
+    /// opens an encrypted store's files.
+    package static func snapshot(directory: String, fileSystem: FileSystem = .real, key: EncryptionKey? = InspectionKey.current) throws -> Snapshot {
+        guard let manifest = try Manifest.read(directory: directory, fileSystem: fileSystem, key: key) else {
             throw StrataError.notFound(kind: .store, name: directory, reason: "no Strata store at \(directory) (no \(FileNames.manifest))")
         }
         var runs: [SortedRun] = []
@@ -16,7 +17,7 @@ package enum StoreImage {
             var readers: [SegmentReader] = []
             for s in run {
                 let path = directory + "/" + FileNames.segment(s.number)
-                readers.append(try SegmentReader(path: path, number: s.number, cache: nil, expectedSize: Int(s.fileSize), fileSystem: fileSystem))
+                readers.append(try SegmentReader(path: path, number: s.number, cache: nil, expectedSize: Int(s.fileSize), fileSystem: fileSystem, key: key))
             }
             runs.append(SortedRun(segments: readers))
         }
@@ -32,7 +33,7 @@ package enum StoreImage {
         var check = LogReplayCheck()
         for n in logs.sorted() {
             let path = directory + "/" + FileNames.log(n)
-            for record in try LogReader(path: path, fileSystem: fileSystem).records {
+            for record in try LogReader(path: path, fileSystem: fileSystem, key: key).records {
                 try check.check(record, path: path, decodingOperations: false)
                 batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
             }

@@ -10,13 +10,23 @@
 /// record v1 := maskedCRC:u32 | length:u32 | type:u8 | payload[length]   (read only; the CRC
 ///              covers the length, type and payload bytes)
 /// ```
+///
+/// An encrypted store's logs are version 3: version 2's 24-byte header, then
+/// `keyIdentifier:16 | salt:16 | maskedCRC:u32` (the CRC over those 32 bytes; 60 bytes in all), and each record has version 2's layout with its payload sealed (ciphertext then
+/// a 16-byte tag; `length` counts both), the tag covering record bytes 4..<17 (length, type,
+/// sequence) and the nonce the record's offset (FORMAT.md 4.1).
 package enum LogFormat {
     package static let magic: [UInt8] = Array("STRATLOG".utf8)  // never change
     /// The version new logs are written in.
     package static let version: UInt32 = 2
+    /// The version of an encrypted store's logs: version 2's records, payloads sealed.
+    package static let encryptedVersion: UInt32 = 3
     /// Versions this build reads.
-    package static let readableVersions: ClosedRange<UInt32> = 1...2
+    package static let readableVersions: ClosedRange<UInt32> = 1...3
     package static let headerSize = 24
+    /// The header of version 3: version 2's (magic, version, log number, CRC), then the key
+    /// identifier, the salt and their CRC.
+    package static let encryptedHeaderSize = 24 + EncryptionKey.identifierSize + FileCipher.saltSize + 4
     /// The record header of the version written now.
     package static let recordHeaderSize = recordHeaderSizeV2
     package static let recordHeaderSizeV1 = 9
@@ -42,24 +52,43 @@ package enum LogFormat {
         return h
     }
 
+    /// The header of a version 3 (encrypted) log sealed by `cipher`.
+    package static func encryptedHeader(logNumber: UInt64, cipher: FileCipher) -> [UInt8] {
+        var h = header(logNumber: logNumber, version: encryptedVersion)
+        var e = cipher.keyIdentifier + cipher.salt
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(e)), to: &e)
+        h.append(contentsOf: e)
+        return h
+    }
+
     /// The first sequence number of a batch payload (its first 8 bytes), 0 if it is shorter.
     package static func batchSequence(_ payload: UnsafeRawBufferPointer) -> UInt64 {
         payload.count >= 8 ? LittleEndian.uint64(payload, at: 0) : 0
     }
 
     /// Appends a version-2 record (header, then payload) to `out`.
-    package static func appendRecord(type: RecordType, sequence: UInt64, payload: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    /// With `cipher`, the payload is sealed as the record at file offset `position` (version 3).
+    package static func appendRecord(type: RecordType, sequence: UInt64, payload: UnsafeRawBufferPointer, to out: inout [UInt8],
+                                     cipher: FileCipher? = nil, position: UInt64 = 0) {
         let start = out.count
         out.append(contentsOf: [0, 0, 0, 0])
-        LittleEndian.append(UInt32(truncatingIfNeeded: payload.count), to: &out)
+        LittleEndian.append(UInt32(truncatingIfNeeded: payload.count + (cipher == nil ? 0 : FileCipher.tagSize)), to: &out)
         out.append(type.rawValue)
         LittleEndian.append(sequence, to: &out)
-        LittleEndian.append(CRC32C.mask(CRC32C.checksum(payload)), to: &out)
+        if let cipher {
+            var sealed: [UInt8] = []
+            sealed.reserveCapacity(payload.count + FileCipher.tagSize)
+            out.withUnsafeBytes { cipher.seal(payload, position: position, header: UnsafeRawBufferPointer(rebasing: $0[(start + 4)..<(start + 17)]), to: &sealed) }
+            LittleEndian.append(CRC32C.mask(CRC32C.checksum(sealed)), to: &out)
+            out.append(contentsOf: sealed)
+        } else {
+            LittleEndian.append(CRC32C.mask(CRC32C.checksum(payload)), to: &out)
+        }
         let crc = out.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 4)..<(start + 21)]))) }
         withUnsafeBytes(of: crc.littleEndian) { m in
             for i in 0..<4 { out[start + i] = m[i] }
         }
-        out.append(contentsOf: payload)
+        if cipher == nil { out.append(contentsOf: payload) }
     }
 }
 
@@ -70,13 +99,25 @@ package final class LogWriter: @unchecked Sendable {
     private let file: SystemFile
     package private(set) var size: Int
     private var scratch: [UInt8] = []
+    /// Seals the records of an encrypted store's log (version 3).
+    private let cipher: FileCipher?
+    /// The error of a failed append; every later append throws it.
+    private var poisoned: (any Error)?
 
-    /// Creates a new log file and writes its header (not yet synced).
-    package init(path: String, number: UInt64, fileSystem: FileSystem) throws {
+    /// Creates a new log file and writes its header (not yet synced); a version 3 log sealed with
+    /// `key` when one is given.
+    package convenience init(path: String, number: UInt64, fileSystem: FileSystem, key: EncryptionKey? = nil) throws {
+        try self.init(path: path, number: number, fileSystem: fileSystem,
+                      cipher: key.map { FileCipher.forNewFile(key: $0, purpose: .log, fileNumber: number) })
+    }
+
+    /// A log sealed by `cipher` (a new file's: FORMAT.md 11.4 makes one with a fixed salt).
+    package init(path: String, number: UInt64, fileSystem: FileSystem, cipher: FileCipher?) throws {
         self.path = path
         self.number = number
+        self.cipher = cipher
         self.file = try fileSystem.open(path, flags: [.writeOnly, .create, .exclusive, .append])
-        let header = LogFormat.header(logNumber: number)
+        let header = cipher.map { LogFormat.encryptedHeader(logNumber: number, cipher: $0) } ?? LogFormat.header(logNumber: number)
         do { try file.write(header) } catch { file.close(); throw error }
         self.size = header.count
     }
@@ -85,9 +126,16 @@ package final class LogWriter: @unchecked Sendable {
     /// A batch payload begins with its first sequence number, which the record header repeats.
     package func append(type: LogFormat.RecordType, payload: UnsafeRawBufferPointer) throws {
         precondition(payload.count <= LogFormat.maxRecordLength, "record too large")
+        // A failed write may have left part of a record at `size`: sealing another one at the same
+        // position would reuse its nonce (FileCipher), so a log that failed takes no more records.
+        if let poisoned { throw poisoned }
         scratch.removeAll(keepingCapacity: true)
-        LogFormat.appendRecord(type: type, sequence: LogFormat.batchSequence(payload), payload: payload, to: &scratch)
-        try file.write(scratch)
+        LogFormat.appendRecord(type: type, sequence: LogFormat.batchSequence(payload), payload: payload, to: &scratch,
+                               cipher: cipher, position: UInt64(size))
+        do { try file.write(scratch) } catch {
+            poisoned = error
+            throw error
+        }
         size += scratch.count
         if scratch.capacity > 4 << 20 { scratch = [] }
     }

@@ -74,6 +74,12 @@ package struct LogReader {
             }
         }
 
+        /// Takes ownership of `storage` (allocated by the caller), of which the first `count` bytes
+        /// are the log's.
+        package init(adopting storage: UnsafeMutableRawBufferPointer, count: Int) {
+            buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<count])
+        }
+
         package init(copying bytes: [UInt8]) {
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
             bytes.withUnsafeBytes { b.copyMemory(from: $0) }
@@ -114,24 +120,30 @@ package struct LogReader {
         }
     }
 
-    /// Reads and checks the whole log.
-    package init(path: String, fileSystem: FileSystem) throws {
-        try self.init(path: path, bytes: try Bytes(reading: path, fileSystem: fileSystem))
+    /// The key identifier in the header of an encrypted (version 3) log; nil in a log in clear.
+    package let keyIdentifier: [UInt8]?
+
+    /// Reads and checks the whole log. `key` is the store's: a version 3 log needs the key it was
+    /// sealed with, and its records are opened (their tags checked) here; a log in clear refuses a
+    /// key (``StrataError/encryptionKey(store:problem:)`` naming the log).
+    package init(path: String, fileSystem: FileSystem, key: EncryptionKey? = nil) throws {
+        try self.init(path: path, bytes: try Bytes(reading: path, fileSystem: fileSystem), key: key)
     }
 
-    package init(path: String, bytes: [UInt8]) throws {
-        try self.init(path: path, bytes: Bytes(copying: bytes))
+    package init(path: String, bytes: [UInt8], key: EncryptionKey? = nil) throws {
+        try self.init(path: path, bytes: Bytes(copying: bytes), key: key)
     }
 
-    private init(path: String, bytes storage: Bytes) throws {
+    private init(path: String, bytes storage: Bytes, key: EncryptionKey?) throws {
         self.path = path
-        self.bytes = storage
         let bytes = storage.buffer
         fileLength = bytes.count
         // A header cut short is what a crash right after creating the file leaves: an empty log.
         guard bytes.count >= LogFormat.headerSize else {
+            self.bytes = storage
             logNumber = 0
             formatVersion = nil
+            keyIdentifier = nil
             raw = []
             end = bytes.isEmpty ? .clean : .tornTail(offset: 0, reason: "header cut short at \(bytes.count) bytes")
             validLength = 0
@@ -148,9 +160,57 @@ package struct LogReader {
         guard LogFormat.readableVersions.contains(version) else {
             throw StrataError.unsupportedFormatVersion(file: path, found: version)
         }
+        // Version 3 (encrypted) goes on with the key identifier, the salt and their CRC; a header
+        // cut short there is the same empty log as one cut short before.
+        let encrypted = version == LogFormat.encryptedVersion
+        let headerSize = encrypted ? LogFormat.encryptedHeaderSize : LogFormat.headerSize
+        guard bytes.count >= headerSize else {
+            self.bytes = storage
+            logNumber = 0
+            formatVersion = nil
+            keyIdentifier = nil
+            raw = []
+            end = .tornTail(offset: 0, reason: "header cut short at \(bytes.count) bytes")
+            validLength = 0
+            return
+        }
+        if encrypted {
+            let crcAt = headerSize - 4
+            guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[24..<crcAt]))) == LittleEndian.uint32(bytes, at: crcAt) else {
+                throw StrataError.corrupted(file: path, offset: 24, reason: "log encryption header checksum mismatch")
+            }
+        }
+        let identifier = encrypted ? Array(bytes[24..<(24 + EncryptionKey.identifierSize)]) : nil
+        try FileCipher.checkKey(key, fileIdentifier: identifier, store: path)
         logNumber = number
         formatVersion = version
-        let scan = version == 1 ? try Self.scanV1(bytes, path: path) : try Self.scanV2(bytes, path: path)
+        keyIdentifier = identifier
+        var scan = version == 1 ? try Self.scanV1(bytes, path: path)
+                                : try Self.scanV2(bytes, path: path, headerSize: headerSize, minimumLength: encrypted ? FileCipher.tagSize : 0)
+        if let key, let identifier {
+            // Every record's tag is checked (after its CRC) before anything reads it, and its
+            // plaintext takes the place of its sealed payload in a buffer of the reader's own.
+            let cipher = FileCipher(key: key, purpose: .log, fileNumber: number,
+                                    salt: Array(bytes[(24 + identifier.count)..<(headerSize - 4)]))
+            let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
+            let owner = Bytes(adopting: plain, count: bytes.count)
+            for i in scan.records.indices {
+                let r = scan.records[i]
+                guard let opened = cipher.open(UnsafeRawBufferPointer(rebasing: bytes[r.payload]), position: UInt64(r.offset),
+                                               header: UnsafeRawBufferPointer(rebasing: bytes[(r.offset + 4)..<(r.offset + 17)]))
+                else {
+                    throw StrataError.corrupted(file: path, offset: r.offset, reason: "record fails authentication (AES-GCM tag mismatch)")
+                }
+                opened.withUnsafeBytes { p in
+                    if let base = p.baseAddress { (plain.baseAddress! + r.payload.lowerBound).copyMemory(from: base, byteCount: p.count) }
+                }
+                scan.records[i] = RawRecord(offset: r.offset, type: r.type, sequence: r.sequence,
+                                            payload: r.payload.lowerBound..<(r.payload.lowerBound + opened.count))
+            }
+            self.bytes = owner
+        } else {
+            self.bytes = storage
+        }
         raw = scan.records
         end = scan.end
         if case .tornTail(let at, _) = scan.end { validLength = at } else { validLength = bytes.count }
@@ -187,9 +247,9 @@ package struct LogReader {
 
     /// FORMAT.md 4.3, version 2: the header checksum tells where a damaged record ends, so only
     /// damage with nothing but zeros after it can be a torn final write.
-    private static func scanV2(_ b: UnsafeRawBufferPointer, path: String) throws -> Scan {
+    private static func scanV2(_ b: UnsafeRawBufferPointer, path: String, headerSize: Int, minimumLength: Int) throws -> Scan {
         var scan = Scan()
-        var offset = LogFormat.headerSize
+        var offset = headerSize
         let h = LogFormat.recordHeaderSizeV2
         while offset < b.count {
             let remaining = b.count - offset
@@ -212,9 +272,13 @@ package struct LogReader {
             let sequence = LittleEndian.uint64(b, at: offset + 9)
             let storedPayloadCRC = LittleEndian.uint32(b, at: offset + 17)
             // An intact header with impossible values was written so: no crash makes it.
-            guard length <= LogFormat.maxRecordLength else {
+            guard length <= LogFormat.maxRecordLength + minimumLength else {
                 throw StrataError.corrupted(file: path, offset: offset,
                                             reason: "record length \(length) exceeds the limit of \(LogFormat.maxRecordLength)")
+            }
+            guard length >= minimumLength else {
+                throw StrataError.corrupted(file: path, offset: offset,
+                                            reason: "sealed record of \(length) bytes is shorter than its \(minimumLength)-byte tag")
             }
             guard LogFormat.RecordType(rawValue: type) != nil else {
                 throw StrataError.corrupted(file: path, offset: offset, reason: "unknown record type \(type)")

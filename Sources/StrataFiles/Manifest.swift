@@ -13,14 +13,22 @@
 /// segment  := number:varint fileSize:varint records:varint smallestKey:bytes largestKey:bytes
 /// bytes    := length:varint byte*
 /// ```
+///
+/// An encrypted store's manifest (version 3) adds the key identifier and a salt to the header and
+/// seals the payload (FORMAT.md 6.1):
+/// `magic | version:u32 = 3 | sealedLength:u32 | maskedCRC:u32 | keyIdentifier:16 | salt:16 | sealed`.
 package struct Manifest: Equatable, Sendable {
     package static let magic: [UInt8] = Array("STRATMAN".utf8)  // never change
     /// The version written. Version 2 promises that the log named by `logNumber` was created (and
     /// its directory entry synced) before the manifest named it; version 1 did not (FORMAT.md 4.5).
     package static let version: UInt32 = 2
+    /// The version of an encrypted store's manifest: version 2's payload, sealed.
+    package static let encryptedVersion: UInt32 = 3
     /// Versions this build reads.
-    package static let readableVersions: ClosedRange<UInt32> = 1...2
+    package static let readableVersions: ClosedRange<UInt32> = 1...3
     package static let headerSize = 20
+    /// The header of version 3: version 2's, then the key identifier and the salt.
+    package static let encryptedHeaderSize = 20 + EncryptionKey.identifierSize + FileCipher.saltSize
 
     /// The version the manifest was read in (``version`` for one made in memory).
     package var formatVersion: UInt32 = Manifest.version
@@ -37,7 +45,8 @@ package struct Manifest: Equatable, Sendable {
     /// An empty manifest: a new store's.
     package init() {}
 
-    package func encode() -> [UInt8] {
+    /// The manifest's bytes; sealed (version 3) when `key` is given, with a new salt each time.
+    package func encode(key: EncryptionKey? = nil) -> [UInt8] {
         var p: [UInt8] = []
         Varint.append(nextFileNumber, to: &p)
         Varint.append(lastSequence, to: &p)
@@ -56,14 +65,84 @@ package struct Manifest: Equatable, Sendable {
             }
         }
         var out = Self.magic
-        LittleEndian.append(Self.version, to: &out)
-        LittleEndian.append(UInt32(p.count), to: &out)
-        LittleEndian.append(CRC32C.mask(CRC32C.checksum(p)), to: &out)
-        out.append(contentsOf: p)
+        guard let key else {
+            LittleEndian.append(Self.version, to: &out)
+            LittleEndian.append(UInt32(p.count), to: &out)
+            LittleEndian.append(CRC32C.mask(CRC32C.checksum(p)), to: &out)
+            out.append(contentsOf: p)
+            return out
+        }
+        let cipher = FileCipher.forNewFile(key: key, purpose: .manifest, fileNumber: 0)
+        LittleEndian.append(Self.encryptedVersion, to: &out)
+        LittleEndian.append(UInt32(p.count + FileCipher.tagSize), to: &out)
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(p.count + FileCipher.tagSize)
+        // The tag also covers the magic, the version and the length (header bytes 0..<16).
+        out.withUnsafeBytes { header in p.withUnsafeBytes { cipher.seal($0, position: 0, header: header, to: &sealed) } }
+        LittleEndian.append(CRC32C.mask(CRC32C.checksum(sealed)), to: &out)
+        out.append(contentsOf: key.identifier)
+        out.append(contentsOf: cipher.salt)
+        out.append(contentsOf: sealed)
         return out
     }
 
-    package static func decode(_ bytes: [UInt8], file: String) throws -> Manifest {
+    /// Whether the manifest `bytes` is sealed (version 3), from its header alone: nil when the
+    /// header cannot be read.
+    package static func isEncrypted(_ bytes: [UInt8]) -> Bool? {
+        guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { return nil }
+        return bytes.withUnsafeBytes { LittleEndian.uint32($0, at: 8) } == encryptedVersion
+    }
+
+    /// Decodes and checks a manifest (FORMAT.md 6.1). `key` is the store's: a sealed manifest
+    /// needs the key it was sealed with, and a manifest in clear refuses a key
+    /// (``StrataError/encryptionKey(store:problem:)`` naming `store`, the manifest's directory
+    /// unless given).
+    package static func decode(_ bytes: [UInt8], file: String, key: EncryptionKey? = nil, store: String? = nil) throws -> Manifest {
+        let store = store ?? Self.directory(of: file)
+        if Self.isEncrypted(bytes) == true {
+            guard bytes.count >= encryptedHeaderSize else {
+                throw StrataError.corrupted(file: file, offset: bytes.count, reason: "manifest of \(bytes.count) bytes is too short")
+            }
+            let (length, crc) = bytes.withUnsafeBytes { (Int(LittleEndian.uint32($0, at: 12)), LittleEndian.uint32($0, at: 16)) }
+            guard length == bytes.count - encryptedHeaderSize else {
+                throw StrataError.corrupted(file: file, offset: 12, reason: "sealed payload length \(length) but \(bytes.count - encryptedHeaderSize) bytes follow")
+            }
+            guard CRC32C.mask(CRC32C.checksum(bytes[encryptedHeaderSize...])) == crc else {
+                throw StrataError.corrupted(file: file, offset: encryptedHeaderSize, reason: "manifest checksum mismatch")
+            }
+            let identifier = Array(bytes[20..<(20 + EncryptionKey.identifierSize)])
+            try FileCipher.checkKey(key, fileIdentifier: identifier, store: store)
+            let salt = Array(bytes[(20 + EncryptionKey.identifierSize)..<encryptedHeaderSize])
+            let cipher = FileCipher(key: key!, purpose: .manifest, fileNumber: 0, salt: salt)
+            let plain = bytes.withUnsafeBytes {
+                cipher.open(UnsafeRawBufferPointer(rebasing: $0[encryptedHeaderSize...]), position: 0,
+                            header: UnsafeRawBufferPointer(rebasing: $0[0..<16]))
+            }
+            guard let plain else {
+                throw StrataError.corrupted(file: file, offset: encryptedHeaderSize, reason: "manifest fails authentication (AES-GCM tag mismatch)")
+            }
+            // The plaintext is version 2's payload; offsets in its faults count from the sealed bytes.
+            var inner = magic
+            LittleEndian.append(version, to: &inner)
+            LittleEndian.append(UInt32(plain.count), to: &inner)
+            LittleEndian.append(CRC32C.mask(CRC32C.checksum(plain)), to: &inner)
+            inner.append(contentsOf: plain)
+            var m = try decodeClear(inner, file: file, offsetShift: encryptedHeaderSize - headerSize)
+            m.formatVersion = encryptedVersion
+            return m
+        }
+        let m = try decodeClear(bytes, file: file, offsetShift: 0)
+        try FileCipher.checkKey(key, fileIdentifier: nil, store: store)
+        return m
+    }
+
+    /// The directory of a file path (`/a/b/MANIFEST` → `/a/b`).
+    package static func directory(of file: String) -> String {
+        guard let slash = file.lastIndex(of: "/") else { return "." }
+        return slash == file.startIndex ? "/" : String(file[..<slash])
+    }
+
+    private static func decodeClear(_ bytes: [UInt8], file: String, offsetShift: Int) throws -> Manifest {
         guard bytes.count >= headerSize else {
             throw StrataError.corrupted(file: file, offset: bytes.count, reason: "manifest of \(bytes.count) bytes is too short")
         }
@@ -73,7 +152,7 @@ package struct Manifest: Equatable, Sendable {
         let (version, length, crc) = bytes.withUnsafeBytes {
             (LittleEndian.uint32($0, at: 8), Int(LittleEndian.uint32($0, at: 12)), LittleEndian.uint32($0, at: 16))
         }
-        guard readableVersions.contains(version) else { throw StrataError.unsupportedFormatVersion(file: file, found: version) }
+        guard readableVersions.contains(version), version != encryptedVersion else { throw StrataError.unsupportedFormatVersion(file: file, found: version) }
         guard length == bytes.count - headerSize else {
             throw StrataError.corrupted(file: file, offset: 12, reason: "payload length \(length) but \(bytes.count - headerSize) bytes follow")
         }
@@ -83,7 +162,7 @@ package struct Manifest: Equatable, Sendable {
         return try bytes.withUnsafeBytes { (all) throws -> Manifest in
             let b = UnsafeRawBufferPointer(rebasing: all[headerSize...])
             var p = 0
-            func bad() -> StrataError { .corrupted(file: file, offset: headerSize + p, reason: "malformed manifest payload") }
+            func bad() -> StrataError { .corrupted(file: file, offset: offsetShift + headerSize + p, reason: "malformed manifest payload") }
             func u() throws -> UInt64 {
                 guard let v = Varint.read(b, at: &p) else { throw bad() }
                 return v
@@ -101,7 +180,7 @@ package struct Manifest: Equatable, Sendable {
                 let at = p
                 let v = try u()
                 guard v <= LogFormat.maxCounter else {
-                    throw StrataError.corrupted(file: file, offset: headerSize + at,
+                    throw StrataError.corrupted(file: file, offset: offsetShift + headerSize + at,
                                                 reason: "manifest \(name) \(v) exceeds the limit \(LogFormat.maxCounter)")
                 }
                 return v
@@ -121,7 +200,7 @@ package struct Manifest: Equatable, Sendable {
                     let s = try key(), l = try key()
                     guard number < m.nextFileNumber else { throw bad() }
                     guard size <= UInt64(Int.max) else {
-                        throw StrataError.corrupted(file: file, offset: headerSize + at,
+                        throw StrataError.corrupted(file: file, offset: offsetShift + headerSize + at,
                                                     reason: "segment \(number) has an impossible file size \(size)")
                     }
                     run.append(SegmentMetadata(number: number, fileSize: size, smallestKey: s, largestKey: l, records: records))
@@ -133,24 +212,24 @@ package struct Manifest: Equatable, Sendable {
         }
     }
 
-    package static func read(directory: String, fileSystem: FileSystem) throws -> Manifest? {
+    package static func read(directory: String, fileSystem: FileSystem, key: EncryptionKey? = nil) throws -> Manifest? {
         let path = directory + "/" + FileNames.manifest
         guard try fileSystem.exists(path) else { return nil }
         let bytes = try fileSystem.withFile(path, flags: .readOnly) { (f) in
             try f.read(at: 0, count: try f.size())
         }
-        return try decode(bytes, file: path)
+        return try decode(bytes, file: path, key: key, store: directory)
     }
 
-    package func write(directory: String, fileSystem: FileSystem) throws {
-        try fileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory)
+    package func write(directory: String, fileSystem: FileSystem, key: EncryptionKey? = nil) throws {
+        try fileSystem.writeAtomically(encode(key: key), to: directory + "/" + FileNames.manifest, directory: directory)
     }
 
     /// Replaces the manifest (FORMAT.md 6.3). When it throws with `mayHaveReplaced` false, the old
     /// manifest is surely still in place; when true, the rename may have happened, and `MANIFEST`
     /// may be the old or the new one, after a crash too: the files of both must be kept.
-    package func write(directory: String, fileSystem: FileSystem, mayHaveReplaced: inout Bool) throws {
-        try fileSystem.writeAtomically(encode(), to: directory + "/" + FileNames.manifest, directory: directory,
+    package func write(directory: String, fileSystem: FileSystem, key: EncryptionKey? = nil, mayHaveReplaced: inout Bool) throws {
+        try fileSystem.writeAtomically(encode(key: key), to: directory + "/" + FileNames.manifest, directory: directory,
                                        mayHaveReplaced: &mayHaveReplaced)
     }
 }

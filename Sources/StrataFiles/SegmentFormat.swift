@@ -15,16 +15,26 @@
 /// ```
 /// All integers little-endian. A size of 0 means the block is absent (only the filter and the
 /// range tombstone block may be), and its offset is then 0.
+///
+/// An encrypted store's segments are version 4: version 3's layout with every stored block's
+/// payload sealed (ciphertext then a 16-byte tag, the handle's length counting both; the tag
+/// covering the compression byte and uncompressed length; the nonce the payload's offset), and,
+/// between the properties block and the footer, `keyIdentifier:16 | salt:16 | maskedCRC:u32`
+/// (36 bytes, the CRC over the 32 before it). FORMAT.md 5.12.
 package enum SegmentFormat {
     package static let magic: UInt64 = 0x4745_5354_4152_5453  // "STRATSEG" read as a little-endian u64; never change
     /// The version written: 2 adds record counts to index entries (FORMAT.md 5.5, 8); 3 changes
     /// no layout of the file but lets keyspace 2 hold time-series chunks (§14.6), which a build
     /// that reads only 1 and 2 would take for damaged event records.
     package static let version: UInt32 = 3
+    /// The version of an encrypted store's segments: version 3's, blocks sealed.
+    package static let encryptedVersion: UInt32 = 4
     package static let footerSize = 68
+    /// The key identifier, salt and CRC before the footer of a version 4 segment.
+    package static let cipherHeaderSize = EncryptionKey.identifierSize + FileCipher.saltSize + 4
     package static let blockTrailerSize = 9
     /// Versions this build reads.
-    package static let supportedVersions: ClosedRange<UInt32> = 1...3
+    package static let supportedVersions: ClosedRange<UInt32> = 1...4
     /// The index heights a reader accepts (FORMAT.md 5.5). Each index level has at most half the
     /// blocks of the level below, so 65 levels would take more than 2^64 data blocks.
     package static let indexHeights: ClosedRange<UInt32> = 1...64

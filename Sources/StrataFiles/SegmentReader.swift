@@ -24,12 +24,18 @@ import Synchronization
     private let filter: [UInt8]
     private let root: Block
     private let cache: BlockCache?
+    /// Opens the blocks of an encrypted store's segment (version 4); nil for one in clear.
+    private let cipher: FileCipher?
+    /// Where the stored blocks end: the footer's offset, less the cipher header in version 4.
+    package let blocksEnd: Int
     private let obsolete = Atomic<Bool>(false)
     /// Told when `deinit` fails to delete the obsolete file (``markObsolete(reportingRemovalFailure:)``).
     private let removalFailure = Mutex<(@Sendable (StrataError) -> Void)?>(nil)
 
+    /// `key` is the store's: a version 4 segment needs the key it was sealed with, and one in clear
+    /// refuses a key (``StrataError/encryptionKey(store:problem:)`` naming the file).
     package init(path: String, number: UInt64, cache: BlockCache?, expectedSize: Int? = nil,
-                 fileSystem: FileSystem) throws {
+                 fileSystem: FileSystem, key: EncryptionKey? = nil) throws {
         self.path = path
         self.number = number
         self.cache = cache
@@ -58,6 +64,25 @@ import Synchronization
             let footerOffset = size - SegmentFormat.footerSize
             self.footer = try SegmentFooter.decode(UnsafeRawBufferPointer(rebasing: m[footerOffset...]),
                                                    file: path, fileOffset: footerOffset)
+            var blocksEnd = footerOffset
+            if footer.formatVersion == SegmentFormat.encryptedVersion {
+                let at = footerOffset - SegmentFormat.cipherHeaderSize
+                guard at >= 0 else {
+                    throw StrataError.corrupted(file: path, offset: 0, reason: "file of \(size) bytes is too short for an encrypted segment")
+                }
+                let h = UnsafeRawBufferPointer(rebasing: m[at..<footerOffset])
+                guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: h[0..<32]))) == LittleEndian.uint32(h, at: 32) else {
+                    throw StrataError.corrupted(file: path, offset: at, reason: "encryption header checksum mismatch")
+                }
+                let identifier = Array(h[0..<EncryptionKey.identifierSize])
+                try FileCipher.checkKey(key, fileIdentifier: identifier, store: path)
+                self.cipher = FileCipher(key: key!, purpose: .segment, fileNumber: number, salt: Array(h[EncryptionKey.identifierSize..<32]))
+                blocksEnd = at
+            } else {
+                try FileCipher.checkKey(key, fileIdentifier: nil, store: path)
+                self.cipher = nil
+            }
+            self.blocksEnd = blocksEnd
             for (name, h) in [("root index", footer.rootIndex), ("filter", footer.filter),
                               ("range tombstones", footer.rangeTombstones), ("properties", footer.properties)] {
                 // An optional block is absent when its size is 0, and its offset is then 0 too.
@@ -68,7 +93,7 @@ import Synchronization
                     }
                     continue
                 }
-                guard SegmentFormat.liesBeforeFooter(h, footerOffset: footerOffset) else {
+                guard SegmentFormat.liesBeforeFooter(h, footerOffset: blocksEnd) else {
                     throw StrataError.corrupted(file: path, offset: footerOffset,
                                                 reason: "\(name) block handle \(h.offset)+\(h.length) outside the file")
                 }
@@ -76,15 +101,15 @@ import Synchronization
             guard SegmentFormat.indexHeights.contains(footer.indexHeight) else {
                 throw StrataError.corrupted(file: path, offset: footerOffset, reason: "index height \(footer.indexHeight) outside \(SegmentFormat.indexHeights)")
             }
-            let propsBytes = try Self.decodeBytes(m, footer.properties, path: path)
+            let propsBytes = try Self.decodeBytes(m, footer.properties, path: path, cipher: cipher)
             guard let props = propsBytes.withUnsafeBytes({ SegmentProperties.decode($0) }) else {
                 throw StrataError.corrupted(file: path, offset: Int(footer.properties.offset), reason: "malformed properties block")
             }
             self.properties = props
-            self.filter = footer.filter.length > 0 ? try Self.decodeBytes(m, footer.filter, path: path) : []
+            self.filter = footer.filter.length > 0 ? try Self.decodeBytes(m, footer.filter, path: path, cipher: cipher) : []
             var tombstones: [RangeTombstone] = []
             if footer.rangeTombstones.length > 0 {
-                var c = BlockCursor(try Self.decodeBlock(m, footer.rangeTombstones, path: path, checkSize: nil))
+                var c = BlockCursor(try Self.decodeBlock(m, footer.rangeTombstones, path: path, checkSize: nil, cipher: cipher))
                 try c.seekToFirst()
                 while c.isValid {
                     guard c.kind == .value else {
@@ -96,9 +121,9 @@ import Synchronization
                 }
             }
             self.rangeTombstones = tombstones
-            let root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil)
+            let root = try Self.decodeBlock(m, footer.rootIndex, path: path, checkSize: nil, cipher: cipher)
             if footer.formatVersion >= 2 {
-                try Self.checkRootCounts(root, path: path, footer: footer, fileSize: size, properties: props)
+                try Self.checkRootCounts(root, path: path, footer: footer, blocksEnd: blocksEnd, properties: props)
             }
             self.root = root
         } catch {
@@ -112,14 +137,14 @@ import Synchronization
 
     /// Version 2: the root entries' counts add up to the properties' (FORMAT.md 5.5), so that no
     /// count summed from the index can exceed what the properties promise.
-    private static func checkRootCounts(_ root: Block, path: String, footer: SegmentFooter, fileSize: Int,
+    private static func checkRootCounts(_ root: Block, path: String, footer: SegmentFooter, blocksEnd: Int,
                                         properties: SegmentProperties) throws {
         var sum = RecordCounts.zero
         var c = BlockCursor(root)
         try c.seekToFirst()
         while c.isValid {
             guard let counts = try indexEntry(kind: c.kind, value: c.value, in: root, path: path, version: footer.formatVersion,
-                                              fileSize: fileSize, segmentRecords: properties.records).counts else { break }
+                                              blocksEnd: blocksEnd, segmentRecords: properties.records).counts else { break }
             // Each term is at most properties.records (checked by indexEntry), so comparing before
             // adding cannot overflow.
             guard counts.records <= properties.records - sum.records, counts.tombstones <= counts.records else {
@@ -159,22 +184,22 @@ import Synchronization
 
     /// Verifies and decodes the stored block at `handle` and parses it as a ``Block``.
     private static func decodeBlock(
-        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?
+        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?, cipher: FileCipher?
     ) throws -> Block {
-        try Block(adopting: try decodePayload(map, h, path: path, checkSize: checkSize), file: path, fileOffset: Int(h.offset))
+        try Block(adopting: try decodePayload(map, h, path: path, checkSize: checkSize, cipher: cipher), file: path, fileOffset: Int(h.offset))
     }
 
     /// Verifies and decodes a stored block whose content is not a ``Block`` (filter, properties).
-    private static func decodeBytes(_ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String) throws -> [UInt8] {
-        let storage = try decodePayload(map, h, path: path, checkSize: nil)
+    private static func decodeBytes(_ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, cipher: FileCipher?) throws -> [UInt8] {
+        let storage = try decodePayload(map, h, path: path, checkSize: nil, cipher: cipher)
         defer { storage.deallocate() }
         return Array(storage)
     }
 
-    /// Verifies the stored block at `handle` (bounds, CRC) and decompresses it into memory the
-    /// caller owns.
+    /// Verifies the stored block at `handle` (bounds, CRC, and with `cipher` its tag) and
+    /// decompresses it into memory the caller owns.
     private static func decodePayload(
-        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?
+        _ map: UnsafeRawBufferPointer, _ h: BlockHandle, path: String, checkSize: SystemFile?, cipher: FileCipher?
     ) throws -> UnsafeMutableRawBufferPointer {
         let trailer = SegmentFormat.blockTrailerSize
         guard h.offset <= UInt64(map.count), h.length <= UInt64(map.count) - h.offset,
@@ -189,14 +214,28 @@ import Synchronization
                 throw StrataError.corrupted(file: path, offset: now, reason: "file shrank from \(map.count) to \(now) bytes while open")
             }
         }
-        let payload = UnsafeRawBufferPointer(rebasing: map[start..<(start + length)])
+        let stored = UnsafeRawBufferPointer(rebasing: map[start..<(start + length)])
         let t = UnsafeRawBufferPointer(rebasing: map[(start + length)..<(start + length + trailer)])
-        let stored = LittleEndian.uint32(t, at: 5)
-        var crc = CRC32C.checksum(payload)
+        var crc = CRC32C.checksum(stored)
         crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: t[0..<5]), extending: crc)
-        guard CRC32C.mask(crc) == stored else {
+        guard CRC32C.mask(crc) == LittleEndian.uint32(t, at: 5) else {
             throw StrataError.corrupted(file: path, offset: start, reason: "block checksum mismatch")
         }
+        guard let cipher else {
+            return try decodeChecked(stored, trailer: t, path: path, start: start)
+        }
+        // The tag is checked before a byte of the block is decoded: damage to one block, or a block
+        // moved from another place or file, never reads as data.
+        guard let opened = cipher.open(stored, position: h.offset, header: UnsafeRawBufferPointer(rebasing: t[0..<5])) else {
+            throw StrataError.corrupted(file: path, offset: start, reason: "block fails authentication (AES-GCM tag mismatch)")
+        }
+        return try opened.withUnsafeBytes { try decodeChecked($0, trailer: t, path: path, start: start) }
+    }
+
+    /// Decompresses a stored block's payload whose CRC (and tag) matched.
+    private static func decodeChecked(_ payload: UnsafeRawBufferPointer, trailer t: UnsafeRawBufferPointer, path: String,
+                                      start: Int) throws -> UnsafeMutableRawBufferPointer {
+        let length = payload.count
         // Every fault of a stored block names its first payload byte (FORMAT.md 5.11), also when
         // the trailer is what is wrong.
         let rawLength = Int(LittleEndian.uint32(t, at: 1))
@@ -229,7 +268,7 @@ import Synchronization
     package func block(_ handle: BlockHandle) throws -> Block {
         let key = BlockCache.Key(file: number, offset: handle.offset)
         if let hit = cache?.lookup(key) { return hit }
-        let b = try Self.decodeBlock(map, handle, path: path, checkSize: file)
+        let b = try Self.decodeBlock(map, handle, path: path, checkSize: file, cipher: cipher)
         cache?.insert(key, b)
         return b
     }
@@ -249,11 +288,11 @@ import Synchronization
     /// than the segment's properties count.
     package func indexEntry(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block) throws -> IndexEntryValue {
         try Self.indexEntry(kind: kind, value: value, in: block, path: path, version: footer.formatVersion,
-                            fileSize: fileSize, segmentRecords: properties.records)
+                            blocksEnd: blocksEnd, segmentRecords: properties.records)
     }
 
     private static func indexEntry(kind: RecordKind, value: UnsafeRawBufferPointer, in block: Block, path: String,
-                                   version: UInt32, fileSize: Int, segmentRecords: UInt64) throws -> IndexEntryValue {
+                                   version: UInt32, blocksEnd: Int, segmentRecords: UInt64) throws -> IndexEntryValue {
         guard kind == .value else {
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry has kind \(kind.rawValue), not 0")
         }
@@ -261,7 +300,7 @@ import Synchronization
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "malformed index entry")
         }
         let h = entry.handle
-        guard SegmentFormat.liesBeforeFooter(h, footerOffset: fileSize - SegmentFormat.footerSize) else {
+        guard SegmentFormat.liesBeforeFooter(h, footerOffset: blocksEnd) else {
             throw StrataError.corrupted(file: path, offset: block.fileOffset, reason: "index entry's block handle \(h.offset)+\(h.length) outside the file")
         }
         if let c = entry.counts, c.tombstones > c.records || c.records > segmentRecords {

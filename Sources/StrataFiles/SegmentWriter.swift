@@ -32,9 +32,12 @@ package struct SegmentWriterOptions: Sendable {
     /// The segment format version written: ``SegmentFormat/version``, or 1 (index entries without
     /// record counts) to produce files of an older build, for tests.
     package var formatVersion = SegmentFormat.version
+    /// The store's key: with one, the segment is sealed (version 4, ``FileCipher``).
+    package var encryptionKey: EncryptionKey?
 
     package init(blockSize: Int = 4 * 1024, indexBlockSize: Int = 8 * 1024, restartInterval: Int = 16,
-                 bloomBitsPerKey: Int = 10, formatVersion: UInt32 = SegmentFormat.version) {
+                 bloomBitsPerKey: Int = 10, formatVersion: UInt32 = SegmentFormat.version, encryptionKey: EncryptionKey? = nil) {
+        self.encryptionKey = encryptionKey
         self.blockSize = blockSize
         self.indexBlockSize = indexBlockSize
         self.restartInterval = restartInterval
@@ -67,9 +70,12 @@ package final class SegmentWriter {
     package private(set) var properties = SegmentProperties()
     private var lastKeyspace: UInt64?
     private var lastKey: [UInt8] = []
+    /// Seals every block of an encrypted store's segment; a new salt for each file written.
+    private let cipher: FileCipher?
 
     package init(directory: String, number: UInt64, options: SegmentWriterOptions, fileSystem: FileSystem) throws {
         self.number = number
+        self.cipher = options.encryptionKey.map { FileCipher.forNewFile(key: $0, purpose: .segment, fileNumber: number) }
         self.finalPath = directory + "/" + FileNames.segment(number)
         self.tempPath = finalPath + ".tmp"
         self.options = options
@@ -126,11 +132,20 @@ package final class SegmentWriter {
 
     /// Appends a stored block (payload + trailer) and returns its handle.
     private func writeBlock(_ raw: [UInt8], compress: Bool) throws -> BlockHandle {
-        let (kind, payload) = compress ? BlockCompression.compress(raw) : (.none, raw)
-        let handle = BlockHandle(offset: offset + UInt64(out.count), length: UInt64(payload.count))
-        out.append(contentsOf: payload)
+        let (kind, compressed) = compress ? BlockCompression.compress(raw) : (.none, raw)
+        let position = offset + UInt64(out.count)
         var trailer: [UInt8] = [kind.rawValue]
         LittleEndian.append(UInt32(raw.count), to: &trailer)
+        var payload = compressed
+        if let cipher {
+            payload = []
+            payload.reserveCapacity(compressed.count + FileCipher.tagSize)
+            compressed.withUnsafeBytes { c in
+                trailer.withUnsafeBytes { cipher.seal(c, position: position, header: $0, to: &payload) }
+            }
+        }
+        let handle = BlockHandle(offset: position, length: UInt64(payload.count))
+        out.append(contentsOf: payload)
         var crc = CRC32C.checksum(payload)
         crc = CRC32C.checksum(trailer, extending: crc)
         out.append(contentsOf: trailer)
@@ -208,8 +223,15 @@ package final class SegmentWriter {
         }
         let root = level[0].1
         let props = try writeBlock(properties.encode(), compress: false)
-        let footer = SegmentFooter(rootIndex: root, indexHeight: height, filter: filter,
-                                   rangeTombstones: tombstones, properties: props, formatVersion: options.formatVersion)
+        if let cipher {
+            let start = out.count
+            out.append(contentsOf: cipher.keyIdentifier)
+            out.append(contentsOf: cipher.salt)
+            let crc = out.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[start...]))) }
+            LittleEndian.append(crc, to: &out)
+        }
+        let footer = SegmentFooter(rootIndex: root, indexHeight: height, filter: filter, rangeTombstones: tombstones, properties: props,
+                                   formatVersion: cipher == nil ? options.formatVersion : SegmentFormat.encryptedVersion)
         out.append(contentsOf: footer.encode())
         try drain()
         try file.sync()

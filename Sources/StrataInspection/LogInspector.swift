@@ -24,7 +24,7 @@ public enum LogInspector {
     public static func dump(logAt path: String, includeOperations: Bool = false) throws -> LogDump {
         try StoreInspector.require(.log, at: path)
         let size = try PathStatus.requireFile(path)
-        let reader = try LogReader(path: path, fileSystem: .real)
+        let reader = try LogReader(path: path, fileSystem: .real, key: InspectionKey.current)
         var dump = LogDump(path: path, size: UInt64(size), logNumber: reader.logNumber)
         dump.formatVersion = reader.formatVersion
         dump.validLength = reader.validLength

@@ -26,7 +26,7 @@ public enum SegmentInspector {
         try StoreInspector.require(.segment, at: path)
         var number: UInt64?
         if case .segment(let n) = FileNames.parse(StoreInspector.baseName(path)) { number = n }
-        let reader = try SegmentReader(path: path, number: number ?? 0, cache: nil, fileSystem: .real)
+        let reader = try SegmentReader(path: path, number: number ?? 0, cache: nil, fileSystem: .real, key: InspectionKey.current)
         let f = reader.footer, p = reader.properties
 
         var dump = SegmentDump(path: path, fileSize: UInt64(reader.fileSize))

@@ -86,7 +86,12 @@ public enum StoreInspector {
     ///
     /// - Throws: ``InspectionError`` when `directory` is missing or holds no store; the error of
     ///   reading `MANIFEST` when that file is damaged.
-    public static func summary(ofStoreAt directory: String) throws -> StoreSummary {
+    ///   `key` reads an encrypted store.
+    public static func summary(ofStoreAt directory: String, key: EncryptionKey? = nil) throws -> StoreSummary {
+        try InspectionKey.$current.withValue(key ?? InspectionKey.current) { try summaryOfStore(directory) }
+    }
+
+    private static func summaryOfStore(_ directory: String) throws -> StoreSummary {
         let dir = PathStatus.normalizedDirectory(directory)
         try PathStatus.requireDirectory(dir)
         // A store in use deletes the files a flush or compaction replaced, right after it
@@ -141,7 +146,7 @@ public enum StoreInspector {
                 sums.add(&r.size, meta.fileSize)
                 sums.add(&r.records, meta.records)
                 do {
-                    let reader = try SegmentReader(path: dir + "/" + name, number: meta.number, cache: nil, fileSystem: .real)
+                    let reader = try SegmentReader(path: dir + "/" + name, number: meta.number, cache: nil, fileSystem: .real, key: InspectionKey.current)
                     let p = reader.properties
                     s.tombstones = p.tombstones
                     s.rangeTombstones = UInt64(reader.rangeTombstones.count)
@@ -194,7 +199,7 @@ public enum StoreInspector {
             var log = StoreSummary.Log(number: number, name: file.name, size: file.size,
                                        live: number >= manifest.logNumber)
             do {
-                let reader = try LogReader(path: dir + "/" + file.name, fileSystem: .real)
+                let reader = try LogReader(path: dir + "/" + file.name, fileSystem: .real, key: InspectionKey.current)
                 for record in reader.records {
                     log.batches += 1
                     if let (first, count) = LogInspector.batchHeader(record.payload) {
@@ -231,7 +236,7 @@ public enum StoreInspector {
 
     /// Reads `MANIFEST` (throwing the reader's error when it is damaged).
     static func readManifest(_ dir: String, names: [String]) throws -> ManifestState {
-        if let m = try Manifest.read(directory: dir, fileSystem: .real) { return .present(m) }
+        if let m = try Manifest.read(directory: dir, fileSystem: .real, key: InspectionKey.current) { return .present(m) }
         let hasStoreFiles = names.contains { name in
             switch FileNames.parse(name) {
             case .log, .segment: return true

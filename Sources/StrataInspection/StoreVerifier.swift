@@ -41,7 +41,12 @@ public enum StoreVerifier {
     ///
     /// - Throws: ``InspectionError`` only when `directory` is missing or holds no store; every
     ///   problem with the store's files is a fault in the report.
-    public static func verify(storeAt directory: String) throws -> VerifyReport {
+    ///   `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func verify(storeAt directory: String, key: EncryptionKey? = nil) throws -> VerifyReport {
+        try InspectionKey.$current.withValue(key ?? InspectionKey.current) { try verifyStore(directory) }
+    }
+
+    private static func verifyStore(_ directory: String) throws -> VerifyReport {
         let dir = PathStatus.normalizedDirectory(directory)
         try PathStatus.requireDirectory(dir)
         // A store in use changes under the verifier: a flush or compaction publishes a new
@@ -207,7 +212,12 @@ public enum StoreVerifier {
     /// Verifies one segment or log file on its own (without a manifest to compare with).
     ///
     /// - Throws: ``InspectionError`` when `path` is not a segment, log or manifest.
-    public static func verify(fileAt path: String) throws -> VerifyReport {
+    ///   `key` reads a file of an encrypted store.
+    public static func verify(fileAt path: String, key: EncryptionKey? = nil) throws -> VerifyReport {
+        try InspectionKey.$current.withValue(key ?? InspectionKey.current) { try verifyFile(path) }
+    }
+
+    private static func verifyFile(_ path: String) throws -> VerifyReport {
         var report = VerifyReport(path: path)
         let name = StoreInspector.baseName(path)
         switch try StoreInspector.kind(ofFileAt: path) {
@@ -223,7 +233,7 @@ public enum StoreVerifier {
         case .manifest:
             do {
                 let bytes = try FileSystem.real.withFile(path, flags: .readOnly) { f in try f.read(at: 0, count: try f.size()) }
-                _ = try Manifest.decode(bytes, file: path)
+                _ = try Manifest.decode(bytes, file: path, key: InspectionKey.current)
             } catch {
                 report.fault(path, FileFault(error, at: 0))
             }
@@ -256,7 +266,7 @@ public enum StoreVerifier {
         // properties, filter, range tombstone and root index blocks.
         let reader: SegmentReader
         do {
-            reader = try SegmentReader(path: path, number: number, cache: nil, fileSystem: .real)
+            reader = try SegmentReader(path: path, number: number, cache: nil, fileSystem: .real, key: InspectionKey.current)
         } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code && expected != nil {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "segment listed in the manifest is missing"))
             return nil
@@ -399,7 +409,7 @@ public enum StoreVerifier {
     static func checkLog(path: String, number: UInt64?, replay: inout LogReplayCheck, into report: inout VerifyReport) -> UInt32? {
         let reader: LogReader
         do {
-            reader = try LogReader(path: path, fileSystem: .real)
+            reader = try LogReader(path: path, fileSystem: .real, key: InspectionKey.current)
         } catch StrataError.io(_, let code, "open") where code == Errno.noSuchFileOrDirectory.code {
             report.vanished.append(VerifyReport.Fault(file: path, offset: 0, reason: "log is missing"))
             return nil

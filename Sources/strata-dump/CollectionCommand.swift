@@ -45,7 +45,8 @@ struct CollectionCommand<Inspector: CollectionInspector>: ParsableCommand {
     }
 
     func run() throws {
-        print(try Inspector.run(storeAt: store, arguments: try Inspector.validated(given), json: output.json), terminator: "")
+        print(try output.withKey { try Inspector.run(storeAt: store, arguments: try Inspector.validated(given), json: output.json) },
+              terminator: "")
     }
 }
 

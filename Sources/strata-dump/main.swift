@@ -33,6 +33,35 @@ struct StrataDump: ParsableCommand {
 struct OutputOptions: ParsableArguments {
     @Flag(help: "Print JSON (pretty-printed, sorted keys, exact byte counts) instead of tables.")
     var json = false
+
+    @Option(name: .customLong("key-file"),
+            help: "The encryption key of an encrypted store: a file of 32 bytes, or of 64 hexadecimal digits.")
+    var keyFile: String?
+
+    /// Runs `body` with the key of `--key-file` as the inspection key.
+    func withKey<R>(_ body: () throws -> R) throws -> R {
+        guard let keyFile else { return try body() }
+        return try InspectionKey.$current.withValue(try Self.readKey(keyFile), operation: body)
+    }
+
+    static func readKey(_ path: String) throws -> EncryptionKey {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the key file \(path)")
+        }
+        let bytes = [UInt8](data)
+        if bytes.count == EncryptionKey.byteCount { return try EncryptionKey(bytes: bytes) }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.count == 2 * EncryptionKey.byteCount, text.allSatisfy(\.isHexDigit) else {
+            throw ValidationError("the key file \(path) holds neither 32 bytes nor 64 hexadecimal digits")
+        }
+        var hex = text[...]
+        var key: [UInt8] = []
+        while !hex.isEmpty {
+            key.append(UInt8(hex.prefix(2), radix: 16)!)
+            hex = hex.dropFirst(2)
+        }
+        return try EncryptionKey(bytes: key)
+    }
 }
 
 extension StrataDump {
@@ -46,7 +75,7 @@ extension StrataDump {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let summary = try StoreInspector.summary(ofStoreAt: store)
+            let summary = try output.withKey { try StoreInspector.summary(ofStoreAt: store) }
             if output.json { try printJSON(summary) } else { print(Render.summary(summary), terminator: "") }
         }
     }
@@ -64,7 +93,7 @@ extension StrataDump {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let dump = try LogInspector.dump(logAt: file, includeOperations: records)
+            let dump = try output.withKey { try LogInspector.dump(logAt: file, includeOperations: records) }
             if output.json { try printJSON(dump) } else { print(Render.log(dump), terminator: "") }
         }
     }
@@ -82,7 +111,7 @@ extension StrataDump {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let dump = try SegmentInspector.dump(segmentAt: file, includeRecords: records)
+            let dump = try output.withKey { try SegmentInspector.dump(segmentAt: file, includeRecords: records) }
             if output.json { try printJSON(dump) } else { print(Render.segment(dump), terminator: "") }
             if !dump.problems.isEmpty { throw ExitCode(1) }
         }
@@ -105,8 +134,8 @@ extension StrataDump {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
             let report = exists && !isDirectory.boolValue
-                ? try StoreVerifier.verify(fileAt: path)
-                : try StoreVerifier.verify(storeAt: path)
+                ? try output.withKey { try StoreVerifier.verify(fileAt: path) }
+                : try output.withKey { try StoreVerifier.verify(storeAt: path) }
             if output.json { try printJSON(report) } else { print(Render.verify(report), terminator: "") }
             if !report.isClean { throw ExitCode(1) }
         }

@@ -73,6 +73,19 @@ public struct StoreOptions: Sendable {
     /// let store = try Store.open(at: url, options: options)
     /// ```
     public var logger: Logger? = nil
+    /// The key that seals every file of the store with AES-256-GCM (``EncryptionKey``). Default
+    /// nil: the store is written in clear.
+    ///
+    /// A store is created encrypted or not, and stays so (``Store/changeEncryptionKey(at:from:to:options:)``
+    /// re-encrypts it). Opening an encrypted store without its key, with another key, or a store
+    /// in clear with a key throws ``StrataError/encryptionKey(store:problem:)`` and changes nothing.
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.encryptionKey = try EncryptionKey(bytes: keyBytes)
+    /// let store = try Store.open(at: url, options: options)
+    /// ```
+    public var encryptionKey: EncryptionKey? = nil
     /// The store's file system and its I/O environment (IOEnvironment.swift): the operating
     /// system's alone unless a test gives the store faults to inject or an observer of its calls.
     package var fileSystem = FileSystem.real
@@ -83,6 +96,11 @@ public struct StoreOptions: Sendable {
     /// Options with every default but `durability`.
     public init(durability: Durability) {
         self.durability = durability
+    }
+
+    /// Options with every default but the key that seals the store's files.
+    public init(encryptionKey: EncryptionKey?) {
+        self.encryptionKey = encryptionKey
     }
 
     func engineOptions() throws -> EngineOptions {
@@ -107,6 +125,7 @@ public struct StoreOptions: Sendable {
         e.syncInterval = Double(syncInterval.components.seconds) + Double(syncInterval.components.attoseconds) / 1e18
         e.logger = logger
         e.fileSystem = fileSystem
+        e.encryptionKey = encryptionKey
         return e
     }
 }
@@ -125,6 +144,7 @@ extension StoreOptions {
         check("cacheSize", cacheSize, other.cacheSize)
         check("bloomBitsPerKey", bloomBitsPerKey, other.bloomBitsPerKey)
         check("syncInterval", syncInterval, other.syncInterval)
+        check("encryptionKey", encryptionKey.map(\.description) ?? "nil", other.encryptionKey.map(\.description) ?? "nil")
         return out
     }
 }

@@ -298,10 +298,10 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         defer { s.cleanup() }
         let (path, _, _) = try storeWithLog(s)
         var bytes = try readBytes(path)
-        patchLE32(&bytes, at: 8, LogFormat.version + 1)
+        patchLE32(&bytes, at: 8, LogFormat.encryptedVersion + 1)
         patchLE32(&bytes, at: 20, CRC32C.mask(CRC32C.checksum(Array(bytes[0..<20]))))
         try writeBytes(bytes, to: path)
-        expectUnsupported(openError(s.url), file: path, found: LogFormat.version + 1)
+        expectUnsupported(openError(s.url), file: path, found: LogFormat.encryptedVersion + 1)
     }
 
     @Test("a log record with a valid checksum but a malformed batch: .corrupted naming the log and the record")
@@ -458,9 +458,9 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         let path = try storeWithSegment(s)
         var bytes = try readBytes(path)
         let footer = bytes.count - SegmentFormat.footerSize
-        patchLE32(&bytes, at: footer + 52, SegmentFormat.version + 1)
+        patchLE32(&bytes, at: footer + 52, SegmentFormat.encryptedVersion + 1)
         try writeBytes(bytes, to: path)
-        expectUnsupported(openError(s.url, options: coldOptions), file: path, found: SegmentFormat.version + 1)
+        expectUnsupported(openError(s.url, options: coldOptions), file: path, found: SegmentFormat.encryptedVersion + 1)
     }
 
     @Test("a segment shrunk while the store is open: reads throw .corrupted, never SIGBUS",
@@ -517,7 +517,7 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         case .truncatedToHeader: bytes.removeLast(bytes.count - 11)
         case .bitFlip: bytes[Manifest.headerSize + (bytes.count - Manifest.headerSize) / 2] ^= 0x08
         case .wrongMagic: bytes[0] ^= 0x01
-        case .futureVersion: patchLE32(&bytes, at: 8, Manifest.version + 1)
+        case .futureVersion: patchLE32(&bytes, at: 8, Manifest.encryptedVersion + 1)
         case .missingSegment: try FileManager.default.removeItem(atPath: segmentPath)
         }
         let segmentBytes = damage == .missingSegment ? nil : try readBytes(segmentPath)
@@ -528,7 +528,7 @@ enum BadInputManifestDamage: String, CaseIterable, Sendable, CustomTestStringCon
         case .truncatedToHeader: expectCorrupted(error, file: path)
         case .bitFlip: expectCorrupted(error, file: path, offset: Manifest.headerSize)
         case .wrongMagic: expectCorrupted(error, file: path, offset: 0)
-        case .futureVersion: expectUnsupported(error, file: path, found: Manifest.version + 1)
+        case .futureVersion: expectUnsupported(error, file: path, found: Manifest.encryptedVersion + 1)
         case .missingSegment: expectCorrupted(error, file: segmentPath)
         }
         #expect(Store.opened(at: s.url) == nil)

@@ -385,28 +385,28 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
     @Test func unknownVersionsAreRefusedAsSuch() throws {
         // Log: the version sits under the header CRC, which is checked first.
         var log = try Spec.dump("log")
-        log[8] = 3
+        log[8] = 4
         let crc = CRC32C.mask(CRC32C.checksum(Array(log[0..<20])))
         withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { log[20 + i] = $0[i] } }
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "v3.log", found: 3)) {
-            _ = try LogReader(path: "v3.log", bytes: log)
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "v4.log", found: 4)) {
+            _ = try LogReader(path: "v4.log", bytes: log)
         }
 
         // Segment: the version is checked before the footer CRC (left stale here on purpose).
         var seg = try Spec.dump("segment")
-        seg[seg.count - 16] = 4
+        seg[seg.count - 16] = 5
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try dir.write("000002.seg", seg)
         let path = dir.file("000002.seg")
-        #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 4)) {
+        #expect(throws: StrataError.unsupportedFormatVersion(file: path, found: 5)) {
             _ = try SegmentReader(path: path, number: 2, cache: nil, fileSystem: .real)
         }
 
         // Manifest: the version is checked before the length and the CRC.
         var man = try Spec.dump("manifest")
-        man[8] = 3
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "MANIFEST", found: 3)) {
+        man[8] = 4
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "MANIFEST", found: 4)) {
             _ = try Manifest.decode(man, file: "MANIFEST")
         }
     }
@@ -462,3 +462,48 @@ private func logNumberFromSpecLog(_ bytes: [UInt8]) -> UInt64 {
         #expect(FileManager.default.fileExists(atPath: dir.file("000003.seg")), "the only copy of the data was deleted")
     }
 }
+
+// MARK: Encrypted log (FORMAT.md 11.4)
+
+@Suite struct EncryptedFormatSpecTests {
+    /// The example's salt: the bytes 20 21 … 2f.
+    static let salt: [UInt8] = (0x20..<0x30).map { UInt8($0) }
+
+    static func exampleLog() throws -> [UInt8] {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let cipher = FileCipher(key: EncryptionFixture.testKey, purpose: .log, fileNumber: 1, salt: salt)
+        let writer = try LogWriter(path: dir.file("000001.log"), number: 1, fileSystem: .real, cipher: cipher)
+        try examplePayloadForEncryption().withUnsafeBytes { try writer.append(type: .batch, payload: $0) }
+        writer.close()
+        return try dir.read("000001.log")
+    }
+
+    @Test func encryptedLogExampleIsWhatLogWriterWrites() throws {
+        let spec = try Spec.dump("log-encrypted")
+        let written = try Self.exampleLog()
+        #expect(written == spec, "LogWriter wrote\n\(hex(written))\nFORMAT.md says\n\(hex(spec))")
+        let fileKey = try Spec.dump("log-encrypted-file-key")
+        #expect(FileCipher(key: EncryptionFixture.testKey, purpose: .log, fileNumber: 1, salt: Self.salt).fileKeyBytesForSpec == fileKey)
+        #expect(Array(spec[24..<40]) == EncryptionFixture.testKey.identifier)
+    }
+
+    @Test func encryptedLogExampleOpens() throws {
+        let spec = try Spec.dump("log-encrypted")
+        let reader = try LogReader(path: "enc.log", bytes: spec, key: EncryptionFixture.testKey)
+        #expect(reader.records.map { Array($0.payload) } == [examplePayloadForEncryption()])
+        #expect(reader.end == .clean)
+        #expect(throws: StrataError.encryptionKey(store: "enc.log", problem: .wrongKey)) {
+            _ = try LogReader(path: "enc.log", bytes: spec, key: EncryptionFixture.otherKey)
+        }
+        #expect(throws: StrataError.encryptionKey(store: "enc.log", problem: .missingKey)) {
+            _ = try LogReader(path: "enc.log", bytes: spec)
+        }
+        // The plain example refuses a key.
+        #expect(throws: StrataError.encryptionKey(store: "plain.log", problem: .storeNotEncrypted)) {
+            _ = try LogReader(path: "plain.log", bytes: try Spec.dump("log"), key: EncryptionFixture.testKey)
+        }
+    }
+}
+
+private func examplePayloadForEncryption() -> [UInt8] { examplePayload() }

@@ -458,10 +458,10 @@ private func tornTailOffset(_ end: LogReader.End) -> Int? {
 
     @Test func futureVersionIsUnsupported() throws {
         var header = Array("STRATLOG".utf8)
-        LittleEndian.append(UInt32(3), to: &header)
+        LittleEndian.append(UInt32(4), to: &header)
         LittleEndian.append(UInt64(9), to: &header)
         LittleEndian.append(CRC32C.mask(CRC32C.checksum(header)), to: &header)
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "x.log", found: 3)) {
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "x.log", found: 4)) {
             _ = try LogReader(path: "x.log", bytes: header)
         }
     }

@@ -590,10 +590,10 @@ private final class Outcome: @unchecked Sendable {
         }
         // A future version, CRC recomputed: unsupported.
         b = Array(good[0..<64])
-        b.replaceSubrange(52..<56, with: [4, 0, 0, 0])
+        b.replaceSubrange(52..<56, with: [5, 0, 0, 0])
         b = Array(b[0..<64])
         LittleEndian.append(CRC32C.mask(CRC32C.checksum(b)), to: &b)
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "f.seg", found: 4)) { try decode(b) }
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "f.seg", found: 5)) { try decode(b) }
         // Any other flipped bit: checksum mismatch.
         for i in Array(0..<52) + Array(64..<68) {
             b = good

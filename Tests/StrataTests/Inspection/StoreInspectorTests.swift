@@ -984,27 +984,27 @@ struct StoreInspectorTests {
     @Test("files of a future format version are reported as such")
     func futureVersions() throws {
         try withTemporaryDirectory { tmp in
-            // A log header of version 3, with a valid checksum.
+            // A log header of version 4, with a valid checksum.
             var header = LogFormat.magic
-            LittleEndian.append(UInt32(3), to: &header)
+            LittleEndian.append(UInt32(4), to: &header)
             LittleEndian.append(UInt64(3), to: &header)
             LittleEndian.append(CRC32C.mask(CRC32C.checksum(header)), to: &header)
             let log = tmp.appendingPathComponent("000003.log").path
             try Data(header).write(to: URL(fileURLWithPath: log))
-            #expect(throws: StrataError.unsupportedFormatVersion(file: log, found: 3)) { try LogInspector.dump(logAt: log) }
+            #expect(throws: StrataError.unsupportedFormatVersion(file: log, found: 4)) { try LogInspector.dump(logAt: log) }
 
-            // A segment whose footer says version 4.
+            // A segment whose footer says version 5.
             let (segment, _) = try writeSegment(in: tmp, records: 100)
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
             let footer = bytes.count - SegmentFormat.footerSize
-            bytes[footer + 52] = 4
+            bytes[footer + 52] = 5
             try Data(bytes).write(to: URL(fileURLWithPath: segment))
             #expect(try StoreInspector.kind(ofFileAt: segment) == .segment)
-            #expect(throws: StrataError.unsupportedFormatVersion(file: segment, found: 4)) {
+            #expect(throws: StrataError.unsupportedFormatVersion(file: segment, found: 5)) {
                 try SegmentInspector.dump(segmentAt: segment)
             }
             let report = try StoreVerifier.verify(fileAt: segment)
-            #expect(report.faults.contains { $0.reason.contains("format version 4") }, "\(report.faults)")
+            #expect(report.faults.contains { $0.reason.contains("format version 5") }, "\(report.faults)")
         }
     }
 

@@ -13,6 +13,11 @@ struct TemporaryDirectory: Sendable {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
+    /// The directory at `path` (which the caller creates and removes).
+    init(existing path: String) {
+        self.path = path
+    }
+
     var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
 
     /// The path of `name` inside the directory.
