@@ -3,8 +3,9 @@
 // exits on its own in `write` mode.
 //
 // Modes:
-//   strata-crash-helper write <directory> <seed> [threads] [buffered]
-//       Opens the store (synchronous durability unless `buffered`) with a small memtable so that
+//   strata-crash-helper write <directory> <seed> [threads] [buffered|encrypted]
+//       Opens the store (synchronous durability unless `buffered`; `encrypted`: sealed with the
+//       published test key of FORMAT.md 11.4, the bytes 0…31) with a small memtable so that
 //       flushes and compactions happen during the run, then writes batches forever from
 //       `threads` threads (default 1). Thread t writes the batch ids i ≡ t (mod threads), in
 //       order, continuing after its `last` batch id already in the store. Batch i puts n (1…50)
@@ -25,6 +26,10 @@
 //       The collections' crash modes (SeriesMode.swift, HistoryMode.swift, DocumentsMode.swift).
 //   strata-crash-helper transactions <directory> <seed>
 //       Transactions over a series, a channel and a database (TransactionMode.swift).
+//   strata-crash-helper rekey <directory>
+//       Changes the closed store's encryption key from the test key (FORMAT.md 11.4) to its
+//       reverse (the bytes 255…224) and back (starting from whichever opens it), forever,
+//       printing `KEY test` or `KEY reverse` after each change.
 //   strata-crash-helper push <directory> <seed>
 //       Appends to a series a push subscription matches (PushMode.swift).
 //
@@ -122,8 +127,9 @@ enum Deletion {
     }
 }
 
-func runWrite(directory: URL, seed: UInt64, threads: Int, buffered: Bool) {
+func runWrite(directory: URL, seed: UInt64, threads: Int, buffered: Bool, encrypted: Bool) {
     var options = StoreOptions(durability: buffered ? .buffered : .synchronous)
+    if encrypted { options.encryptionKey = try? EncryptionKey(bytes: (0..<32).map { UInt8($0) }) }
     options.memtableSize = 64 << 10
     options.segmentSize = 256 << 10
     options.blockSize = 4 << 10
@@ -224,17 +230,36 @@ guard arguments.count >= 3 else { fail("usage: strata-crash-helper write <direct
 let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
 switch arguments[1] {
 case "write":
-    let usage = "usage: strata-crash-helper write <directory> <seed> [threads] [buffered]"
+    let usage = "usage: strata-crash-helper write <directory> <seed> [threads] [buffered|encrypted]"
     guard (4...6).contains(arguments.count), let seed = UInt64(arguments[3]) else { fail(usage) }
     var threads = 1
     if arguments.count >= 5 {
         guard let t = Int(arguments[4]), (1...16).contains(t) else { fail(usage) }
         threads = t
     }
-    if arguments.count == 6 && arguments[5] != "buffered" { fail(usage) }
-    runWrite(directory: directory, seed: seed, threads: threads, buffered: arguments.count == 6)
+    if arguments.count == 6 && !["buffered", "encrypted"].contains(arguments[5]) { fail(usage) }
+    runWrite(directory: directory, seed: seed, threads: threads, buffered: arguments.count == 6 && arguments[5] == "buffered",
+             encrypted: arguments.count == 6 && arguments[5] == "encrypted")
 case "hold":
     runHold(directory: directory)
+case "rekey":
+    let keys = [("test", try! EncryptionKey(bytes: (0..<32).map { UInt8($0) })),
+                ("reverse", try! EncryptionKey(bytes: (0..<32).map { UInt8(255 - $0) }))]
+    var current = 0
+    while true {
+        exitIfOrphaned()
+        do {
+            try Store.changeEncryptionKey(at: directory, from: keys[current].1, to: keys[1 - current].1)
+        } catch StrataError.encryptionKey(_, .wrongKey) {
+            // A kill left it under the other key: start from that one.
+            current = 1 - current
+            continue
+        } catch {
+            fail("key change failed: \(error)")
+        }
+        current = 1 - current
+        emit("KEY \(keys[current].0)")
+    }
 case "put":
     guard arguments.count == 5, let count = Int(arguments[4]), count >= 0 else {
         fail("usage: strata-crash-helper put <directory> <prefix> <count>")

@@ -170,10 +170,15 @@ private struct FoundBatches {
         /// `.buffered` durability: a killed process still loses nothing acknowledged.
         var buffered: Bool
         var index: Int
+        /// Sealed with the test key (FORMAT.md 8.1, 11.4).
+        var encrypted = false
 
         var testDescription: String {
             "group \(index): \(fresh ? "fresh" : "reused") directory, \(threads) thread(s), \(buffered ? "buffered" : "synchronous")"
+                + (encrypted ? ", encrypted" : "")
         }
+
+        var key: EncryptionKey? { encrypted ? EncryptionFixture.testKey : nil }
     }
 
     static let groups: [Group] = [
@@ -183,6 +188,7 @@ private struct FoundBatches {
         Group(fresh: false, threads: 1, buffered: false, index: 3),
         Group(fresh: false, threads: 3, buffered: false, index: 4),
         Group(fresh: false, threads: 2, buffered: true, index: 5),
+        Group(fresh: false, threads: 1, buffered: false, index: 6, encrypted: true),
     ]
 
     /// 30 trials by default; `STRATA_CRASH_TRIALS` raises the count for soak runs.
@@ -233,6 +239,7 @@ private struct FoundBatches {
                           model: inout CrashModel, label: String) throws -> Int {
         var arguments = ["write", directory.path, String(seed), String(group.threads)]
         if group.buffered { arguments.append("buffered") }
+        if group.encrypted { arguments.append("encrypted") }
         let child = try CrashHelperProcess(arguments)
         if !early {
             let started = child.waitFor(timeout: 120) { lines in lines.contains { $0.hasPrefix("ACK ") } }
@@ -275,12 +282,19 @@ private struct FoundBatches {
         if !early { #expect(!acks.isEmpty, "\(label): the acknowledged lines were lost") }
         for b in acks { model.apply(b) }
 
+        // Encrypted: after writes, flushes, compactions and the kill, no key is in clear.
+        if group.encrypted {
+            let inClear = try EncryptionFixture.filesContaining("batch/", in: TemporaryDirectory(existing: directory.path))
+            #expect(inClear.isEmpty, "\(label): keys in clear in \(inClear)")
+        }
+
         // The state a crash leaves must pass verification as it is (torn log tails are notes).
-        let rawReport = try StoreVerifier.verify(storeAt: directory.path)
+        let rawReport = try StoreVerifier.verify(storeAt: directory.path, key: group.key)
         #expect(rawReport.faults.isEmpty, "\(label): verifying the crashed store: \(rawReport.faults)")
 
         var options = StoreOptions()
         options.cacheSize = 64 << 10
+        options.encryptionKey = group.key
         let store = try Store.open(at: directory, options: options)
         let found: FoundBatches
         do {
@@ -301,7 +315,7 @@ private struct FoundBatches {
         try check(found, against: model, label: label)
 
         // A second recovery (nothing to replay now) sees the same, and the files verify clean.
-        let report = try StoreVerifier.verify(storeAt: directory.path)
+        let report = try StoreVerifier.verify(storeAt: directory.path, key: group.key)
         #expect(report.faults.isEmpty, "\(label): verifying the recovered store: \(report.faults)")
         let again = try Store.open(at: directory, options: options)
         let second: FoundBatches

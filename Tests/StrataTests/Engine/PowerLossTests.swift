@@ -115,6 +115,8 @@ private final class WorkloadState: Sendable {
         var chained: Bool
         var batchesPerThread: Int
         var seed: UInt64
+        /// Sealed with the test key (FORMAT.md 8.1): the encrypted forms under the same cuts.
+        var encrypted = false
 
         var testDescription: String { name }
     }
@@ -132,6 +134,9 @@ private final class WorkloadState: Sendable {
         Scenario(name: "crash workload: buffered, 2 threads, reused directory", threads: 2, synchronousPerMille: 0,
                  syncPerMille: 15, compactPerMille: 3, reopenPerMille: 0, chained: true, batchesPerThread: 200,
                  seed: 0x9A3E_0004),
+        Scenario(name: "encrypted: mixed durability, compactions, reopens", threads: 1, synchronousPerMille: 300,
+                 syncPerMille: 20, compactPerMille: 8, reopenPerMille: 6, chained: true, batchesPerThread: 300,
+                 seed: 0x9A3E_0005, encrypted: true),
     ]
 
     /// 4 trials per scenario by default; `STRATA_POWERLOSS_TRIALS` (a total) raises the count.
@@ -140,8 +145,9 @@ private final class WorkloadState: Sendable {
         return max(1, (max(total, 1) + scenarios.count - 1) / scenarios.count)
     }
 
-    static func options(buffered: Bool) -> EngineOptions {
+    static func options(buffered: Bool, encrypted: Bool = false) -> EngineOptions {
         var o = EngineOptions()
+        if encrypted { o.encryptionKey = EncryptionFixture.testKey }
         o.durability = buffered ? .buffered : .synchronous
         o.memtableSize = 16 << 10
         o.targetSegmentSize = 8 << 10
@@ -180,7 +186,7 @@ private final class WorkloadState: Sendable {
             for cut in cuts {
                 let cutLabel = "\(label), cut \(cut.number) at system call \(cut.event) (after \(cut.after))"
                 guard let (counts, recoveryCuts) = check(cut, histories: histories, seed: seed &+ UInt64(cut.number),
-                                                         label: cutLabel)
+                                                         label: cutLabel, encrypted: scenario.encrypted)
                 else { continue }
                 cutsChecked += 1
                 if cut.after.contains(".seg") { inSegments += 1 }
@@ -239,7 +245,7 @@ private final class WorkloadState: Sendable {
     private func runWorkload(_ scenario: Scenario, directory: String, cloneRoot: String, histories: [ThreadHistory],
                              seed: UInt64, label: String) throws -> [PowerLossSimulator.Cut] {
         let threads = scenario.threads
-        let options = Self.options(buffered: scenario.synchronousPerMille == 0)
+        let options = Self.options(buffered: scenario.synchronousPerMille == 0, encrypted: scenario.encrypted)
         let start = histories.map(\.batches.count)
         let events = 120.0 * Double(scenario.batchesPerThread * threads) / 300
         let simulator = try PowerLossSimulator(directory: directory, cloneRoot: cloneRoot, seed: seed,
@@ -324,12 +330,12 @@ private final class WorkloadState: Sendable {
     /// Opens the clone a cut left (under a simulator of its own, cutting recovery too) and checks
     /// it against the histories; returns the recovered batch counts and the recovery cuts checked.
     private func check(_ cut: PowerLossSimulator.Cut, histories: [ThreadHistory], seed: UInt64,
-                       label: String) -> (counts: [Int], recoveryCuts: Int)? {
+                       label: String, encrypted: Bool = false) -> (counts: [Int], recoveryCuts: Int)? {
         let threads = histories.count
-        let options = Self.options(buffered: false)
+        let options = Self.options(buffered: false, encrypted: encrypted)
         // A cut before the first manifest was durable leaves no store at all: opening creates an
         // empty one, and `compare` then requires that nothing was promised.
-        _ = PowerLossSimulator.verifyClone(cut.directory, label: label)
+        _ = PowerLossSimulator.verifyClone(cut.directory, label: label, key: options.encryptionKey)
         let simulator: PowerLossSimulator
         let recovered: Recovered
         do {

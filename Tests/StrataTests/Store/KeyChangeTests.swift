@@ -93,6 +93,34 @@ import Testing
         #expect(missing.list().isEmpty)
     }
 
+    @Test("kill -9 during key changes leaves a store that opens with the old key or the new one, whole")
+    func killDuringKeyChange() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try Self.makeStore(dir, key: F.testKey, count: 30)
+        let expected = try Self.contents(dir.path, key: F.testKey)
+        var random = SplitMix64(seed: 0x4B45_5901)
+        var changes = 0
+        for trial in 0..<4 {
+            let child = try CrashHelperProcess(["rekey", dir.path])
+            child.run(for: Double(20 + random.below(400)) / 1000)
+            _ = child.killAndWait()
+            changes += child.lines.filter { $0.hasPrefix("KEY ") }.count
+            var opened: [String] = []
+            for (name, key) in [("test", F.testKey), ("reverse", F.otherKey)] {
+                do {
+                    #expect(try Self.contents(dir.path, key: key) == expected, "trial \(trial): the \(name) key reads other contents")
+                    opened.append(name)
+                } catch StrataError.encryptionKey {
+                } catch {
+                    Issue.record("trial \(trial): opening with the \(name) key: \(error); helper: \(child.errorText)")
+                }
+            }
+            #expect(opened.count == 1, "trial \(trial): opened with \(opened)")
+        }
+        #expect(changes > 0, "no key change completed before a kill")
+    }
+
     @Test("a power cut at each system call of a key change leaves a store that opens with the old key or the new one, whole",
           arguments: [(true, true), (true, false), (false, true)])
     func powerCutAtEverySystemCall(fromEncrypted: Bool, toEncrypted: Bool) throws {

@@ -368,11 +368,11 @@ extension PowerLossSimulator {
     /// Checks the clone in `directory` with `StoreVerifier`, recording an issue for each fault;
     /// returns whether it verified. A clone without any store file (a cut before the first
     /// manifest was durable) holds no store, and passes: opening it creates an empty one.
-    static func verifyClone(_ directory: String, label: String) -> Bool {
+    static func verifyClone(_ directory: String, label: String, key: EncryptionKey? = nil) -> Bool {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         guard names.contains(where: { ![.other, .temporary, .lock].contains(FileNames.parse($0)) }) else { return true }
         do {
-            let report = try StoreVerifier.verify(storeAt: directory)
+            let report = try StoreVerifier.verify(storeAt: directory, key: key)
             if report.faults.isEmpty { return true }
             Issue.record("\(label): the clone does not verify: \(report.faults)")
         } catch {
