@@ -43,7 +43,19 @@ public enum StoreVerifier {
     ///   problem with the store's files is a fault in the report.
     ///   `key` reads an encrypted store (``StoreOptions/encryptionKey``).
     public static func verify(storeAt directory: String, key: EncryptionKey? = nil) throws -> VerifyReport {
-        try InspectionKey.$current.withValue(key ?? InspectionKey.current) { try verifyStore(directory) }
+        try InspectionKey.$current.withValue(key ?? InspectionKey.current) {
+            let dir = PathStatus.normalizedDirectory(directory)
+            try throwingKeyProblems { _ = try Manifest.read(directory: dir, fileSystem: .real, key: InspectionKey.current) }
+            return try verifyStore(directory)
+        }
+    }
+
+    /// Runs `body` and rethrows only a key that does not fit (``StrataError/encryptionKey(store:problem:)``):
+    /// a wrong or missing key is the caller's mistake, not damage to report as a fault.
+    private static func throwingKeyProblems(_ body: () throws -> Void) throws {
+        do { try body() } catch let error as StrataError {
+            if case .encryptionKey = error { throw error }
+        } catch {}
     }
 
     private static func verifyStore(_ directory: String) throws -> VerifyReport {
@@ -214,7 +226,16 @@ public enum StoreVerifier {
     /// - Throws: ``InspectionError`` when `path` is not a segment, log or manifest.
     ///   `key` reads a file of an encrypted store.
     public static func verify(fileAt path: String, key: EncryptionKey? = nil) throws -> VerifyReport {
-        try InspectionKey.$current.withValue(key ?? InspectionKey.current) { try verifyFile(path) }
+        try InspectionKey.$current.withValue(key ?? InspectionKey.current) {
+            try throwingKeyProblems {
+                switch StoreInspector.kind(ofFileNamed: StoreInspector.baseName(path)) {
+                case .segment: _ = try SegmentReader(path: path, number: 0, cache: nil, fileSystem: .real, key: InspectionKey.current)
+                case .log: _ = try LogReader(path: path, fileSystem: .real, key: InspectionKey.current)
+                default: break
+                }
+            }
+            return try verifyFile(path)
+        }
     }
 
     private static func verifyFile(_ path: String) throws -> VerifyReport {
