@@ -107,3 +107,14 @@ for notification in try push.pendingNotifications() { try push.acknowledge(notif
 #sourceLocation()
     _ = (push, device, quotes)
 }
+
+// README.md:136
+func snippet_README_136(store: Store, url: URL, keyBytes: [UInt8]) throws {
+#sourceLocation(file: "README.md", line: 137)
+let key = try EncryptionKey(bytes: keyBytes)           // 32 bytes, kept outside the store
+let vault = try Store.open(at: url, options: StoreOptions(encryptionKey: key))
+try vault.close()
+try Store.changeEncryptionKey(at: url, from: key, to: EncryptionKey.random())
+#sourceLocation()
+    _ = (key, vault)
+}
