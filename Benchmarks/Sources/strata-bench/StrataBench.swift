@@ -77,6 +77,9 @@ struct StrataBench: ParsableCommand {
     @Flag(help: "Also run ts-append and ts-range on Strata through a StoreSession, each call checked against a security policy: a \"strata (session)\" row beside \"strata\", and the ratio checked/unchecked.")
     var session = false
 
+    @Flag(help: "Also run every workload on Strata with an encryption key (AES-256-GCM): a \"strata (encrypted)\" row beside \"strata\", and the ratio encrypted/clear.")
+    var encrypted = false
+
     @Option(help: "The strata-gateway database URL the sync-* workloads replicate with, e.g. http://127.0.0.1:4984/bench (default: $STRATA_BENCH_GATEWAY_URL; without one they are skipped).")
     var gatewayURL: String?
 
@@ -99,12 +102,15 @@ struct StrataBench: ParsableCommand {
         var config = BenchConfig(count: count, operations: operations, batch: batch, seed: seed, durability: durability,
                                  series: series, values: values, channels: channels, quick: quick, openTrials: openTrials,
                                  cacheBytes: cache, session: session)
+        config.encrypted = encrypted
         let environment = ProcessInfo.processInfo.environment
         config.gatewayURL = gatewayURL ?? environment["STRATA_BENCH_GATEWAY_URL"].flatMap { $0.isEmpty ? nil : $0 }
         config.gatewayUser = gatewayUser ?? environment["STRATA_BENCH_GATEWAY_USER"]
         config.gatewayPassword = gatewayPassword ?? environment["STRATA_BENCH_GATEWAY_PASSWORD"]
         if let childFill {
             guard let childDirectory, let count else { throw ValidationError("--child-fill needs --child-directory and --count") }
+            // The child fills the store of the row it serves: with the key when it is the encrypted row.
+            config.sealed = encrypted
             try ChildFill.run(engine: childFill, directory: URL(fileURLWithPath: childDirectory), count: count, config: config)
         }
         if list {

@@ -7,8 +7,12 @@ enum StrataSettings {
     static func options(_ config: BenchConfig) -> StoreOptions {
         var options = StoreOptions(durability: config.durability == .synchronous ? .synchronous : .buffered)
         options.cacheSize = config.cacheBytes
+        if config.sealed { options.encryptionKey = key }
         return options
     }
+
+    /// The key of the encrypted rows (`--encrypted`): any key costs the same.
+    static let key = try! EncryptionKey(bytes: (0..<32).map { UInt8($0) })
 }
 
 /// The raw key-value API of Strata: `Store.write(WriteBatch)`, `get`, `cursor`.

@@ -39,6 +39,11 @@ struct BenchConfig: Sendable {
     /// `--session`: the workloads that can (``Workload/runsThroughSession``) also run on Strata
     /// through a `StoreSession`, in a row of their own beside the unchecked one.
     var session = false
+    /// `--encrypted`: every workload also runs on Strata with an encryption key, in a row of its
+    /// own ("strata (encrypted)") beside the one in clear.
+    var encrypted = false
+    /// Whether this run's Strata stores are opened with the bench's key (the encrypted row).
+    var sealed = false
     /// `--gateway-url` (or `STRATA_BENCH_GATEWAY_URL`): the strata-gateway database the sync-*
     /// workloads replicate with; nil skips them.
     var gatewayURL: String? = nil

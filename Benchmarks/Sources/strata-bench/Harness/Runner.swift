@@ -17,12 +17,14 @@ struct Runner {
             var unit = ""
             let count = config.count(for: workload)
             let operations = config.operations(for: workload)
-            for (engine, session) in rows(workload) {
-                let row = session ? Self.sessionRow : engine.rawValue
+            for (engine, session, sealed) in rows(workload) {
+                let row = session ? Self.sessionRow : sealed ? Self.encryptedRow : engine.rawValue
                 let label = workload.name + (variant.isEmpty ? "" : " (\(variant))") + " " + row
                 let directory = baseDirectory.appendingPathComponent(
                     "\(workload.name)\(variant.isEmpty ? "" : "-" + variant.replacingOccurrences(of: " ", with: "-"))-\(engine.rawValue)"
-                    + (session ? "-session" : ""))
+                    + (session ? "-session" : "") + (sealed ? "-encrypted" : ""))
+                var config = self.config
+                config.sealed = sealed
                 let context = RunContext(engine: engine, variant: variant, config: config, count: count,
                                          operations: operations, directory: directory, executable: executable, session: session)
                 unit = workload.operationUnit(context)
@@ -83,11 +85,18 @@ struct Runner {
     /// The row of a run through a Strata `StoreSession` (`--session`).
     static let sessionRow = "strata (session)"
 
-    /// The runs of a table: each engine, and with `--session` Strata through a session right
-    /// after Strata itself, for the workloads that can.
-    private func rows(_ workload: any Workload) -> [(engine: EngineKind, session: Bool)] {
-        engines.flatMap { engine -> [(engine: EngineKind, session: Bool)] in
-            engine == .strata && config.session && workload.runsThroughSession ? [(engine, false), (engine, true)] : [(engine, false)]
+    /// The row of a run on Strata with an encryption key (`--encrypted`).
+    static let encryptedRow = "strata (encrypted)"
+
+    /// The runs of a table: each engine, and right after Strata itself, with `--session` Strata
+    /// through a session (for the workloads that can) and with `--encrypted` Strata with a key.
+    private func rows(_ workload: any Workload) -> [(engine: EngineKind, session: Bool, sealed: Bool)] {
+        engines.flatMap { engine -> [(engine: EngineKind, session: Bool, sealed: Bool)] in
+            guard engine == .strata else { return [(engine, false, false)] }
+            var out = [(engine, false, false)]
+            if config.session && workload.runsThroughSession { out.append((engine, true, false)) }
+            if config.encrypted { out.append((engine, false, true)) }
+            return out
         }
     }
 

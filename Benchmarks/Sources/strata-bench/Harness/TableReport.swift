@@ -54,6 +54,13 @@ enum TableReport {
                                unchecked.itemsPerSecond / checked.itemsPerSecond,
                                Double(checked.latencyNanoseconds.p50) / Double(unchecked.latencyNanoseconds.p50)))
         }
+        if let clear = w.results.first(where: { $0.engine == EngineKind.strata.rawValue && $0.unavailable == nil }),
+           let sealed = w.results.first(where: { $0.engine == Runner.encryptedRow && $0.unavailable == nil }),
+           sealed.itemsPerSecond > 0, clear.itemsPerSecond > 0 {
+            Swift.print(String(format: "encrypted/clear (strata with a key over strata): %.3f× the items/s, %.3f× the p50",
+                               sealed.itemsPerSecond / clear.itemsPerSecond,
+                               Double(sealed.latencyNanoseconds.p50) / Double(max(clear.latencyNanoseconds.p50, 1))))
+        }
         for r in w.results { for note in r.notes ?? [] { Swift.print("\(r.engine): \(note)") } }
         if let with = w.results.first(where: { $0.engine == EngineKind.strata.rawValue && $0.unavailable == nil }),
            let without = w.results.first(where: { $0.engine == PushFanout.referenceRow && $0.unavailable == nil }),

@@ -68,6 +68,7 @@ struct Open: Workload {
         process.arguments = ["--child-fill", run.engine.rawValue, "--child-directory", run.directory.path,
                              "--count", String(run.count), "--batch", String(run.config.batch),
                              "--durability", run.config.durability.rawValue, "--cache", String(run.config.cacheBytes)]
+            + (run.config.sealed ? ["--encrypted"] : [])
         let out = Pipe()
         process.standardOutput = out
         try process.run()
