@@ -107,3 +107,12 @@ for notification in try push.pendingNotifications() { try push.acknowledge(notif
 #sourceLocation()
     _ = (push, device, quotes)
 }
+
+// README.md:136
+func snippet_README_136(store: Store) throws {
+#sourceLocation(file: "README.md", line: 137)
+try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
+let copy = try Store.open(at: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
+#sourceLocation()
+    _ = copy
+}
