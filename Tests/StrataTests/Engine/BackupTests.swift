@@ -371,6 +371,53 @@ struct BackupTests {
         #expect(try verifyFaults(last).isEmpty)
     }
 
+    @Test("power loss at any system call of a backup leaves a target that is refused, empty, or the complete copy")
+    func powerLoss() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var options = smallStoreOptions()
+        options.fileSystem = PowerLoss.fileSystem
+        let store = try Store.open(at: dir.url, options: options)
+        defer { try? store.close() }
+        try populate(store, rounds: 300)
+        for i in 0..<20 { try store.put(Array("tail/\(i)".utf8), [UInt8(i)]) }
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        var checked = 0, refused = 0, complete = 0
+        for seed in 0..<UInt64(12) {
+            let target = root.file("backup-\(seed)")
+            let simulator = try PowerLossSimulator(directory: target, cloneRoot: root.file("cut-\(seed)"), seed: seed,
+                                                   cutChance: 0.02, maxCuts: 8, progress: .init(start: [0]))
+            if seed < 4 { simulator.cut(afterEvents: 1 + Int(seed) * 3) }
+            PowerLoss.attach(simulator)
+            var captured: Snapshot?
+            do {
+                defer { PowerLoss.detach(simulator) }
+                try store.engine.backup(to: target) { captured = $0 }
+            }
+            let expected = try records(try #require(captured))
+            for cut in simulator.allCuts {
+                checked += 1
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: cut.directory)) ?? []
+                if names.contains(FileNames.backupMarker) {
+                    refused += 1
+                    do {
+                        _ = try Engine(directory: cut.directory, options: EngineOptions())
+                        Issue.record("seed \(seed), cut after \(cut.after): a clone with the marker opened")
+                    } catch StrataError.corrupted(let file, _, _) {
+                        #expect(file.hasSuffix(FileNames.backupMarker))
+                    }
+                } else if !names.isEmpty {
+                    complete += 1
+                    let copy = try Engine(directory: cut.directory, options: EngineOptions())
+                    expectEqual(try records(try copy.snapshot()), expected, "seed \(seed), cut after \(cut.after)")
+                    try copy.close()
+                }
+            }
+        }
+        #expect(checked > 10 && refused > 0 && complete > 0, "\(checked) cuts, \(refused) refused, \(complete) complete")
+    }
+
     @Test("the async twin makes the same backup")
     func asyncTwin() async throws {
         let dir = try TemporaryDirectory()
