@@ -2,8 +2,8 @@ import Foundation
 import Strata
 import Synchronization
 
-/// `backup`: a store filled with `--count` records of 100 bytes (a 16-byte key, an 84-byte value;
-/// sequential keys in batches of `--batch`, then flushed) is backed up (`Store.backup(to:)`) into
+/// `backup`: a store filled with `--count` records of 100 bytes (a 16-byte key, an 84-byte random
+/// value; sequential keys in batches of `--batch`, then compacted) is backed up (`Store.backup(to:)`) into
 /// a sibling directory while a writer thread puts one record at a time. The timed operation is the
 /// backup. The notes give the writer's longest single put during the backup against its longest
 /// in the same time before it (the stall a backup causes: its only lock-held step notes the
@@ -66,17 +66,32 @@ struct Backup: Workload {
         }
     }
 
+    /// Random bytes, which LZ4 does not shrink: the store's files are then about `--count` × 100
+    /// bytes, as the records are.
+    static func fillRandom(_ value: inout [UInt8], _ rng: inout XorShift64Star) {
+        value.withUnsafeMutableBytes { b in
+            var offset = 0
+            while offset < b.count {
+                withUnsafeBytes(of: rng.next()) { r in
+                    for k in 0..<min(8, b.count - offset) { b[offset + k] = r[k] }
+                }
+                offset += 8
+            }
+        }
+    }
+
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let options = StrataSettings.options(run.config)
         let store = try Store.open(at: run.directory, options: options)
         var batch = WriteBatch()
-        var value = [UInt8](repeating: UInt8(ascii: "v"), count: Self.valueSize)
+        var value = [UInt8](repeating: 0, count: Self.valueSize)
+        var rng = XorShift64Star(seed: run.config.seed)
         let size = max(run.config.batch, 1)
         var i = 0
         while i < run.count {
             batch = WriteBatch()
             for j in i..<min(i + size, run.count) {
-                value[0] = UInt8(truncatingIfNeeded: j)
+                Self.fillRandom(&value, &rng)
                 batch.put(Records.key(j, sequential: true), value)
             }
             try store.write(batch)
