@@ -305,6 +305,25 @@ struct BackupTests {
         expectEqual(try records(try copy.engine.snapshot()), try records(try #require(captured)), "copied backup")
     }
 
+    @Test("a backup onto another file system copies the segments (a real EXDEV), where there is one")
+    func otherFileSystem() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var here = stat(), shm = stat()
+        guard stat(dir.path, &here) == 0, stat("/dev/shm", &shm) == 0, here.st_dev != shm.st_dev else { return }
+        let target = "/dev/shm/strata-backup-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: target) }
+        let store = try Store.open(at: dir.url, options: smallStoreOptions())
+        defer { try? store.close() }
+        try populate(store, rounds: 400)
+        var captured: Snapshot?
+        let report = try store.engine.backup(to: target) { captured = $0 }
+        #expect(report.segmentsLinked == 0 && report.segmentsCopied > 0, "\(report)")
+        let copy = try Store.open(at: URL(fileURLWithPath: target, isDirectory: true))
+        defer { try? copy.close() }
+        expectEqual(try records(try copy.engine.snapshot()), try records(try #require(captured)), "backup on /dev/shm")
+    }
+
     @Test("every system call of a backup failing in turn: a typed error, the source unchanged and usable, the target refused or complete")
     func everyCallFailing() throws {
         let dir = try TemporaryDirectory()
