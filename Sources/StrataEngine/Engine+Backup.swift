@@ -30,17 +30,6 @@ extension Engine {
         var logs: [(number: UInt64, file: SystemFile, length: Int?)]
     }
 
-    /// The errors of `link(2)` after which a backup copies the segment instead: no hard links
-    /// across file systems (`EXDEV`), or on this file system (`EPERM`, `ENOTSUP`, `EOPNOTSUPP`,
-    /// `ENOSYS`), or too many links to the file already (`EMLINK`).
-    package static let linkRefusals: Set<Int32> = {
-        #if canImport(Glibc)
-        [Errno.crossDevice.code, Errno.notPermitted.code, Errno.notSupported.code, 95 /* EOPNOTSUPP */, 38 /* ENOSYS */, 31 /* EMLINK */]
-        #else
-        [Errno.crossDevice.code, Errno.notPermitted.code, Errno.notSupported.code, 102 /* EOPNOTSUPP */, 78 /* ENOSYS */, 31 /* EMLINK */]
-        #endif
-    }()
-
     /// Copies the store, at one sequence, into `target`, which must not exist or be empty, while
     /// writes go on (FORMAT.md 9.6). The copy holds every write visible when it was called (every
     /// acknowledged one, `.buffered` ones included: a write is handed to the OS before it is
@@ -91,7 +80,7 @@ extension Engine {
                 do {
                     try files.link(directory + "/" + name, target + "/" + name)
                     report.segmentsLinked += 1
-                } catch StrataError.io(path: _, errno: let code, operation: "link") where Self.linkRefusals.contains(code) {
+                } catch StrataError.io(path: _, errno: let code, operation: "link") where Errno.hardLinkRefusals.contains(Errno(code: code)) {
                     try files.withFile(directory + "/" + name, flags: .readOnly) { from in
                         report.bytesCopied += try Self.copy(from, length: Int(s.fileSize), to: target + "/" + name, fileSystem: files)
                     }

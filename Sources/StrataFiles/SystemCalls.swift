@@ -51,6 +51,13 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let crossDevice = Errno(code: EXDEV)
     package static let notPermitted = Errno(code: EPERM)
 
+    /// The failures of `link(2)` that say no second name can be made here, where a copy will do:
+    /// across file systems (`EXDEV`), on a file system without hard links (`EPERM`, `ENOTSUP`,
+    /// `EOPNOTSUPP`, `ENOSYS`), or with too many links to the file already (`EMLINK`).
+    package static let hardLinkRefusals: Set<Errno> = [
+        crossDevice, notPermitted, notSupported, Errno(code: EOPNOTSUPP), Errno(code: ENOSYS), Errno(code: EMLINK),
+    ]
+
     /// The system's message for an error number (`strerror`).
     package static func message(_ code: Int32) -> String { StrataError.systemMessage(code) }
 
