@@ -144,6 +144,7 @@ extension Engine {
                 active = Memtable(logNumber: number)
                 immutables.insert(full, at: 0)
                 log = newLog
+                committedLogSize = newLog.size
             }
         }
         var flushed = 0

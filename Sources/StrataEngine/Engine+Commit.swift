@@ -175,6 +175,8 @@ extension Engine {
                 }
             }
             visibleSequence.store(first + UInt64(total) - 1, ordering: .releasing)
+            // Only the leader appends to the log, so its size is this group's end.
+            committedLogSize = log.size
         }
         for g in group {
             g.done = true
@@ -239,6 +241,7 @@ extension Engine {
             immutables.insert(full, at: 0)
             // The old log's descriptor closes when its last user (a sync under way) lets go.
             log = newLog
+            committedLogSize = newLog.size
             logDirty = false
             scheduleFlush()
             return

@@ -59,6 +59,10 @@ package final class Engine: @unchecked Sendable {
     package var closed = false
     package let shuttingDown = Atomic<Bool>(false)
     package var logDirty = false
+    /// The length of `log` up to the end of its last record whose batches are visible: what a
+    /// backup copies of it (``backup(to:)``). Set by the commit leader once its group is
+    /// visible, and on every switch to a new log; bytes past it belong to a group under way.
+    package var committedLogSize = 0
     package var filters: [UInt64: CompactionFilter] = [:]
     package var transforms: [UInt64: any RecordTransform] = [:]
     package let fileLock: FileLock
@@ -121,6 +125,7 @@ package final class Engine: @unchecked Sendable {
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
             self.log = r.log
+            self.committedLogSize = r.log.size
             self.active = r.active
             self.immutables = r.immutables
             self.readableMemtables = [r.active] + r.immutables

@@ -90,6 +90,12 @@ package struct EngineRecovery {
         let manifestPath = directory + "/" + FileNames.manifest
         let existing = try Manifest.read(directory: directory, fileSystem: options.fileSystem, key: options.encryptionKey)
         let names = try options.fileSystem.listDirectory(directory)
+        if names.contains(FileNames.backupMarker) {
+            // A backup stopped before its manifest was durable: some of its files may be missing
+            // or short, so it is not a store (FORMAT.md 9.6).
+            throw StrataError.corrupted(file: directory + "/" + FileNames.backupMarker, offset: 0,
+                                        reason: "an unfinished backup: the copy stopped before it was complete; make the backup again")
+        }
         var logsOnDisk: [UInt64] = []
         var segmentsOnDisk = Set<UInt64>()
         var temporaries: [String] = []

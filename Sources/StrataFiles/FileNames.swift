@@ -4,6 +4,9 @@
 package enum FileNames {
     package static let lock = "LOCK"
     package static let manifest = "MANIFEST"
+    /// Present in a backup's directory from before its first store file is written until after its
+    /// manifest is durable: open refuses a directory holding it (FORMAT.md 9.6).
+    package static let backupMarker = "BACKUP-INCOMPLETE"
 
     package static func log(_ number: UInt64) -> String { pad(number) + ".log" }
     package static func segment(_ number: UInt64) -> String { pad(number) + ".seg" }

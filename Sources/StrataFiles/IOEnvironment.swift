@@ -13,6 +13,8 @@ package enum IOEvent: Sendable {
     /// `ftruncate` to `size` returned.
     case truncated(path: String, descriptor: Int32, size: Int)
     case renamed(from: String, to: String)
+    /// `link` gave the file named `from` a second name, `to`.
+    case linked(from: String, to: String)
     case removed(path: String)
     /// A sync of a directory returned (``SystemCalls/syncAll(_:)``).
     case syncedDirectory(path: String)
@@ -21,7 +23,7 @@ package enum IOEvent: Sendable {
 
 /// The system calls Strata makes, named for error messages and fault injection.
 package enum IOOperation: String, Sendable {
-    case open, read, write, fsync, ftruncate, fstat, stat, close, rename, unlink, mkdir, mmap, flock, readdir
+    case open, read, write, fsync, ftruncate, fstat, stat, close, rename, link, unlink, mkdir, mmap, flock, readdir
 }
 
 /// A store's environment of the system-call seam (LevelDB's `Env`, Pebble's `vfs.FS`): what

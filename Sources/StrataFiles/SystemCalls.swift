@@ -48,6 +48,15 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let notSupported = Errno(code: ENOTSUP)
     package static let invalidArgument = Errno(code: EINVAL)
     package static let inappropriateIOControl = Errno(code: ENOTTY)
+    package static let crossDevice = Errno(code: EXDEV)
+    package static let notPermitted = Errno(code: EPERM)
+
+    /// The failures of `link(2)` that say no second name can be made here, where a copy will do:
+    /// across file systems (`EXDEV`), on a file system without hard links (`EPERM`, `ENOTSUP`,
+    /// `EOPNOTSUPP`, `ENOSYS`), or with too many links to the file already (`EMLINK`).
+    package static let hardLinkRefusals: Set<Errno> = [
+        crossDevice, notPermitted, notSupported, Errno(code: EOPNOTSUPP), Errno(code: ENOSYS), Errno(code: EMLINK),
+    ]
 
     /// The system's message for an error number (`strerror`).
     package static func message(_ code: Int32) -> String { StrataError.systemMessage(code) }
@@ -201,6 +210,24 @@ package enum SystemCalls {
         #else
         if Darwin.rename(from, to) != 0 { throw Errno.current }
         #endif
+    }
+
+    /// `link(2)`: a second name, `to`, for the file `from` names (both on one file system, or
+    /// `EXDEV`). `to` must not exist.
+    package static func link(_ from: String, _ to: String) throws(Errno) {
+        #if canImport(Glibc)
+        if Glibc.link(from, to) != 0 { throw Errno.current }
+        #else
+        if Darwin.link(from, to) != 0 { throw Errno.current }
+        #endif
+    }
+
+    /// `realpath(3)`: the absolute path of an existing file or directory, every symbolic link,
+    /// `.` and `..` resolved.
+    package static func realPath(_ path: String) throws(Errno) -> String {
+        guard let resolved = realpath(path, nil) else { throw Errno.current }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     package static func unlink(_ path: String) throws(Errno) {

@@ -211,6 +211,30 @@ package struct FileSystem: Sendable {
         environment.report(.renamed(from: from, to: to))
     }
 
+    /// Gives the file `from` names a second name, `to` (`link(2)`): both then name one file, whose
+    /// data is not copied. Fails with `EXDEV` across file systems, and with `EPERM`, `ENOTSUP` or
+    /// others where the file system has no hard links; `EEXIST` if `to` exists.
+    package func link(_ from: String, _ to: String) throws {
+        try environment.check(.link, to)
+        do {
+            try SystemCalls.link(from, to)
+        } catch {
+            throw StrataError.io(path: to, errno: error.code, operation: "link")
+        }
+        environment.report(.linked(from: from, to: to))
+    }
+
+    /// The absolute path of an existing file or directory, with symbolic links, `.` and `..`
+    /// resolved (`realpath(3)`).
+    package func realPath(_ path: String) throws -> String {
+        try environment.check(.stat, path)
+        do {
+            return try SystemCalls.realPath(path)
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "realpath")
+        }
+    }
+
     package func remove(_ path: String) throws {
         try environment.check(.unlink, path)
         do {
@@ -263,6 +287,16 @@ package struct FileSystem: Sendable {
             return true
         } catch where error == .noSuchFileOrDirectory || error == .notDirectory {
             return false
+        } catch {
+            throw StrataError.io(path: path, errno: error.code, operation: "stat")
+        }
+    }
+
+    /// Whether the existing `path` is a directory (following symbolic links).
+    package func isDirectory(_ path: String) throws -> Bool {
+        try environment.check(.stat, path)
+        do {
+            return try SystemCalls.status(path).isDirectory
         } catch {
             throw StrataError.io(path: path, errno: error.code, operation: "stat")
         }

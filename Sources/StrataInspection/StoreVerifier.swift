@@ -160,6 +160,8 @@ public enum StoreVerifier {
                     "not listed in the manifest (left by an unfinished flush or compaction, or awaiting deletion); recovery deletes it"))
             case .temporary:
                 report.notes.append(VerifyReport.Note(file: path, message: "temporary file; recovery deletes it"))
+            case .other where name == FileNames.backupMarker:
+                report.fault(path, FileFault(offset: 0, reason: "an unfinished backup (FORMAT.md 9.6); open refuses the store"))
             case .log(let n):
                 if let manifest, n < manifest.logNumber {
                     report.notes.append(VerifyReport.Note(file: path, message:

@@ -32,6 +32,8 @@
 //       printing `KEY test` or `KEY reverse` after each change.
 //   strata-crash-helper push <directory> <seed>
 //       Appends to a series a push subscription matches (PushMode.swift).
+//   strata-crash-helper backup <directory> <target-root>
+//       Backs the store up, again and again, while a writer appends (BackupMode.swift).
 //
 // In both modes the helper exits by itself when the process that started it dies.
 //
@@ -275,6 +277,8 @@ case "transactions":
     runTransactions(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "push":
     runPush(directory: directory, arguments: Array(arguments.dropFirst(3)))
+case "backup":
+    runBackup(directory: directory, arguments: Array(arguments.dropFirst(3)))
 default:
     fail("unknown mode \(arguments[1])")
 }

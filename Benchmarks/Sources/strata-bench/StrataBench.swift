@@ -13,7 +13,7 @@ enum WorkloadRegistry {
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
         SyncPush(), SyncPull(),
-        Open(),
+        Open(), Backup(),
         PushTriggerEvaluation(),
     ]
 }

@@ -79,6 +79,19 @@ extension Store {
         try await executor.run { try self.compact() }
     }
 
+    /// The `async` twin of ``backup(to:)``: runs on the store's executor, so the copy's reads,
+    /// writes and syncs never block a cooperative thread.
+    ///
+    /// ```swift
+    /// try await store.backup(to: URL(filePath: "/var/backups/app/2026-11-27.strata"))
+    /// ```
+    ///
+    /// - Throws: as ``backup(to:)``; `CancellationError` if the task was cancelled before the
+    ///   backup started (then nothing is created).
+    public func backup(to directory: URL) async throws {
+        try await executor.run { try self.backup(to: directory) }
+    }
+
     /// The `async` twin of ``write(_:durability:)``: runs on the store's executor. A write that
     /// started commits and returns even if its task is cancelled meanwhile.
     ///

@@ -229,9 +229,12 @@ public final class Store: Sendable {
         guard try files.exists(path) else { return }
         let lock = try FileLock(path: path + "/" + FileNames.lock, fileSystem: files)
         defer { lock.release() }
-        for name in try files.listDirectory(path) where FileNames.parse(name) != .other {
+        let names = try files.listDirectory(path)
+        for name in names where FileNames.parse(name) != .other {
             try files.remove(path + "/" + name)
         }
+        // An unfinished backup's marker goes last: until then, what is left is refused at open.
+        if names.contains(FileNames.backupMarker) { try files.remove(path + "/" + FileNames.backupMarker) }
         if try files.listDirectory(path).isEmpty { try? files.removeDirectory(path) }
     }
 
@@ -274,6 +277,42 @@ public final class Store: Sendable {
     /// Flushes memory to disk and merges every segment now, applying retention and dropping
     /// deleted data; returns when done. Compaction otherwise runs in the background by itself.
     public func compact() throws { try engine.compactAll() }
+
+    /// Copies the whole store into `directory` while writes go on: a consistent copy at one
+    /// moment, which opens as a store.
+    ///
+    /// ```swift
+    /// let store = try Store.open(at: URL(filePath: "/var/lib/app/data.strata"))
+    /// try store.backup(to: URL(filePath: "/var/backups/app/2026-11-27.strata"))
+    /// let copy = try Store.open(at: URL(filePath: "/var/backups/app/2026-11-27.strata"))
+    /// ```
+    ///
+    /// The copy holds every write acknowledged before the call (under ``Durability/buffered``
+    /// too) and nothing half-written: every collection, the catalog and the security policy,
+    /// as of one sequence number. Writers wait only while the store notes what to copy, not
+    /// while it copies. Segment files are immutable, so they are hard-linked into `directory`
+    /// when it is on the same file system (`link(2)`) and copied otherwise; the write-ahead logs
+    /// are copied up to that moment; the copy's manifest is written last (FORMAT.md 9.6).
+    ///
+    /// A crash during the backup leaves this store untouched and a `directory` that
+    /// ``open(at:options:)`` refuses (it still holds the marker file `BACKUP-INCOMPLETE`;
+    /// ``destroy(at:)`` removes it), never half a store. A hard-linked segment shares its
+    /// blocks with the store's file: the store never changes a segment, so the copy is not
+    /// affected by later writes, but the two are on one disk.
+    ///
+    /// - Parameter directory: where the copy goes: a directory that does not exist (it is
+    ///   created, with its parents) or is empty.
+    /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` (`directory`) if `directory`
+    ///   exists and is not an empty directory, or is this store's directory or inside it;
+    ///   ``StrataError/io(path:errno:operation:)`` if a system call fails (this store is
+    ///   unchanged and stays usable; `directory` may be left, refused at open);
+    ///   ``StrataError/closed``.
+    public func backup(to directory: URL) throws {
+        guard directory.isFileURL else {
+            throw StrataError.invalidArgument(argument: "directory", reason: "directory \(directory) is not a file URL")
+        }
+        try engine.backup(to: directory.standardizedFileURL.path)
+    }
 
     /// Counters and sizes: sorted runs, segments, memtables, flushes, compactions, write
     /// amplification.

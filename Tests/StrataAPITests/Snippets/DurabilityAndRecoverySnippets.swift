@@ -55,9 +55,16 @@ if stats.damage > 0, let last = stats.lastDamage {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:279
-func snippet_DurabilityAndRecovery_279(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 280)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:183
+func snippet_DurabilityAndRecovery_183(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 184)
+try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
+#sourceLocation()
+}
+
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:304
+func snippet_DurabilityAndRecovery_304(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 305)
 
 
 var options = StoreOptions()

@@ -118,3 +118,12 @@ try Store.changeEncryptionKey(at: url, from: key, to: EncryptionKey.random())
 #sourceLocation()
     _ = (key, vault)
 }
+
+// README.md:149
+func snippet_README_149(store: Store) throws {
+#sourceLocation(file: "README.md", line: 150)
+try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
+let copy = try Store.open(at: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
+#sourceLocation()
+    _ = copy
+}

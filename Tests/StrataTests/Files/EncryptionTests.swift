@@ -117,6 +117,25 @@ enum EncryptionFixture {
         }
     }
 
+    @Test("a backup of an encrypted store is encrypted: it opens with the key only, and holds nothing in clear")
+    func encryptedBackup() throws {
+        let dir = try TemporaryDirectory(), scratch = try TemporaryDirectory()
+        defer { dir.remove(); scratch.remove() }
+        let store = try Store.open(at: dir.url, options: F.options())
+        try F.writeMarkers(store)
+        let copy = TemporaryDirectory(existing: scratch.path + "/copy")
+        try store.backup(to: copy.url)
+        try store.close()
+        #expect(try F.filesContaining(F.marker, in: copy).isEmpty)
+        let refusal = try Hardening.expectRefusedOpen(copy, options: F.options(nil))
+        #expect(refusal == .encryptionKey(store: copy.path, problem: .missingKey))
+        #expect(try StoreVerifier.verify(storeAt: copy.path, key: F.testKey).faults.isEmpty)
+        let reopened = try Store.open(at: copy.url, options: F.options())
+        defer { try? reopened.close() }
+        #expect(try reopened.timeSeries("series/\(F.marker)", of: String.self).query(.values).events.count == 201)
+        #expect(try reopened.documents("db-\(F.marker)").document(id: "late-\(F.marker)") != nil)
+    }
+
     @Test("an encryption key is 32 bytes")
     func keyLength() {
         for n in [0, 16, 31, 33, 64] {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Strata
 @_spi(Layers) import StrataFormat
@@ -73,5 +74,35 @@ struct SystemFileTests {
         try other.sync()
         #expect(try other.size() == 3)
         #expect(try FileSystem.real.listDirectory(dir).sorted() == ["other"])
+    }
+
+    @Test("link gives a file a second name, reports it, and fails typed; realPath resolves links")
+    func linkAndRealPath() throws {
+        let dir = try scratch("link")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let events = Mutex<[String]>([])
+        let faults = IOFaults()
+        let files = FileSystem(environment: IOEnvironment(faults: faults, observer: { event in
+            if case .linked(let from, let to) = event { events.withLock { $0.append(from + " -> " + to) } }
+        }))
+        try files.withFile(dir + "/a", flags: [.writeOnly, .create]) { try $0.write([1, 2, 3]) }
+        try files.link(dir + "/a", dir + "/b")
+        #expect(events.withLock { $0 } == [dir + "/a -> " + dir + "/b"])
+        #expect(try FileManager.default.attributesOfItem(atPath: dir + "/b")[.referenceCount] as? Int == 2)
+        #expect(try files.withFile(dir + "/b", flags: .readOnly) { try $0.read(at: 0, count: 3) } == [1, 2, 3])
+        // An existing name, and an injected fault, are typed errors naming the new path.
+        #expect(throws: StrataError.io(path: dir + "/b", errno: Errno.fileExists.code, operation: "link")) {
+            try files.link(dir + "/a", dir + "/b")
+        }
+        faults.set { op, _ in op == .link ? Errno.crossDevice.code : nil }
+        #expect(throws: StrataError.io(path: dir + "/c", errno: Errno.crossDevice.code, operation: "link")) {
+            try files.link(dir + "/a", dir + "/c")
+        }
+        faults.set(nil)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/c"))
+        try FileManager.default.createSymbolicLink(atPath: dir + "/s", withDestinationPath: dir)
+        #expect(try files.realPath(dir + "/s/./b") == dir + "/b")
+        #expect(try files.isDirectory(dir + "/s"))
+        #expect(try !files.isDirectory(dir + "/a"))
     }
 }

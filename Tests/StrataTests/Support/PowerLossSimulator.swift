@@ -189,6 +189,21 @@ final class PowerLossSimulator: @unchecked Sendable {
             }
             namespace = true
             publication = true
+        case .linked(_, let to):
+            // A new name for a file that is durable already (a backup links only sealed, synced
+            // segments): its content is what the file holds now, and its entry is a create.
+            guard let name = name(to) else { return }
+            var st = stat()
+            guard stat(to, &st) == 0 else { return }
+            let inode = UInt64(st.st_ino)
+            let id = idOfInode[inode] ?? newID()
+            if files[id] == nil {
+                files[id] = File(inode: inode, synced: (try? Self.read(to)) ?? [])
+                idOfInode[inode] = id
+            }
+            current[name] = id
+            pending.append(.create(name, id))
+            namespace = true
         case .removed(let path):
             guard let name = name(path) else { return }
             if let id = current.removeValue(forKey: name) { pending.append(.remove(name, id)) }
@@ -311,6 +326,7 @@ final class PowerLossSimulator: @unchecked Sendable {
         case .synced(let p, _): return "fdatasync \(short(p))"
         case .truncated(let p, _, let n): return "ftruncate \(short(p)) to \(n)"
         case .renamed(let a, let b): return "rename \(short(a)) → \(short(b))"
+        case .linked(let a, let b): return "link \(short(a)) → \(short(b))"
         case .removed(let p): return "unlink \(short(p))"
         case .syncedDirectory: return "fsync of the directory"
         case .createdDirectory(let p): return p.hasPrefix("/") ? "mkdir \(p)" : p
@@ -352,7 +368,7 @@ enum PowerLoss {
         switch event {
         case .opened(let p, _), .wrote(let p, _, _), .synced(let p, _), .truncated(let p, _, _), .removed(let p):
             targets = simulators.withLock { $0[parent(p)].map { [$0] } ?? [] }
-        case .renamed(_, let to):
+        case .renamed(_, let to), .linked(_, let to):
             targets = simulators.withLock { $0[parent(to)].map { [$0] } ?? [] }
         case .createdDirectory(let p):
             targets = simulators.withLock { $0[p].map { [$0] } ?? [] }
