@@ -41,9 +41,10 @@ extension Engine {
     /// `BACKUP-INCOMPLETE` is created and made durable in `target`; each segment is hard-linked
     /// (copied where `link(2)` is refused) and each log copied up to its noted length, each copy
     /// synced; the manifest is written (``Manifest/write(directory:fileSystem:key:)``, sealed with
-    /// the store's key, which syncs the directory); the marker is removed and the directory synced again. Open refuses a directory
-    /// holding the marker, so a crash at any point leaves a target that is refused, never half a
-    /// store; the source is only read.
+    /// the store's key, which syncs the directory); the marker is removed and the directory
+    /// synced again. Open refuses a directory holding the marker, so a crash at any point leaves
+    /// a target that is refused, never half a store; the source is only read. An encrypted
+    /// store's copy is encrypted: its files are copied as they are.
     ///
     /// - Throws: ``StrataError/invalidArgument(argument:reason:)`` (`directory`) when `target`
     ///   is the store's own directory or inside it, is not a directory, or is not empty;
