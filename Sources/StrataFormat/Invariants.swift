@@ -1,6 +1,6 @@
 /// Checks of the engine's invariants that only an invariants build compiles (Pebble's
 /// `invariants` build tag): `STRATA_INVARIANTS=1 swift build` (or `Scripts/test`, which runs the
-/// suite's engine tests so once) defines `STRATA_INVARIANTS` in every library target, and each
+/// whole suite so) defines `STRATA_INVARIANTS` in every library target, and each
 /// check sits in an `#if STRATA_INVARIANTS` block at its call site, so that other builds carry no
 /// trace of it.
 ///

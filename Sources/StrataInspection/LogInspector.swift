@@ -21,10 +21,12 @@ public enum LogInspector {
     ///   `StrataError.unsupportedFormatVersion(file:found:)` for a log of a future version;
     ///   `StrataError.corrupted(file:offset:reason:)` when a damaged record is followed by valid
     ///   ones (which a crash cannot produce) or the header fails its checksum.
-    public static func dump(logAt path: String, includeOperations: Bool = false) throws -> LogDump {
+    ///
+    /// `key` reads a log of an encrypted store (``StoreOptions/encryptionKey``).
+    public static func dump(logAt path: String, includeOperations: Bool = false, key: EncryptionKey? = nil) throws -> LogDump {
         try StoreInspector.require(.log, at: path)
         let size = try PathStatus.requireFile(path)
-        let reader = try LogReader(path: path, fileSystem: .real, key: InspectionKey.current)
+        let reader = try LogReader(path: path, fileSystem: .real, key: key ?? InspectionKey.current)
         var dump = LogDump(path: path, size: UInt64(size), logNumber: reader.logNumber)
         dump.formatVersion = reader.formatVersion
         dump.validLength = reader.validLength

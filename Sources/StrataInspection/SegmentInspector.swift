@@ -22,7 +22,13 @@ public enum SegmentInspector {
     /// - Throws: ``InspectionError`` when `path` is not a segment;
     ///   `StrataError.unsupportedFormatVersion(file:found:)` for a future format version;
     ///   `StrataError.corrupted(file:offset:reason:)` when the file cannot be opened.
-    public static func dump(segmentAt path: String, includeRecords: Bool = false) throws -> SegmentDump {
+    ///
+    /// `key` reads a segment of an encrypted store (``StoreOptions/encryptionKey``).
+    public static func dump(segmentAt path: String, includeRecords: Bool = false, key: EncryptionKey? = nil) throws -> SegmentDump {
+        try InspectionKey.$current.withValue(key ?? InspectionKey.current) { try dumpSegment(path, includeRecords: includeRecords) }
+    }
+
+    private static func dumpSegment(_ path: String, includeRecords: Bool) throws -> SegmentDump {
         try StoreInspector.require(.segment, at: path)
         var number: UInt64?
         if case .segment(let n) = FileNames.parse(StoreInspector.baseName(path)) { number = n }

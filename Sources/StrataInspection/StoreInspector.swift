@@ -260,7 +260,7 @@ public struct TornTail: Codable, Sendable, Equatable {
     public var reason: String
 }
 
-/// What ``StoreInspector/summary(ofStoreAt:)`` reports about a store.
+/// What ``StoreInspector/summary(ofStoreAt:key:)`` reports about a store.
 ///
 /// Record counts are of *stored* records: a key written in several runs counts once per run,
 /// and a tombstone counts as a record too (and in ``tombstones``). Sizes are in bytes.
@@ -416,7 +416,7 @@ public struct StoreSummary: Codable, Sendable {
     /// Files that could not be read; empty when every one read.
     public var problems: [Problem] = []
 
-    /// An empty summary of `directory`; ``StoreInspector/summary(ofStoreAt:)`` fills it.
+    /// An empty summary of `directory`; ``StoreInspector/summary(ofStoreAt:key:)`` fills it.
     public init(directory: String) {
         self.directory = directory
     }

@@ -101,16 +101,20 @@ public struct DocumentDatabaseDump: Codable, Sendable, Equatable {
 /// cannot run map or reduce functions.
 public enum DocumentInspector {
     /// Every document database of the store in `directory`, in name order.
-    public static func databases(ofStoreAt directory: String) throws -> [DocumentDatabaseSummary] {
-        let snapshot = try StoreImage.snapshot(directory: directory)
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func databases(ofStoreAt directory: String, key: EncryptionKey? = nil) throws -> [DocumentDatabaseSummary] {
+        let snapshot = try StoreImage.snapshot(directory: directory, key: key ?? InspectionKey.current)
         return try Catalog.entries(kind: .documentDatabase, in: snapshot).map { try summary(snapshot, $0.name, $0.entry) }
     }
 
     /// One database with its first `limit` documents, or with the first `limit` rows of `index`.
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
     public static func dump(database name: String, ofStoreAt directory: String, index: String? = nil,
-                            limit: Int = 100) throws -> DocumentDatabaseDump {
+                            limit: Int = 100, key: EncryptionKey? = nil) throws -> DocumentDatabaseDump {
         guard limit >= 0 else { throw StrataError.invalidArgument(argument: "limit", reason: "limit \(limit) is negative") }
-        let snapshot = try StoreImage.snapshot(directory: directory)
+        let snapshot = try StoreImage.snapshot(directory: directory, key: key ?? InspectionKey.current)
         guard let found = try Catalog.entries(kind: .documentDatabase, in: snapshot).first(where: { $0.name == name }) else {
             throw StrataError.notFound(kind: .documentDatabase, name: name, reason: "document database \(name.debugDescription) in \(directory)")
         }

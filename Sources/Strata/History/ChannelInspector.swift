@@ -45,7 +45,7 @@ public struct InspectedMessage: Codable, Sendable, Equatable {
 
 /// A channel's summary and its messages (oldest first).
 public struct ChannelDump: Codable, Sendable, Equatable {
-    /// The channel, as ``ChannelInspector/channels(ofStoreAt:now:)`` lists it.
+    /// The channel, as ``ChannelInspector/channels(ofStoreAt:now:key:)`` lists it.
     public var channel: ChannelSummary
     /// The messages asked for, oldest first.
     public var messages: [InspectedMessage]
@@ -64,17 +64,21 @@ public struct ChannelDump: Codable, Sendable, Equatable {
 /// ```
 public enum ChannelInspector {
     /// Every channel of the store, in name order.
-    public static func channels(ofStoreAt directory: String, now: Date = Date()) throws -> [ChannelSummary] {
-        let image = try Image(directory: directory, now: now)
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func channels(ofStoreAt directory: String, now: Date = Date(), key: EncryptionKey? = nil) throws -> [ChannelSummary] {
+        let image = try Image(directory: directory, now: now, key: key)
         return try image.entries.map { try image.summary(of: $0.name, entry: $0.entry) }
     }
 
     /// Channel `name` and its newest `limit` messages (all of them when nil), oldest first.
     ///
     /// - Throws: ``StrataError/notFound(kind:name:reason:)`` if the store has no such channel.
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
     public static func dump(channel name: String, ofStoreAt directory: String, limit: Int? = nil,
-                            now: Date = Date()) throws -> ChannelDump {
-        let image = try Image(directory: directory, now: now)
+                            now: Date = Date(), key: EncryptionKey? = nil) throws -> ChannelDump {
+        let image = try Image(directory: directory, now: now, key: key)
         guard let entry = image.entries.first(where: { $0.name == name })?.entry else {
             throw StrataError.notFound(kind: .channel, name: name, reason: "channel \"\(name)\" in \(directory)")
         }
@@ -112,10 +116,10 @@ public enum ChannelInspector {
         let heads: [UInt64: ChannelHead]
         let now: UInt64
 
-        init(directory: String, now: Date) throws {
+        init(directory: String, now: Date, key: EncryptionKey?) throws {
             let dir = PathStatus.normalizedDirectory(directory)
             try PathStatus.requireDirectory(dir)
-            snapshot = try StoreImage.snapshot(directory: dir)
+            snapshot = try StoreImage.snapshot(directory: dir, key: key ?? InspectionKey.current)
             entries = try Catalog.entries(kind: .channel, in: snapshot)
             heads = try ChannelHead.all(in: snapshot)
             self.now = max(Timetoken(date: now).rawValue, heads.values.map(\.last).max() ?? 0)

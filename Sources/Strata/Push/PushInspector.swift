@@ -97,8 +97,10 @@ public enum PushInspector {
     /// - Throws: `StrataError.corrupted` or `StrataError.unsupportedFormatVersion` for a record
     ///   that does not decode;
     ///   the errors of reading the store's files.
-    public static func push(ofStoreAt directory: String, limit: Int? = nil) throws -> InspectedPush {
-        let snapshot = try StoreImage.snapshot(directory: directory)
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func push(ofStoreAt directory: String, limit: Int? = nil, key: EncryptionKey? = nil) throws -> InspectedPush {
+        let snapshot = try StoreImage.snapshot(directory: directory, key: key ?? InspectionKey.current)
         var counters = (device: UInt64(1), subscription: UInt64(1), notification: UInt64(1))
         if let bytes = try snapshot.get(PushLayout.countersKey) { counters = try PushRecords.decodeCounters(bytes) }
 

@@ -55,8 +55,10 @@ public enum SecurityInspector {
     ///
     /// - Throws: `StrataError.corrupted` or `StrataError.unsupportedFormatVersion` for a policy
     ///   record that does not decode; the errors of reading the store's files.
-    public static func policy(ofStoreAt directory: String, principal: String? = nil) throws -> InspectedPolicy {
-        let snapshot = try StoreImage.snapshot(directory: directory)
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func policy(ofStoreAt directory: String, principal: String? = nil, key: EncryptionKey? = nil) throws -> InspectedPolicy {
+        let snapshot = try StoreImage.snapshot(directory: directory, key: key ?? InspectionKey.current)
         let policy = try snapshot.get(SecurityPolicyRecord.key).map(SecurityPolicyRecord.decode) ?? SecurityPolicy()
         func names(_ set: Set<Permission>) -> [String] { set.map(\.rawValue).sorted() }
         var result = InspectedPolicy(

@@ -85,16 +85,20 @@ public struct SeriesDump: Codable, Sendable, Equatable {
 /// the library side of `strata-dump series`.
 public enum SeriesInspector {
     /// Every time series of the store in `directory`, in path order.
-    public static func series(ofStoreAt directory: String) throws -> [SeriesSummary] {
-        let snapshot = try StoreImage.snapshot(directory: directory)
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func series(ofStoreAt directory: String, key: EncryptionKey? = nil) throws -> [SeriesSummary] {
+        let snapshot = try StoreImage.snapshot(directory: directory, key: key ?? InspectionKey.current)
         return try Catalog.entries(kind: .timeSeries, in: snapshot).compactMap { name, entry in
             name.isEmpty ? nil : try summary(snapshot, name, entry).0
         }
     }
 
     /// One series with its newest `limit` events (all if nil).
-    public static func dump(series path: String, ofStoreAt directory: String, limit: Int? = nil) throws -> SeriesDump {
-        let snapshot = try StoreImage.snapshot(directory: directory)
+    ///
+    /// `key` reads an encrypted store (``StoreOptions/encryptionKey``).
+    public static func dump(series path: String, ofStoreAt directory: String, limit: Int? = nil, key: EncryptionKey? = nil) throws -> SeriesDump {
+        let snapshot = try StoreImage.snapshot(directory: directory, key: key ?? InspectionKey.current)
         guard let found = try Catalog.entries(kind: .timeSeries, in: snapshot).first(where: { $0.name == path }) else {
             throw StrataError.notFound(kind: .timeSeries, name: path, reason: "time series \"\(path)\" in \(directory)")
         }

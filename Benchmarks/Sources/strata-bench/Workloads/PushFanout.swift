@@ -59,7 +59,7 @@ struct PushFanout: Workload {
             try recorder.measure(items: values.count, bytes: values.count * 8) { try append() }
         }
         let close = try Clock.seconds { try ts.close() }
-        let written = try PushInspector.push(ofStoreAt: run.directory.path, limit: 0).pending
+        let written = try PushInspector.push(ofStoreAt: run.directory.path, limit: 0, key: run.config.sealed ? StrataSettings.key : nil).pending
         let seconds = Double(recorder.nanoseconds) / 1e9
         var outcome = RunOutcome(records: run.count, closeSeconds: close)
         let perSecond = seconds > 0 ? Int((Double(written) / seconds).rounded()) : 0
