@@ -93,6 +93,14 @@ extension TimeSeries {
         try await executor.run { try self.query(query) }
     }
 
+    /// The `async` twin of ``columns(_:)``: runs on the store's executor.
+    ///
+    /// - Throws: as ``columns(_:)``; `CancellationError` if the task was cancelled before the
+    ///   query started.
+    public func columns(_ query: RangeQuery) async throws -> SeriesColumns<Value> {
+        try await executor.run { try self.columns(query) }
+    }
+
     /// The `async` twin of ``latest()``: runs on the store's executor.
     ///
     /// - Throws: as ``latest()``; `CancellationError` if the task was cancelled before the

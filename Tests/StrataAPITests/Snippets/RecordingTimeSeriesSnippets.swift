@@ -47,18 +47,28 @@ print(window.selectedCount, window.isComplete)
     _ = (last100, window, minute, audit, newest)
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:121
-func snippet_RecordingTimeSeries_121(store: Store, prices: TimeSeries<Double>) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 122)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:107
+func snippet_RecordingTimeSeries_107(store: Store, prices: TimeSeries<Double>) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 108)
+let hour = try prices.columns(.values.fromLast(.seconds(3_600)))
+let mean = hour.values.reduce(0, +) / Double(max(hour.count, 1))
+let first = hour.timestamps.first                    // Int64 milliseconds since 1970
+#sourceLocation()
+    _ = (hour, mean, first)
+}
+
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:133
+func snippet_RecordingTimeSeries_133(store: Store, prices: TimeSeries<Double>) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 134)
 for try await event in prices.subscribe() {
     print(event.sequence, event.value, event.isEditEvent)
 }
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/RecordingTimeSeries.md:156
-func snippet_RecordingTimeSeries_156(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 157)
+// Sources/Strata/Strata.docc/RecordingTimeSeries.md:168
+func snippet_RecordingTimeSeries_168(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/RecordingTimeSeries.md", line: 169)
 let prices = try await store.timeSeries("prices/AAPL", of: Double.self,
                                   options: TimeSeriesOptions(retainedRange: .limit(10_000)))
 let m = try await prices.append(101.5)                          // EventMetadata: sequence 0, now, author

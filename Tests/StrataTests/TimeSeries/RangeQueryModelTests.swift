@@ -267,6 +267,12 @@ struct RangeQueryModelTests {
                 #expect(e.value == m.value && SeriesTime.milliseconds(e.timestamp) == m.time)
                 #expect(e.originalEvent?.sequence == m.original.map(UInt64.init))
             }
+            // The columnar read of the same query: the same events, column by column.
+            let columns = try s.columns(q)
+            #expect(columns.selectedCount == result.selectedCount && columns.count == result.events.count, "columns \(q)")
+            #expect((0..<columns.count).map { columns.event(at: $0) } == result.events, "columns \(q)")
+            #expect(columns.timestamps == result.events.map { SeriesTime.milliseconds($0.timestamp)! }, "columns \(q)")
+            #expect(columns.edits.map(\.index) == result.events.indices.filter { result.events[$0].isEditEvent }, "columns \(q)")
             checked += 1
         }
     }

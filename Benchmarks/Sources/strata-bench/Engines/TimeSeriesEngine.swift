@@ -129,6 +129,11 @@ final class StrataTimeSeries: TimeSeriesEngine {
         try series[s].latest().map { SeriesEvent(sequence: $0.sequence, timestamp: $0.timestamp, value: $0.value) }
     }
 
+    /// The events `from ..< from + count` of `series` as columns (`TimeSeries.columns(_:)`, ts-scan-columns).
+    func columns(series s: Int, from: UInt64, count: Int) throws -> SeriesColumns<Double> {
+        try series[s].columns(RangeQuery.values.from(sequence: from).next(count - 1))
+    }
+
     func settle() throws { try store.compact() }
     func close() throws { try store.close() }
 }
