@@ -122,16 +122,11 @@ package struct Manifest: Equatable, Sendable {
                 throw StrataError.corrupted(file: file, offset: encryptedHeaderSize, reason: "manifest fails authentication (AES-GCM tag mismatch)")
             }
             // The plaintext is version 2's payload; offsets in its faults count from the sealed bytes.
-            var inner = magic
-            LittleEndian.append(version, to: &inner)
-            LittleEndian.append(UInt32(plain.count), to: &inner)
-            LittleEndian.append(CRC32C.mask(CRC32C.checksum(plain)), to: &inner)
-            inner.append(contentsOf: plain)
-            var m = try decodeClear(inner, file: file, offsetShift: encryptedHeaderSize - headerSize)
-            m.formatVersion = encryptedVersion
-            return m
+            return try plain.withUnsafeBytes {
+                try decodePayload($0, version: encryptedVersion, file: file, payloadOffset: encryptedHeaderSize)
+            }
         }
-        let m = try decodeClear(bytes, file: file, offsetShift: 0)
+        let m = try decodeClear(bytes, file: file)
         try FileCipher.checkKey(key, fileIdentifier: nil, store: store)
         return m
     }
@@ -142,7 +137,7 @@ package struct Manifest: Equatable, Sendable {
         return slash == file.startIndex ? "/" : String(file[..<slash])
     }
 
-    private static func decodeClear(_ bytes: [UInt8], file: String, offsetShift: Int) throws -> Manifest {
+    private static func decodeClear(_ bytes: [UInt8], file: String) throws -> Manifest {
         guard bytes.count >= headerSize else {
             throw StrataError.corrupted(file: file, offset: bytes.count, reason: "manifest of \(bytes.count) bytes is too short")
         }
@@ -159,57 +154,62 @@ package struct Manifest: Equatable, Sendable {
         guard CRC32C.mask(CRC32C.checksum(bytes[headerSize...])) == crc else {
             throw StrataError.corrupted(file: file, offset: headerSize, reason: "manifest checksum mismatch")
         }
-        return try bytes.withUnsafeBytes { (all) throws -> Manifest in
-            let b = UnsafeRawBufferPointer(rebasing: all[headerSize...])
-            var p = 0
-            func bad() -> StrataError { .corrupted(file: file, offset: offsetShift + headerSize + p, reason: "malformed manifest payload") }
-            func u() throws -> UInt64 {
-                guard let v = Varint.read(b, at: &p) else { throw bad() }
-                return v
-            }
-            func key() throws -> [UInt8] {
-                guard let n = Varint.readLength(b, at: &p, limit: b.count - p) else { throw bad() }
-                defer { p += n }
-                return Array(b[p..<(p + n)])
-            }
-            var m = Manifest()
-            m.formatVersion = version
-            // Counters beyond the limit cannot come from use; refusing them keeps every number
-            // recovery derives from them (the next file, the next sequence) from overflowing.
-            func counter(_ name: String) throws -> UInt64 {
-                let at = p
-                let v = try u()
-                guard v <= LogFormat.maxCounter else {
-                    throw StrataError.corrupted(file: file, offset: offsetShift + headerSize + at,
-                                                reason: "manifest \(name) \(v) exceeds the limit \(LogFormat.maxCounter)")
-                }
-                return v
-            }
-            m.nextFileNumber = try counter("nextFileNumber")
-            m.lastSequence = try counter("lastSequence")
-            m.logNumber = try counter("logNumber")
-            let runCount = try u()
-            guard runCount <= UInt64(b.count) else { throw bad() }
-            for _ in 0..<runCount {
-                let n = try u()
-                guard n <= UInt64(b.count) else { throw bad() }
-                var run: [SegmentMetadata] = []
-                for _ in 0..<n {
-                    let at = p
-                    let number = try u(), size = try u(), records = try u()
-                    let s = try key(), l = try key()
-                    guard number < m.nextFileNumber else { throw bad() }
-                    guard size <= UInt64(Int.max) else {
-                        throw StrataError.corrupted(file: file, offset: offsetShift + headerSize + at,
-                                                    reason: "segment \(number) has an impossible file size \(size)")
-                    }
-                    run.append(SegmentMetadata(number: number, fileSize: size, smallestKey: s, largestKey: l, records: records))
-                }
-                m.runs.append(run)
-            }
-            guard p == b.count else { throw bad() }
-            return m
+        return try bytes.withUnsafeBytes {
+            try decodePayload(UnsafeRawBufferPointer(rebasing: $0[headerSize...]), version: version, file: file, payloadOffset: headerSize)
         }
+    }
+
+    /// Decodes a payload (version 2's layout, in clear) that starts at byte `payloadOffset` of
+    /// `file`; faults name offsets in the file.
+    private static func decodePayload(_ b: UnsafeRawBufferPointer, version: UInt32, file: String, payloadOffset: Int) throws -> Manifest {
+        var p = 0
+        func bad() -> StrataError { .corrupted(file: file, offset: payloadOffset + p, reason: "malformed manifest payload") }
+        func u() throws -> UInt64 {
+            guard let v = Varint.read(b, at: &p) else { throw bad() }
+            return v
+        }
+        func key() throws -> [UInt8] {
+            guard let n = Varint.readLength(b, at: &p, limit: b.count - p) else { throw bad() }
+            defer { p += n }
+            return Array(b[p..<(p + n)])
+        }
+        var m = Manifest()
+        m.formatVersion = version
+        // Counters beyond the limit cannot come from use; refusing them keeps every number
+        // recovery derives from them (the next file, the next sequence) from overflowing.
+        func counter(_ name: String) throws -> UInt64 {
+            let at = p
+            let v = try u()
+            guard v <= LogFormat.maxCounter else {
+                throw StrataError.corrupted(file: file, offset: payloadOffset + at,
+                                            reason: "manifest \(name) \(v) exceeds the limit \(LogFormat.maxCounter)")
+            }
+            return v
+        }
+        m.nextFileNumber = try counter("nextFileNumber")
+        m.lastSequence = try counter("lastSequence")
+        m.logNumber = try counter("logNumber")
+        let runCount = try u()
+        guard runCount <= UInt64(b.count) else { throw bad() }
+        for _ in 0..<runCount {
+            let n = try u()
+            guard n <= UInt64(b.count) else { throw bad() }
+            var run: [SegmentMetadata] = []
+            for _ in 0..<n {
+                let at = p
+                let number = try u(), size = try u(), records = try u()
+                let s = try key(), l = try key()
+                guard number < m.nextFileNumber else { throw bad() }
+                guard size <= UInt64(Int.max) else {
+                    throw StrataError.corrupted(file: file, offset: payloadOffset + at,
+                                                reason: "segment \(number) has an impossible file size \(size)")
+                }
+                run.append(SegmentMetadata(number: number, fileSize: size, smallestKey: s, largestKey: l, records: records))
+            }
+            m.runs.append(run)
+        }
+        guard p == b.count else { throw bad() }
+        return m
     }
 
     package static func read(directory: String, fileSystem: FileSystem, key: EncryptionKey? = nil) throws -> Manifest? {

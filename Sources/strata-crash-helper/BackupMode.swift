@@ -15,10 +15,7 @@ import Synchronization
 func runBackup(directory: URL, arguments: [String]) -> Never {
     guard arguments.count == 1 else { fail("usage: strata-crash-helper backup <directory> <target-root>") }
     let root = URL(fileURLWithPath: arguments[0], isDirectory: true)
-    var options = StoreOptions(durability: .synchronous)
-    options.memtableSize = 64 << 10
-    options.segmentSize = 256 << 10
-    options.blockSize = 4 << 10
+    let options = smallStoreOptions(durability: .synchronous)
     let store: Store
     do {
         store = try Store.open(at: directory, options: options)

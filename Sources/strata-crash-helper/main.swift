@@ -129,12 +129,18 @@ enum Deletion {
     }
 }
 
-func runWrite(directory: URL, seed: UInt64, threads: Int, buffered: Bool, encrypted: Bool) {
-    var options = StoreOptions(durability: buffered ? .buffered : .synchronous)
-    if encrypted { options.encryptionKey = try? EncryptionKey(bytes: (0..<32).map { UInt8($0) }) }
+/// A small memtable, segments and blocks, so that flushes and compactions happen during a short run.
+func smallStoreOptions(durability: Durability) -> StoreOptions {
+    var options = StoreOptions(durability: durability)
     options.memtableSize = 64 << 10
     options.segmentSize = 256 << 10
     options.blockSize = 4 << 10
+    return options
+}
+
+func runWrite(directory: URL, seed: UInt64, threads: Int, buffered: Bool, encrypted: Bool) {
+    var options = smallStoreOptions(durability: buffered ? .buffered : .synchronous)
+    if encrypted { options.encryptionKey = try? EncryptionKey(bytes: (0..<32).map { UInt8($0) }) }
     let store: Store
     do {
         store = try Store.open(at: directory, options: options)

@@ -42,6 +42,24 @@ import Testing
         return values + ["messages \(count)"] + docs
     }
 
+    /// Opens the store at `dir` with each of `keys`, expecting exactly one to open it (the other
+    /// refusing with an encryption-key error) and to read `expected`; returns the names that opened.
+    @discardableResult
+    static func opensWithOneKey(_ dir: String, _ keys: [(String, EncryptionKey?)], expected: [String], label: String) -> [String] {
+        var opened: [String] = []
+        for (name, key) in keys {
+            do {
+                #expect(try contents(dir, key: key) == expected, "\(label): the \(name) key reads other contents")
+                opened.append(name)
+            } catch StrataError.encryptionKey {
+            } catch {
+                Issue.record("\(label): opening with the \(name) key: \(error)")
+            }
+        }
+        #expect(opened.count == 1, "\(label): opened with \(opened)")
+        return opened
+    }
+
     @Test("a key change to another key, to none and back keeps every record and seals the files with the new key only")
     func roundTrip() throws {
         let dir = try TemporaryDirectory()
@@ -106,17 +124,8 @@ import Testing
             child.run(for: Double(20 + random.below(400)) / 1000)
             _ = child.killAndWait()
             changes += child.lines.filter { $0.hasPrefix("KEY ") }.count
-            var opened: [String] = []
-            for (name, key) in [("test", F.testKey), ("reverse", F.otherKey)] {
-                do {
-                    #expect(try Self.contents(dir.path, key: key) == expected, "trial \(trial): the \(name) key reads other contents")
-                    opened.append(name)
-                } catch StrataError.encryptionKey {
-                } catch {
-                    Issue.record("trial \(trial): opening with the \(name) key: \(error); helper: \(child.errorText)")
-                }
-            }
-            #expect(opened.count == 1, "trial \(trial): opened with \(opened)")
+            Self.opensWithOneKey(dir.path, [("test", F.testKey), ("reverse", F.otherKey)], expected: expected,
+                                 label: "trial \(trial) (helper: \(child.errorText))")
         }
         #expect(changes > 0, "no key change completed before a kill")
     }
@@ -144,20 +153,8 @@ import Testing
         #expect(cuts.count > 20, "only \(cuts.count) system calls were cut")
         var opensWithOld = 0, opensWithNew = 0
         for cut in cuts {
-            let label = "cut \(cut.number) after \(cut.after)"
-            // Exactly one of the two keys opens the clone (when both are the same kind, nil or
-            // not, the other refuses with an encryption-key error), and it holds everything.
-            var opened: [String] = []
-            for (name, key) in [("old", old), ("new", new)] {
-                do {
-                    #expect(try Self.contents(cut.directory, key: key) == expected, "\(label): the \(name) key reads other contents")
-                    opened.append(name)
-                } catch StrataError.encryptionKey {
-                } catch {
-                    Issue.record("\(label): opening with the \(name) key: \(error)")
-                }
-            }
-            #expect(opened.count == 1, "\(label): opened with \(opened)")
+            let opened = Self.opensWithOneKey(cut.directory, [("old", old), ("new", new)], expected: expected,
+                                              label: "cut \(cut.number) after \(cut.after)")
             if opened == ["old"] { opensWithOld += 1 } else if opened == ["new"] { opensWithNew += 1 }
             try? FileManager.default.removeItem(atPath: cut.directory)
         }
