@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
@@ -128,6 +129,37 @@ import Testing
                                  label: "trial \(trial) (helper: \(child.errorText))")
         }
         #expect(changes > 0, "no key change completed before a kill")
+    }
+
+    @Test("a key change whose n-th system call fails, for every n: a typed error, and a store that opens with the old key or the new one, whole")
+    func failingSystemCalls() throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        try Self.makeStore(base, key: F.testKey, count: 20)
+        let expected = try Self.contents(base.path, key: F.testKey)
+        var failures = 0
+        for n in 1... {
+            let dir = try Hardening.copy(base)
+            defer { dir.remove() }
+            let calls = Mutex(0)
+            var options = F.options()
+            options.fileSystem = FileSystem(environment: IOEnvironment(faults: IOFaults { _, path in
+                guard path.hasPrefix(dir.path) else { return nil }
+                return calls.withLock { $0 += 1; return $0 == n ? EIO : nil }
+            }))
+            do {
+                try Store.changeEncryptionKey(at: dir.url, from: F.testKey, to: F.otherKey, options: options)
+            } catch let error as StrataError {
+                failures += 1
+                if case .io = error {} else { Issue.record("system call \(n): \(error) is not an I/O error") }
+            }
+            // A failure the key change survives (a deletion of an old file, retried at the next
+            // open) is not an error; either way the store opens with one key.
+            Self.opensWithOneKey(dir.path, [("old", F.testKey), ("new", F.otherKey)], expected: expected,
+                                 label: "system call \(n) failing")
+            if calls.withLock({ $0 }) < n { break }
+        }
+        #expect(failures > 20, "only \(failures) system calls were failed")
     }
 
     @Test("a power cut at each system call of a key change leaves a store that opens with the old key or the new one, whole",
