@@ -63,6 +63,11 @@ extension PushNotifications {
     public func acknowledge(_ notification: PushNotification) async throws {
         try await executor.run { try self.acknowledge(notification) }
     }
+
+    /// The `async` twin of ``acknowledge(_:)-([PushNotification])``.
+    public func acknowledge(_ notifications: [PushNotification]) async throws {
+        try await executor.run { try self.acknowledge(notifications) }
+    }
 }
 
 extension Store {

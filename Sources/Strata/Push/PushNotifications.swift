@@ -294,8 +294,16 @@ public struct PushNotifications: Sendable {
     /// Removes a notification from the outbox (it was sent). Acknowledging one that is gone
     /// already does nothing.
     public func acknowledge(_ notification: PushNotification) throws {
+        try acknowledge([notification])
+    }
+
+    /// Removes notifications from the outbox in one atomic commit (a delivery loop's batched
+    /// acknowledgements): after a crash either all of them are gone or none. Acknowledging
+    /// notifications that are gone already does nothing; an empty batch commits nothing.
+    public func acknowledge(_ notifications: [PushNotification]) throws {
+        guard !notifications.isEmpty else { return }
         var batch = WriteBatch()
-        batch.deleteRaw(PushLayout.notificationKey(notification.id))
+        for n in notifications { batch.deleteRaw(PushLayout.notificationKey(n.id)) }
         try state.engine.commit(CommitBatch(records: batch))
     }
 

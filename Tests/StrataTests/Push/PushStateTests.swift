@@ -215,4 +215,29 @@ import Testing
         _ = try push.subscribe(ok, device: device.id)
         #expect(try push.subscriptions(device: device.id).count == 1)
     }
+
+    @Test("acknowledging a batch removes all of it; gone or repeated notifications are no error")
+    func batchedAcknowledgement() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = TestClock()
+        var store = try Self.open(dir, clock)
+        let push = try store.pushNotifications()
+        let device = try push.register(Self.apple)
+        _ = try push.subscribe(Self.stockSubscription(.distinct), device: device.id)
+        let prices = try store.timeSeries("prices/AAPL", of: JSON.self)
+        for i in 0..<10 { try prices.append(["stock_name": "Apple", "last_price": .int(Int64(i))]) }
+        let pending = try push.pendingNotifications()
+        #expect(pending.count == 10)
+        let before = store.engine.lastSequence
+        try push.acknowledge(Array(pending[0..<6]) + [pending[2]])
+        #expect(store.engine.lastSequence == before + 7, "one delete per notification given, in one batch")
+        try push.acknowledge([])
+        #expect(store.engine.lastSequence == before + 7, "an empty batch commits nothing")
+        try push.acknowledge(Array(pending[4..<8]))
+        try store.close()
+        store = try Self.open(dir, clock)
+        defer { try? store.close() }
+        #expect(try store.pushNotifications().pendingNotifications().map(\.id) == pending[8...].map(\.id))
+    }
 }
