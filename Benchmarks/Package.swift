@@ -25,9 +25,13 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
+        // glibc's mallinfo2 (malloc.h), which Swift's Glibc module does not show: the heap bytes
+        // in use, for push-open's memory per subscription.
+        .target(name: "CBenchMalloc"),
         .executableTarget(
             name: "strata-bench",
             dependencies: [
+                "CBenchMalloc",
                 "CRocksDB",
                 "CBenchLZ4",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

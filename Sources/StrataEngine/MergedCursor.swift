@@ -52,7 +52,7 @@
     }
 
     package init(memtables: [Memtable], runs: [SortedRun], sequence: UInt64,
-         lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false) {
+         lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false, fillCache: Bool = true) {
         self.keepTombstones = keepTombstones
         var owned: [AnyObject] = []
         var s: [RecordCursor] = memtables.map {
@@ -67,7 +67,7 @@
         }
         var rt: [(Int, SortedRun)] = []
         for (i, r) in runs.enumerated() {
-            let c = RunCursor(r)
+            let c = RunCursor(r, fillCache: fillCache)
             owned.append(c)
             s.append(.run(Unmanaged.passUnretained(c)))
             if !r.rangeTombstones.isEmpty { rt.append((memtables.count + i, r)) }

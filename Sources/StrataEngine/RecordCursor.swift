@@ -187,9 +187,9 @@
     @usableFromInline let segmentReference: Unmanaged<SegmentCursor>?
     @exclusivity(unchecked) @usableFromInline var open = false
 
-    package init(_ run: SortedRun) {
+    package init(_ run: SortedRun, fillCache: Bool = true) {
         self.run = run
-        self.segmentCursor = run.segments.first.map { SegmentCursor($0) }
+        self.segmentCursor = run.segments.first.map { SegmentCursor($0, fillCache: fillCache) }
         self.segmentReference = segmentCursor.map { Unmanaged.passUnretained($0) }
     }
 

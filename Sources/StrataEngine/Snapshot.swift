@@ -42,9 +42,10 @@ package final class Snapshot: Sendable {
         return nil
     }
 
-    /// A cursor over the engine keys in `[lower, upper)`.
-    package func cursor(lower: [UInt8]? = nil, upper: [UInt8]? = nil, reverse: Bool = false) -> MergedCursor {
+    /// A cursor over the engine keys in `[lower, upper)`; with `fillCache` false the segment
+    /// blocks it reads stay out of the block cache (a scan read once, as at open).
+    package func cursor(lower: [UInt8]? = nil, upper: [UInt8]? = nil, reverse: Bool = false, fillCache: Bool = true) -> MergedCursor {
         MergedCursor(memtables: memtables, runs: version.runs, sequence: sequence,
-                     lower: lower, upper: upper, reverse: reverse)
+                     lower: lower, upper: upper, reverse: reverse, fillCache: fillCache)
     }
 }

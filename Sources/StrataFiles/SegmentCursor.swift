@@ -15,10 +15,13 @@
     /// The data block cursor; meaningful only while `positioned`.
     @exclusivity(unchecked) @usableFromInline var data: BlockCursor
     @exclusivity(unchecked) @usableFromInline var positioned = false
+    /// Whether the blocks it decodes go into the block cache (LevelDB's `fill_cache`).
+    let fillCache: Bool
 
-    package init(_ reader: SegmentReader) {
+    package init(_ reader: SegmentReader, fillCache: Bool = true) {
         self.reader = reader
         self.data = BlockCursor(reader.rootBlock)
+        self.fillCache = fillCache
     }
 
     /// Points the cursor at another segment; it must be positioned again before use.
@@ -41,7 +44,7 @@
     private enum Position { case first, last, atOrAfter, atOrBefore }
 
     private func child(of cursor: BlockCursor) throws -> Block {
-        try reader.block(try reader.childHandle(kind: cursor.kind, value: cursor.value, in: cursor.block))
+        try reader.block(try reader.childHandle(kind: cursor.kind, value: cursor.value, in: cursor.block), fillCache: fillCache)
     }
 
     /// Positions every level below `level` (whose cursor is valid) per `position`.

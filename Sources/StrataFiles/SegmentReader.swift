@@ -264,12 +264,13 @@ import Synchronization
         return UnsafeMutableRawBufferPointer(rebasing: storage[0..<rawLength])
     }
 
-    /// The block at `handle`, from the cache or decoded from the file.
-    package func block(_ handle: BlockHandle) throws -> Block {
+    /// The block at `handle`, from the cache or decoded from the file; a decoded block goes
+    /// into the cache unless `fillCache` is false (a bulk scan that would evict what gets use).
+    package func block(_ handle: BlockHandle, fillCache: Bool = true) throws -> Block {
         let key = BlockCache.Key(file: number, offset: handle.offset)
         if let hit = cache?.lookup(key) { return hit }
         let b = try Self.decodeBlock(map, handle, path: path, checkSize: file, cipher: cipher)
-        cache?.insert(key, b)
+        if fillCache { cache?.insert(key, b) }
         return b
     }
 

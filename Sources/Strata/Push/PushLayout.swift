@@ -101,10 +101,17 @@ package enum PushLayout {
     /// in number order.
     package static func scan(_ snapshot: Snapshot, kind: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
         let prefix = PushLayout.prefix(kind)
-        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix))
+        let cursor = snapshot.cursor(lower: prefix, upper: TupleKey.prefixSuccessor(prefix), fillCache: false)
         while try cursor.next() {
+            // The common case decoded here (the prefix made once); any other key goes through
+            // the one rule, which throws.
             let key = cursor.withKey { Array($0) }
-            try body(try number(ofKey: key, kind: kind), Array(cursor.value))
+            var n: UInt64?
+            if key.count > prefix.count, key.starts(with: prefix) {
+                var d = TupleKeyDecoder(key[prefix.count...])
+                if let x = try? d.nextUInt(), d.isAtEnd { n = x }
+            }
+            try body(try n ?? number(ofKey: key, kind: kind), Array(cursor.value))
         }
     }
 }

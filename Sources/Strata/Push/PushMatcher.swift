@@ -78,10 +78,10 @@ final class PushMatcher: CommitParticipant {
                     staging.subscriptions[n] = e
                 }
                 // One read of the entry per update (a dictionary read copies the whole entry).
-                guard let e = staging.subscriptions[n], e.subscription.status != .triggered,
-                      let itemIndex = e.subscription.items.firstIndex(of: update.key.item),
+                guard let e = staging.subscriptions[n], e.status != .triggered,
+                      let itemIndex = e.spec.subscription.items.firstIndex(of: update.key.item),
                       let device = staging.devices[e.device] ?? m.devices[e.device], !device.suspended else { continue }
-                let sub = e.subscription
+                let sub = e.spec.subscription
                 let updateFields = try fields ?? update.fields()
                 fields = updateFields
                 let values: [String]
@@ -93,18 +93,19 @@ final class PushMatcher: CommitParticipant {
                     values = sub.fields.map { updateFields[$0] ?? "" }
                 }
                 let emitting = PushStaging.Emitter(subscription: n, device: e.device, template: e.template,
-                                               id: sub.subscriptionID ?? PushLayout.subscriptionID(n), item: update.key.item)
+                                               id: PushLayout.subscriptionID(n), item: update.key.item)
                 if let trigger = e.trigger {
                     // Triggered notifications ignore the frequency limit.
                     guard trigger.evaluate(values) else { continue }
-                    staging.subscriptions[n]!.subscription.status = .triggered
-                    staging.subscriptions[n]!.subscription.statusTimestamp = SeriesTime.date(staging.now)
+                    staging.subscriptions[n]!.status = .triggered
+                    staging.subscriptions[n]!.statusTime = staging.now
+                    staging.subscriptions[n]!.hasStatusTime = true
                     staging.changedSubscriptions.insert(n)
                     staging.statuses.append(.triggered(subscriptionID: emitting.id, deviceID: PushLayout.deviceID(e.device)))
                     staging.emit(values, emitting)
                     continue
                 }
-                guard let interval = sub.frequencyInterval else {
+                guard let interval = e.spec.frequencyInterval else {
                     staging.emit(values, emitting)
                     continue
                 }

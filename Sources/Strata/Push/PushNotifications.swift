@@ -48,9 +48,11 @@ public struct PushNotifications: Sendable {
             batch.putRaw(PushLayout.deviceKey(n), PushRecords.encode(entry))
             let stored = entry
             return (RegisteredDevice(id: PushLayout.deviceID(n), status: .registered, device: device), { m in
+                let resumed = m.devices[n]?.suspended == true
                 m.devices[n] = stored
                 m.deviceByKey[device] = n
                 m.nextDevice = max(m.nextDevice, n + 1)
+                if resumed { m.noteWaiting(device: n) }   // its waiting updates come due again
             })
         }
     }
@@ -136,9 +138,9 @@ public struct PushNotifications: Sendable {
             var merged: [Int: [String]] = [:]
             var timing: [Int: PushModel.ItemTiming] = [:]
             if coalescing, let existing = m.subscriptions.values.first(where: {
-                $0.device == deviceNumber && $0.subscription.dataAdapter == subscription.dataAdapter
-                    && $0.subscription.items == subscription.items && $0.subscription.fields == subscription.fields
-                    && $0.subscription.triggerExpression == subscription.triggerExpression
+                $0.device == deviceNumber && $0.spec.subscription.dataAdapter == subscription.dataAdapter
+                    && $0.spec.subscription.items == subscription.items && $0.spec.subscription.fields == subscription.fields
+                    && $0.spec.subscription.triggerExpression == subscription.triggerExpression
             }) {
                 number = existing.number
                 merged = existing.merged
@@ -160,6 +162,7 @@ public struct PushNotifications: Sendable {
             return (s, { m in
                 let old = m.subscriptions[number]
                 m.subscriptions[number] = entry
+                m.noteWaiting(number, old: nil)   // a coalesced subscription keeps its waiting updates
                 m.nextSubscription = max(m.nextSubscription, number + 1)
                 if old == nil {
                     for key in Set(s.items.map { PushModel.ItemKey(adapter: s.dataAdapter, item: $0) }) {
@@ -194,7 +197,10 @@ public struct PushNotifications: Sendable {
             Self.fitWaiting(&entry, into: &batch)
             statuses.append(.modified(subscriptionID: id, deviceID: PushLayout.deviceID(entry.device)))
             let stored = entry
-            return (s, { $0.subscriptions[n] = stored })
+            return (s, { m in
+                m.subscriptions[n] = stored
+                m.noteWaiting(n, old: nil)
+            })
         }
     }
 
@@ -215,7 +221,7 @@ public struct PushNotifications: Sendable {
     public func unsubscribeAll(device id: String, status: PushSubscription.Status? = nil) throws -> Int {
         try state.writer.writeReporting { m, batch, statuses in
             let (deviceNumber, _) = try Self.device(id, in: m)
-            let doomed = m.subscriptions.values.filter { $0.device == deviceNumber && (status == nil || $0.subscription.status == status) }
+            let doomed = m.subscriptions.values.filter { $0.device == deviceNumber && (status == nil || $0.status == status) }
                 .sorted { $0.number < $1.number }
             for entry in doomed {
                 Self.remove(entry, into: &batch)
@@ -230,7 +236,7 @@ public struct PushNotifications: Sendable {
     public func subscriptions(device id: String, status: PushSubscription.Status? = nil) throws -> [PushSubscription] {
         let m = state.image.model.withLock { $0 }
         let (n, _) = try Self.device(id, in: m)
-        return m.subscriptions.values.filter { $0.device == n && (status == nil || $0.subscription.status == status) }
+        return m.subscriptions.values.filter { $0.device == n && (status == nil || $0.status == status) }
             .sorted { $0.number < $1.number }.map(\.subscription)
     }
 

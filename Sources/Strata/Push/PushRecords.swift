@@ -98,6 +98,25 @@ package enum PushRecords {
         var templates: [Key: NotificationTemplate] = [:]
         var triggers: [Key: PushTrigger] = [:]
         var names: [[String]: [String]] = [:]
+        /// The specs decoded so far, by their stored bytes (everything between a subscription
+        /// record's device and its status): a record whose spec bytes were seen shares the spec,
+        /// decoded and checked once.
+        var specs: [SpecBytes: PushSubscriptionSpec] = [:]
+
+        /// A spec's stored bytes as a key, hashed as one run of bytes (not byte by byte) with the
+        /// standard library's seeded hash: a file crafted so that many specs collide cannot make
+        /// the open quadratic (a CRC would let it).
+        struct SpecBytes: Hashable {
+            let bytes: ArraySlice<UInt8>
+
+            func hash(into hasher: inout Hasher) {
+                bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+
+            static func == (a: SpecBytes, b: SpecBytes) -> Bool {
+                a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in x.count == y.count && memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+            }
+        }
 
         mutating func intern(_ list: [String]) -> [String] {
             if let shared = names[list] { return shared }
@@ -111,9 +130,39 @@ package enum PushRecords {
         return try decodeSubscription(bytes, number: number, cache: &cache)
     }
 
+    /// A subscription record split without decoding its spec: the device, where the spec's bytes
+    /// are, the status and the status time; nil when the record does not split so (the full
+    /// decoding then says what is wrong). The status is the last byte before the final varint:
+    /// a varint's bytes before its last have the high bit set, and a status byte (2 or 3) has not.
+    private static func split(_ bytes: [UInt8], what: String) -> (device: UInt64, spec: Range<Int>, status: PushSubscription.Status, time: Int64)? {
+        guard bytes.count >= 4, bytes[0] == PushLayout.layout, bytes[bytes.count - 1] < 0x80 else { return nil }
+        var j = bytes.count - 2
+        while j > 1, bytes[j] >= 0x80 { j -= 1 }
+        let status: PushSubscription.Status
+        switch bytes[j] {
+        case 2: status = .subscribed
+        case 3: status = .triggered
+        default: return nil
+        }
+        guard let (device, specStart) = try? ByteReader.read(bytes, file: what, offset: 1, { r in (try r.varint("device"), r.offset) }),
+              specStart < j,
+              let time = try? ByteReader.read(bytes, file: what, offset: j + 1, { r in
+                  let t = try r.signedVarint("status time")
+                  try r.expectEnd()
+                  return t
+              }) else { return nil }
+        return (device, specStart..<j, status, time)
+    }
+
     static func decodeSubscription(_ bytes: [UInt8], number: UInt64, cache: inout CompileCache) throws -> PushModel.SubscriptionEntry {
+        // The split's errors are not reported (a record that does not split is decoded in full below).
+        let parts = split(bytes, what: "push subscription")
+        if let parts, let spec = cache.specs[CompileCache.SpecBytes(bytes: bytes[parts.spec])] {
+            return PushModel.SubscriptionEntry(number: number, device: parts.device, spec: spec, status: parts.status, statusTime: parts.time)
+        }
         let id = PushLayout.subscriptionID(number)
-        return try PushLayout.read(bytes, what: "push subscription \(id)") { r in
+        let what = "push subscription \(id)"
+        return try PushLayout.read(bytes, what: what) { r in
             let device = try r.varint("device")
             let mode = try r.uint8("mode")
             let adapter = try r.uint8("adapter")
@@ -141,14 +190,15 @@ package enum PushRecords {
             case 2: s.requestedMaxFrequency = .limited(try r.double("frequency"))
             case let kind: throw r.corrupted("bad frequency kind \(kind)")
             }
+            let statusAt = r.offset
+            let status: PushSubscription.Status
             switch try r.uint8("status") {
-            case 2: s.status = .subscribed
-            case 3: s.status = .triggered
+            case 2: status = .subscribed
+            case 3: status = .triggered
             case let status: throw r.corrupted("bad status \(status)")
             }
-            s.statusTimestamp = SeriesTime.date(try r.signedVarint("status time"))
+            let time = try r.signedVarint("status time")
             try r.expectEnd()
-            s.subscriptionID = id
             do {
                 try s.validate()
                 let format = CompileCache.Key(text: s.notificationFormat ?? "", fields: s.fields)
@@ -163,7 +213,11 @@ package enum PushRecords {
                     s.triggerExpression = compiled.expression
                     trigger = compiled
                 }
-                return PushModel.SubscriptionEntry(number: number, device: device, subscription: s, template: template, trigger: trigger)
+                let spec = PushSubscriptionSpec(s, template: template, trigger: trigger)
+                if let parts, parts.spec.upperBound == statusAt, parts.device == device {
+                    cache.specs[CompileCache.SpecBytes(bytes: bytes[parts.spec])] = spec
+                }
+                return PushModel.SubscriptionEntry(number: number, device: device, spec: spec, status: status, statusTime: time)
             } catch StrataError.invalidArgument(_, let reason) {
                 throw r.corrupted(reason)
             }

@@ -61,7 +61,7 @@ struct PushStaging {
     mutating func emit(_ values: [String], subscription n: UInt64, item: Int) {
         guard let e = subscriptions[n] ?? base.subscriptions[n] else { return }
         emit(values, Emitter(subscription: n, device: e.device, template: e.template,
-                             id: e.subscription.subscriptionID ?? PushLayout.subscriptionID(n), item: e.subscription.items[item]))
+                             id: PushLayout.subscriptionID(n), item: e.spec.subscription.items[item]))
     }
 
     mutating func emit(_ values: [String], _ x: Emitter) {
@@ -87,7 +87,7 @@ struct PushStaging {
 
     /// The instant subscription `n`'s item `item` has its oldest waiting update due, if any.
     func due(subscription n: UInt64, item: Int) -> Int64? {
-        guard let entry = subscriptions[n] ?? base.subscriptions[n], let interval = entry.subscription.frequencyInterval,
+        guard let entry = subscriptions[n] ?? base.subscriptions[n], let interval = entry.spec.frequencyInterval,
               let timing = entry.timing[item], !timing.waiting.isEmpty else { return nil }
         return timing.lastSent.map { $0 &+ interval } ?? .min
     }
@@ -139,10 +139,13 @@ struct PushStaging {
         }
         let (touched, touchedDevices, nextID) = (subscriptions, devices, next)
         return Staged(records: records, notifications: notifications, statuses: statuses, apply: { m in
-            for (n, e) in touched where m.subscriptions[n] != nil { m.subscriptions[n] = e }
             for (n, d) in touchedDevices where m.devices[n] != nil { m.devices[n] = d }
+            for (n, e) in touched {
+                guard let old = m.subscriptions[n] else { continue }
+                m.subscriptions[n] = e
+                if !e.timing.isEmpty { m.noteWaiting(n, old: old) }
+            }
             m.nextNotification = max(m.nextNotification, nextID)
-            if touched.values.contains(where: { $0.timing.values.contains { !$0.waiting.isEmpty } }) { m.mayWait = true }
         })
     }
 }

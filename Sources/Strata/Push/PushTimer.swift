@@ -41,53 +41,58 @@ final class PushTimer: Sendable {
 
     /// The earliest instant (ms) at which a waiting update is or will be due; nil when nothing waits.
     func nextDue() -> Int64? {
-        image.model.withLock { m in
-            guard m.mayWait else { return nil }
-            let staging = PushStaging(m, now: 0)
-            var earliest: Int64?
-            for (n, entry) in m.subscriptions where entry.trigger == nil {
-                for item in entry.timing.keys {
-                    guard let due = staging.due(subscription: n, item: item) else { continue }
-                    earliest = min(earliest ?? due, due)
-                }
-            }
-            if earliest == nil { m.mayWait = false }
-            return earliest
-        }
+        image.model.withLock { $0.nextDue() }
     }
 
+    /// Releases up to ``releaseBatchLimit`` due updates in one batch, each item's in order and the
+    /// items by due time: the due items are taken from the model's ``PushDueIndex`` (put back if
+    /// the commit fails), and each item's next due time goes back in with the commit.
     private func releaseBatch() throws -> Int {
         guard let earliest = nextDue(), earliest <= image.now else { return 0 }
         let pass = image.turnstile.enter()
         defer { pass.leave() }
-        let m = image.model.withLock { $0 }
-        var staging = PushStaging(m, now: image.now)
-        var released = 0
-        while released < Self.releaseBatchLimit {
-            // One update per item and round, the items in the order their updates became due.
-            var due: [(Int64, UInt64, Int)] = []
-            for (n, entry) in m.subscriptions where entry.trigger == nil {
-                guard let device = m.devices[entry.device], !device.suspended else { continue }
-                for item in entry.timing.keys {
-                    if let t = staging.due(subscription: n, item: item), t <= staging.now { due.append((t, n, item)) }
-                }
+        let now = image.now
+        var taken: [PushDueIndex.Entry] = []
+        var staging: PushStaging = image.model.withLock { m in
+            while taken.count < Self.releaseBatchLimit, m.nextDue().map({ $0 <= now }) == true, let top = m.due.popMin() {
+                taken.append(top)
             }
-            guard !due.isEmpty else { break }
-            due.sort { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
-            let before = released
-            for (_, n, item) in due where released < Self.releaseBatchLimit {
-                guard let interval = (staging.subscriptions[n] ?? m.subscriptions[n])?.subscription.frequencyInterval else { continue }
-                released += staging.releaseDue(subscription: n, item: item, interval: interval, limit: 1)
-            }
-            if released == before { break }
+            return PushStaging(m, now: now)
         }
-        guard released > 0 else { return 0 }
-        let staged = try staging.finish(m)
-        var batch = CommitBatch(records: WriteBatch())
-        for (key, value) in staged.records { batch.records.putRaw(key, value) }
-        batch.changes.append(NotificationsAdded(notifications: staged.notifications))
-        try engine.commit(batch)
-        image.model.withLock { staged.apply(&$0) }
+        var due = PushDueIndex()
+        for e in taken { due.insert(e) }
+        var released = 0
+        while released < Self.releaseBatchLimit, let top = due.popMin() {
+            guard let interval = (staging.subscriptions[top.subscription] ?? staging.base.subscriptions[top.subscription])?.spec.frequencyInterval else { continue }
+            released += staging.releaseDue(subscription: top.subscription, item: top.item, interval: interval, limit: 1)
+            if let next = staging.due(subscription: top.subscription, item: top.item), next <= now {
+                due.insert(PushDueIndex.Entry(due: next, subscription: top.subscription, item: top.item))
+            }
+        }
+        let leftover = due.heap
+        guard released > 0 else {
+            image.model.withLock { m in for e in taken { m.due.insert(e) } }
+            return 0
+        }
+        let staged: PushStaging.Staged
+        do {
+            // The staging's copy of the model goes before the model changes (no copy of its tables).
+            staged = try { () throws -> PushStaging.Staged in
+                defer { staging = PushStaging(PushModel(), now: now) }
+                return try staging.finish(staging.base)
+            }()
+            var batch = CommitBatch(records: WriteBatch())
+            for (key, value) in staged.records { batch.records.putRaw(key, value) }
+            batch.changes.append(NotificationsAdded(notifications: staged.notifications))
+            try engine.commit(batch)
+        } catch {
+            image.model.withLock { m in for e in taken { m.due.insert(e) } }
+            throw error
+        }
+        image.model.withLock { m in
+            staged.apply(&m)
+            for e in leftover { m.due.insert(e) }
+        }
         return released
     }
 

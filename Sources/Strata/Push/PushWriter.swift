@@ -20,19 +20,20 @@ struct PushWriter: Sendable {
     func writeReporting<R>(_ body: (PushModel, inout WriteBatch, inout [PushStatusChange]) throws -> (R, (inout PushModel) -> Void)) throws -> R {
         let pass = image.turnstile.enter()
         defer { pass.leave() }
-        let current = image.model.withLock { $0 }
         var batch = WriteBatch()
         var statuses: [PushStatusChange] = []
-        let (result, apply) = try body(current, &batch, &statuses)
+        // The copy of the model is gone before `apply` changes the model, so that the change
+        // copies none of its tables.
+        let (result, apply) = try {
+            let current = image.model.withLock { $0 }
+            return try body(current, &batch, &statuses)
+        }()
         if !batch.isEmpty {
             var commit = CommitBatch(records: batch)
             if !statuses.isEmpty { commit.changes.append(PushStatusChanged(changes: statuses)) }
             try engine.commit(commit)
         }
-        image.model.withLock {
-            apply(&$0)
-            $0.mayWait = true   // a coalescing subscribe keeps waiting updates
-        }
+        image.model.withLock { apply(&$0) }
         image.subscriptionCount.store(image.model.withLock { $0.subscriptions.count }, ordering: .relaxed)
         return result
     }
