@@ -1,0 +1,1 @@
+// The delivery loop: see PushDelivery.swift.
