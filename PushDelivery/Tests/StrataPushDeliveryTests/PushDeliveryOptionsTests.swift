@@ -34,3 +34,4 @@ import Testing
         }
     }
 }
+
