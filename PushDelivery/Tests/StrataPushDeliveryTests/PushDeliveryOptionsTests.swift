@@ -34,4 +34,3 @@ import Testing
         }
     }
 }
-
