@@ -1,0 +1,1 @@
+// The loopback peers: see APNsPeer.swift and FCMPeer.swift.
