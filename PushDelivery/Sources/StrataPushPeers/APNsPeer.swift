@@ -166,8 +166,12 @@ public final class APNsPeer: Sendable {
         let now = self.now
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         let token = path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : ""
+        let givenID = request.headers.first(name: "apns-id")
+        var issuedAt: Date?
         func refuse(_ status: Int, _ reason: String) -> PeerReply {
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: status, reason: reason, connection: request.connection)) }
+            let exchange = Exchange(token: token, status: status, reason: reason, connection: request.connection,
+                                    apnsID: givenID, issuedAt: issuedAt)
+            state.withLock { $0.exchanges.append(exchange) }
             return Self.reply(status: status, reason: reason, retryAfter: nil, now: now)
         }
 
@@ -182,6 +186,7 @@ public final class APNsPeer: Sendable {
         else { return refuse(403, "MissingProviderToken") }
         let jwt = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         guard let provider = verify(jwt) else { return refuse(403, "InvalidProviderToken") }
+        issuedAt = provider.issuedAt
 
         let isExpired = state.withLock { $0.expired.contains(jwt) }
         if isExpired || now.timeIntervalSince(provider.issuedAt) > 3600 {
@@ -207,7 +212,6 @@ public final class APNsPeer: Sendable {
            expiration.isEmpty || !expiration.allSatisfy(\.isASCII) || Int(expiration) == nil || Int(expiration)! < 0 {
             return refuse(400, "BadExpirationDate")
         }
-        let givenID = request.headers.first(name: "apns-id")
         if let givenID, UUID(uuidString: givenID) == nil { return refuse(400, "BadMessageId") }
         if let collapse = request.headers.first(name: "apns-collapse-id"), collapse.utf8.count > 64 {
             return refuse(400, "BadCollapseId")
@@ -227,12 +231,12 @@ public final class APNsPeer: Sendable {
             return next
         }
         return perform(scripted, request: request, token: token, jwt: jwt, provider: provider,
-                       apnsID: apnsID, hadID: givenID != nil, now: now)
+                       apnsID: apnsID, givenID: givenID, now: now)
     }
 
     private func perform(
         _ answer: Answer, request: PeerRequest, token: String, jwt: String, provider: VerifiedToken,
-        apnsID: String, hadID: Bool, now: Date
+        apnsID: String, givenID: String?, now: Date
     ) -> PeerReply {
         switch answer {
         case .success:
@@ -241,30 +245,34 @@ public final class APNsPeer: Sendable {
                 headers[name.lowercased()] = value
             }
             let record = Request(
-                token: token, headers: headers, payload: Data(request.body), apnsID: apnsID, hadAPNsID: hadID,
+                token: token, headers: headers, payload: Data(request.body), apnsID: apnsID, hadAPNsID: givenID != nil,
                 keyID: provider.keyID, teamID: provider.teamID, issuedAt: provider.issuedAt,
                 connection: request.connection, receivedAt: now
             )
             state.withLock { state in
                 state.receivedByToken[token, default: []].append(state.received.count)
                 state.received.append(record)
-                state.exchanges.append(Exchange(token: token, status: 200, reason: nil, connection: request.connection))
+                state.exchanges.append(Exchange(token: token, status: 200, reason: nil, connection: request.connection,
+                                                    apnsID: givenID, issuedAt: provider.issuedAt))
             }
             return .respond(status: 200, headers: [("apns-id", apnsID)], body: [])
         case .status(let status, let reason, let retryAfter):
             state.withLock { state in
                 if reason == "ExpiredProviderToken" { state.expired.insert(jwt) }
-                state.exchanges.append(Exchange(token: token, status: status, reason: reason, connection: request.connection))
+                state.exchanges.append(Exchange(token: token, status: status, reason: reason, connection: request.connection,
+                                                    apnsID: givenID, issuedAt: provider.issuedAt))
             }
             return Self.reply(status: status, reason: reason, retryAfter: retryAfter, now: now, apnsID: apnsID)
         case .delay(let duration, let next):
             return .delay(duration, then: perform(next, request: request, token: token, jwt: jwt, provider: provider,
-                                                  apnsID: apnsID, hadID: hadID, now: now))
+                                                  apnsID: apnsID, givenID: givenID, now: now))
         case .resetStream:
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "reset", connection: request.connection)) }
+            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "reset", connection: request.connection,
+                                                    apnsID: givenID, issuedAt: provider.issuedAt)) }
             return .reset
         case .noAnswer:
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "no answer", connection: request.connection)) }
+            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "no answer", connection: request.connection,
+                                                    apnsID: givenID, issuedAt: provider.issuedAt)) }
             return .noAnswer
         }
     }

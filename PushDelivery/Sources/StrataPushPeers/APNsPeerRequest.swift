@@ -42,6 +42,10 @@ extension APNsPeer {
         public let reason: String?
         /// The number of the connection.
         public let connection: Int
+        /// The request's `apns-id` header, if it had one.
+        public let apnsID: String?
+        /// The provider token's `iat`, when the token was verified.
+        public let issuedAt: Date?
     }
 
     /// A provider token the peer accepted for the first time.

@@ -72,7 +72,6 @@ final class LoopbackServer: Sendable {
                                 HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
                                 HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
                             ]
-                            connection.maximumRecentlyResetStreams = 10_000
                             return channel.configureHTTP2Pipeline(
                                 mode: .server,
                                 connectionConfiguration: connection,

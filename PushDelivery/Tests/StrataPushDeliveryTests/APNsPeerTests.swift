@@ -189,3 +189,43 @@ func waitUntil(
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// Many concurrent requests over one HTTP/2 connection: each is verified (one JWT check, cached),
+/// answered and recorded. No rate is asserted: in a debug build the in-process AsyncHTTPClient's
+/// HTTP/2 stack takes most of the CPU (perf: ~60% client, stream-map scans and HPACK encoding);
+/// the rate is printed.
+@Suite struct APNsPeerThroughputTests {
+    @Test func manyConcurrentRequestsOverOneConnection() async throws {
+        let key = P256.Signing.PrivateKey()
+        let peer = try APNsPeer()
+        peer.register(publicKey: key.publicKey, keyID: "KEY1234567", teamID: "TEAM123456")
+        try await peer.start()
+        let client = try PeerTestClient(trusting: peer.authority)
+        defer { Task { try? await client.shutdown(); await peer.stop() } }
+        let jwt = try TestJWT.providerToken(key: key, keyID: "KEY1234567", teamID: "TEAM123456")
+        let url = "\(peer.url)/3/device/"
+        let headers = [("authorization", "bearer \(jwt)"), ("apns-topic", "com.example.app")]
+        let payload = Data(#"{"aps":{"alert":"hello"}}"#.utf8)
+        let count = 1_000
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<100 {
+                group.addTask {
+                    var ok = 0
+                    for i in stride(from: worker, to: count, by: 100) {
+                        ok += try await client.send(.POST, url + "tok\(i % 50)", headers: headers, body: payload).status == 200 ? 1 : 0
+                    }
+                    return ok
+                }
+            }
+            var ok = 0
+            for try await n in group { ok += n }
+            #expect(ok == count)
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("APNs peer: \(count) requests in \(elapsed), \(Int(Double(count) / seconds))/s")
+        #expect(peer.receivedCount == count)
+        #expect(peer.connectionCount <= 2)
+    }
+}
