@@ -261,7 +261,9 @@ public final class FCMPeer: Sendable {
 
     private func send(_ request: PeerRequest, projectID: String) -> PeerReply {
         let now = self.now
-        var token = ""
+        let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+        // The token names the exchange in the records even when a check before the body's fails.
+        let token = ((body?["message"] as? [String: Any])?["token"] as? String) ?? ""
         func refuse(_ status: Int, _ message: String, errorCode: String? = nil, fields: [String] = []) -> PeerReply {
             state.withLock { $0.exchanges.append(Exchange(token: token, status: status, reason: errorCode ?? Self.canonicalStatus(status))) }
             return Self.errorReply(status, errorCode: errorCode, message: message, fieldViolations: fields, retryAfter: nil)
@@ -282,13 +284,12 @@ public final class FCMPeer: Sendable {
         guard account.projectID == projectID else {
             return refuse(403, "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(projectID)' (or it may not exist).")
         }
-        guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-              var message = body["message"] as? [String: Any]
-        else { return refuse(400, "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT") }
+        guard let body, var message = body["message"] as? [String: Any] else {
+            return refuse(400, "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT")
+        }
         guard let target = message["token"] as? String, !target.isEmpty else {
             return refuse(400, "Request contains an invalid argument.", errorCode: "INVALID_ARGUMENT", fields: ["message.token"])
         }
-        token = target
         message.removeValue(forKey: "token")
         let size = (try? JSONSerialization.data(withJSONObject: message))?.count ?? 0
         guard size <= 4096 else { return refuse(400, "Message is too big", errorCode: "INVALID_ARGUMENT") }

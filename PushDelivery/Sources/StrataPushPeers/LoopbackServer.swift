@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -98,7 +99,7 @@ final class LoopbackServer: Sendable {
             }
         let listener: any Channel
         do {
-            listener = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+            listener = try await Self.bind(bootstrap, port: port)
         } catch {
             state.withLock { $0.isAccepting = false }
             throw error
@@ -106,6 +107,20 @@ final class LoopbackServer: Sendable {
         state.withLock { state in
             state.listener = listener
             state.port = listener.localAddress?.port ?? port
+        }
+    }
+
+    /// Binds 127.0.0.1:`port`, retrying for up to 5 s while the port is in use: on a restart, a
+    /// client retrying against the dead port may briefly hold it (a loopback connection to a port
+    /// of the ephemeral range can get that very port as its own, and connect to itself).
+    private static func bind(_ bootstrap: ServerBootstrap, port: Int) async throws -> any Channel {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            do {
+                return try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+            } catch let error as IOError where error.errnoCode == EADDRINUSE && port != 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
         }
     }
 
