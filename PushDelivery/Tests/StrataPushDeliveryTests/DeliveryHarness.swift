@@ -118,7 +118,7 @@ final class DeliveryHarness: Sendable {
     func waitForEmptyOutbox(timeout: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation) async throws {
         do {
             // limit 1: decoding the whole outbox every poll would take the CPU the delivery needs.
-            try await waitUntil(timeout: timeout, "an empty outbox", sourceLocation: sourceLocation) {
+            try await waitUntil(timeout: timeout, "an empty outbox", every: .milliseconds(50), sourceLocation: sourceLocation) {
                 try push.pendingNotifications(limit: 1).isEmpty
             }
         } catch {
