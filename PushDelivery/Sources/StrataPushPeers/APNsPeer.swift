@@ -63,6 +63,15 @@ public final class APNsPeer: Sendable {
         var received: [Request] = []
         var receivedByToken: [String: [Int]] = [:]
         var exchanges: [Exchange] = []
+        var keepsRecords = true
+        var acceptedCount = 0
+        var answeredCount = 0
+
+        /// Counts an answer, and keeps it when records are kept.
+        mutating func note(_ exchange: @autoclosure () -> Exchange) {
+            answeredCount += 1
+            if keepsRecords { exchanges.append(exchange()) }
+        }
         var clockOffset: Duration = .zero
         var tokenUpdateInterval: Duration = .seconds(20 * 60)
     }
@@ -139,7 +148,18 @@ public final class APNsPeer: Sendable {
     public var received: [Request] { state.withLock { $0.received } }
 
     /// How many requests were answered 200.
-    public var receivedCount: Int { state.withLock { $0.received.count } }
+    public var receivedCount: Int { state.withLock { $0.acceptedCount } }
+
+    /// How many requests the peer answered (or reset, or left unanswered), whatever the answer.
+    public var answeredCount: Int { state.withLock { $0.answeredCount } }
+
+    /// Whether the peer keeps every request and answer (``received``, ``exchanges``); true by
+    /// default. A benchmark that sends millions of requests turns it off: the counts
+    /// (``receivedCount``, ``answeredCount``) still move, and per-request work stays small.
+    public var keepsRecords: Bool {
+        get { state.withLock { $0.keepsRecords } }
+        set { state.withLock { $0.keepsRecords = newValue } }
+    }
 
     /// The requests for a device token answered 200, in order.
     public func received(token: String) -> [Request] {
@@ -171,7 +191,7 @@ public final class APNsPeer: Sendable {
         func refuse(_ status: Int, _ reason: String) -> PeerReply {
             let exchange = Exchange(token: token, status: status, reason: reason, connection: request.connection,
                                     apnsID: givenID, issuedAt: issuedAt)
-            state.withLock { $0.exchanges.append(exchange) }
+            state.withLock { $0.note(exchange) }
             return Self.reply(status: status, reason: reason, retryAfter: nil, now: now)
         }
 
@@ -240,41 +260,57 @@ public final class APNsPeer: Sendable {
     ) -> PeerReply {
         switch answer {
         case .success:
-            var headers: [String: String] = [:]
-            for (name, value) in request.headers where name.lowercased() != "authorization" {
-                headers[name.lowercased()] = value
-            }
-            let record = Request(
-                token: token, headers: headers, payload: Data(request.body), apnsID: apnsID, hadAPNsID: givenID != nil,
-                keyID: provider.keyID, teamID: provider.teamID, issuedAt: provider.issuedAt,
-                connection: request.connection, receivedAt: now
-            )
+            let keepsRecords = state.withLock { $0.keepsRecords }
+            let record = keepsRecords ? Self.record(request, token: token, provider: provider, apnsID: apnsID,
+                                                    givenID: givenID, now: now) : nil
             state.withLock { state in
+                state.acceptedCount += 1
+                state.answeredCount += 1
+                guard state.keepsRecords, let record else { return }
                 state.receivedByToken[token, default: []].append(state.received.count)
                 state.received.append(record)
                 state.exchanges.append(Exchange(token: token, status: 200, reason: nil, connection: request.connection,
-                                                    apnsID: givenID, issuedAt: provider.issuedAt))
+                                                apnsID: givenID, issuedAt: provider.issuedAt))
             }
             return .respond(status: 200, headers: [("apns-id", apnsID)], body: [])
         case .status(let status, let reason, let retryAfter):
             state.withLock { state in
                 if reason == "ExpiredProviderToken" { state.expired.insert(jwt) }
-                state.exchanges.append(Exchange(token: token, status: status, reason: reason, connection: request.connection,
-                                                    apnsID: givenID, issuedAt: provider.issuedAt))
+                state.note(Exchange(token: token, status: status, reason: reason, connection: request.connection,
+                                    apnsID: givenID, issuedAt: provider.issuedAt))
             }
             return Self.reply(status: status, reason: reason, retryAfter: retryAfter, now: now, apnsID: apnsID)
         case .delay(let duration, let next):
             return .delay(duration, then: perform(next, request: request, token: token, jwt: jwt, provider: provider,
                                                   apnsID: apnsID, givenID: givenID, now: now))
         case .resetStream:
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "reset", connection: request.connection,
-                                                    apnsID: givenID, issuedAt: provider.issuedAt)) }
+            state.withLock {
+                $0.note(Exchange(token: token, status: 0, reason: "reset", connection: request.connection,
+                                 apnsID: givenID, issuedAt: provider.issuedAt))
+            }
             return .reset
         case .noAnswer:
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "no answer", connection: request.connection,
-                                                    apnsID: givenID, issuedAt: provider.issuedAt)) }
+            state.withLock {
+                $0.note(Exchange(token: token, status: 0, reason: "no answer", connection: request.connection,
+                                 apnsID: givenID, issuedAt: provider.issuedAt))
+            }
             return .noAnswer
         }
+    }
+
+    /// The record of an accepted request.
+    private static func record(
+        _ request: PeerRequest, token: String, provider: VerifiedToken, apnsID: String, givenID: String?, now: Date
+    ) -> Request {
+        var headers: [String: String] = [:]
+        for (name, value) in request.headers where name.lowercased() != "authorization" {
+            headers[name.lowercased()] = value
+        }
+        return Request(
+            token: token, headers: headers, payload: Data(request.body), apnsID: apnsID, hadAPNsID: givenID != nil,
+            keyID: provider.keyID, teamID: provider.teamID, issuedAt: provider.issuedAt,
+            connection: request.connection, receivedAt: now
+        )
     }
 
     private static func reply(status: Int, reason: String, retryAfter: Int?, now: Date, apnsID: String? = nil) -> PeerReply {

@@ -229,3 +229,20 @@ func waitUntil(
         #expect(peer.connectionCount <= 2)
     }
 }
+
+extension APNsPeerTests {
+    @Test func withoutRecordsOnlyTheCountsMove() async throws {
+        let peer = try await startedPeer()
+        let client = try PeerTestClient(trusting: peer.authority)
+        defer { Task { try? await client.shutdown(); await peer.stop() } }
+        peer.keepsRecords = false
+        let jwt = try TestJWT.providerToken(key: key, keyID: keyID, teamID: teamID)
+        peer.script(token: "tok1", answers: [.serviceUnavailable])
+        for _ in 0..<3 {
+            _ = try await client.send(.POST, "\(peer.url)/3/device/tok1", headers: headers(jwt: jwt), body: payload)
+        }
+        #expect(peer.receivedCount == 2)
+        #expect(peer.answeredCount == 3)
+        #expect(peer.received.isEmpty && peer.exchanges.isEmpty)
+    }
+}
