@@ -39,7 +39,7 @@ final class APNsSender: NotificationSender {
         let apnsID = APNsRequest.apnsID(applicationID: notification.applicationID, deviceToken: notification.deviceToken,
                                         notificationID: notification.id)
         let expiry = APNsRequest.expiration(created: notification.created, expiration: expiration)
-        var body = ByteBuffer(string: notification.payload)
+        let body = ByteBuffer(string: notification.payload)
         for attempt in 0..<2 {
             var request = HTTPClientRequest(url: baseURL + APNsRequest.path(deviceToken: notification.deviceToken))
             request.method = .POST
@@ -52,7 +52,6 @@ final class APNsSender: NotificationSender {
             guard attempt == 0, !Task.isCancelled else { return .retry(reason: reason, after: nil) }
             countRetry()
             do { token = try tokens.expired(token) } catch { return .configurationError(Self.message(error)) }
-            body.moveReaderIndex(to: 0)
         }
         return .retry(reason: "ExpiredProviderToken", after: nil)
     }

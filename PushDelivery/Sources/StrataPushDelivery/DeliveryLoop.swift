@@ -76,6 +76,7 @@ final class DeliveryLoop: Sendable {
                 batch.reserveCapacity(Self.dispatchBatch)
                 while !Task.isCancelled && !group.isCancelled {
                     let stopping = state.withLock { s in
+                        guard !s.stopping else { return true }
                         while batch.count < Self.dispatchBatch, let n = s.queue.next() { batch.append(n) }
                         return s.stopping
                     }
@@ -101,7 +102,7 @@ final class DeliveryLoop: Sendable {
     // MARK: The feeder
 
     private func feed() async {
-        let bufferSize = max(4_096, 4 * options.maxInFlight)
+        let bufferSize = options.streamBufferSize ?? max(4_096, 4 * options.maxInFlight)
         var failures = 0
         while !Task.isCancelled {
             do {

@@ -109,6 +109,8 @@ public final class PushDelivery: Sendable {
             s.running = true
             s.stopping = false
             s.queue = Self.queue(options)
+            s.statistics.unconfigured = 0   // counted again as the new run's stream yields them
+            s.unconfiguredPlatforms = []
         }
         defer { state.withLock { $0.running = false } }
         let countRetry: @Sendable () -> Void = { [state] in state.withLock { $0.statistics.retried += 1 } }

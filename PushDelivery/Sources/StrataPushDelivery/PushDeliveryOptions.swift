@@ -39,6 +39,9 @@ public struct PushDeliveryOptions: Sendable {
     /// Where the delivery loop logs: info for suspensions and rejections, debug per
     /// notification, error for configuration errors.
     public var logger: Logger
+    /// The outbox stream's buffer (`notifications(bufferSize:)`); nil: `max(4096, 4 × maxInFlight)`.
+    /// Tests make it small to make the stream overflow.
+    var streamBufferSize: Int? = nil
 
     /// Options with the given values (each has a default).
     public init(maxInFlight: Int = 1_000, maxInFlightPerDevice: Int = 1, acknowledgementBatchSize: Int = 512,

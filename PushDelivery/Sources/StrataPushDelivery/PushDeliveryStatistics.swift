@@ -16,7 +16,8 @@ public struct PushDeliveryStatistics: Sendable, Hashable {
     /// waited are counted under the reason of the suspension.
     public var rejected: [String: Int] = [:]
     /// Notifications waiting because their platform has no configuration: they stay in the
-    /// outbox (for a delivery loop that has one) and hold back nobody else.
+    /// outbox (for a delivery loop that has one) and hold back nobody else. Counted as the
+    /// current (or last) run reads them, so a new run starts it again from zero.
     public var unconfigured: Int = 0
     /// `acknowledge([...])` commits made.
     public var acknowledgementCommits: Int = 0

@@ -141,6 +141,25 @@ import Testing
         #expect(delivery.statistics.unconfigured == 2)
     }
 
+    @Test("a stream that overflows is reopened; what it yields again is not sent twice")
+    func overflow() async throws {
+        let outbox = try TestOutbox()
+        for d in 0..<10 { try outbox.device("tok\(d)", item: "shared") }   // one update: ten notifications in one commit
+        let sender = ScriptedSender(delay: .milliseconds(2))
+        var options = Self.fast
+        options.streamBufferSize = 1
+        let delivery = PushDelivery.scripted(outbox, apple: sender, options: options)
+        let task = Task { try await delivery.run() }
+        try await Task.sleep(for: .milliseconds(20))
+        try outbox.notify("shared", count: 5)
+        try await Self.waitUntil { try delivery.statistics.delivered == 50 && outbox.pending().isEmpty }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        try await task.value
+        let ids = sender.sent.map(\.id)
+        #expect(ids.count == 50 && Set(ids).count == 50)
+    }
+
     @Test("run() returns when the store closes")
     func storeCloses() async throws {
         let outbox = try TestOutbox()

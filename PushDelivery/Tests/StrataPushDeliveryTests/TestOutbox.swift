@@ -23,11 +23,12 @@ final class TestOutbox: Sendable {
         try? FileManager.default.removeItem(at: url)
     }
 
-    /// Registers a device (token `token`) subscribed to the item `items/<token>`; returns its id.
+    /// Registers a device (token `token`) subscribed to the item `items/<item ?? token>`; returns its id.
     @discardableResult
-    func device(_ token: String, platform: PushDevice.Platform = .apple, format: String = #"{"aps":{"alert":"n=${n}"}}"#) throws -> String {
+    func device(_ token: String, platform: PushDevice.Platform = .apple, format: String = #"{"aps":{"alert":"n=${n}"}}"#,
+                item: String? = nil) throws -> String {
         let device = try push.register(PushDevice(platform: platform, applicationID: "com.example.app", deviceToken: token))
-        var subscription = PushSubscription(mode: .distinct, items: ["items/\(token)"], fields: ["n"])
+        var subscription = PushSubscription(mode: .distinct, items: ["items/\(item ?? token)"], fields: ["n"])
         subscription.notificationFormat = format
         _ = try push.subscribe(subscription, device: device.id)
         return device.id
