@@ -3,6 +3,7 @@ import Foundation
 import Strata
 import StrataPushDelivery
 import StrataPushPeers
+import Synchronization
 import Testing
 
 /// The delivery loop against the loopback peers, one rule of API.md's "Answers" at a time: what
@@ -160,6 +161,31 @@ import Testing
         #expect(issued.count == 2)
         #expect(h.fcmPeer.received(token: "reg1").last?.accessToken == issued.last?.token)
         #expect(h.fcmPeer.exchanges(token: "reg1").map(\.status) == [200, 401, 200], "one 401, then the renewed token")
+    }
+
+    @Test func theProviderTokenIsRenewedBeforeItIsAnHourOldWithoutTooManyUpdates() async throws {
+        let h = try await DeliveryHarness()
+        defer { Task { await h.tearDown() } }
+        try await h.device(.apple, "tok1")
+        // The delivery's clock and the peer's move together.
+        let offset = Mutex<TimeInterval>(0)
+        let delivery = PushDelivery(push: h.push, apns: try h.apns(),
+                                    options: DeliveryHarness.options(clock: { Date().addingTimeInterval(offset.withLock { $0 }) }))
+        let task = h.run(delivery)
+        defer { task.cancel() }
+        try await h.append()
+        try await h.waitForEmptyOutbox()
+        for minutes in [10, 51] {
+            offset.withLock { $0 = TimeInterval(minutes * 60) }
+            h.apnsPeer.clockOffset = .seconds(minutes * 60)
+            try await h.append()
+            try await h.waitForEmptyOutbox()
+        }
+        #expect(h.apnsPeer.alerts(token: "tok1") == ["v 1", "v 2", "v 3"])
+        #expect(h.apnsPeer.exchanges(token: "tok1").map(\.status) == [200, 200, 200], "no 403, no 429")
+        let tokens = h.apnsPeer.providerTokens
+        #expect(tokens.count == 2, "reused at 10 minutes, renewed at 51")
+        if tokens.count == 2 { #expect(tokens[1].issuedAt.timeIntervalSince(tokens[0].issuedAt) >= 50 * 60) }
     }
 
     @Test func anAPNsProviderTokenTheServiceRefusesEndsRun() async throws {
