@@ -188,6 +188,27 @@ import Testing
         if tokens.count == 2 { #expect(tokens[1].issuedAt.timeIntervalSince(tokens[0].issuedAt) >= 50 * 60) }
     }
 
+    @Test func theFCMAccessTokenIsRenewedBeforeItExpires() async throws {
+        let h = try await DeliveryHarness()
+        defer { Task { await h.tearDown() } }
+        try await h.device(.google, "reg1")
+        let offset = Mutex<TimeInterval>(0)
+        let delivery = PushDelivery(push: h.push, fcm: try h.fcm(),
+                                    options: DeliveryHarness.options(clock: { Date().addingTimeInterval(offset.withLock { $0 }) }))
+        let task = h.run(delivery)
+        defer { task.cancel() }
+        try await h.append()
+        try await h.waitForEmptyOutbox()
+        // An hour later by both clocks, the first access token (3600 s) is dead.
+        offset.withLock { $0 = 3_600 }
+        h.fcmPeer.clockOffset = .seconds(3_600)
+        try await h.append()
+        try await h.waitForEmptyOutbox()
+        #expect(h.fcmPeer.bodies(token: "reg1") == ["v 1", "v 2"])
+        #expect(h.fcmPeer.exchanges(token: "reg1").map(\.status) == [200, 200], "renewed before use, no 401")
+        #expect(h.fcmPeer.issuedAccessTokens.count == 2)
+    }
+
     @Test func anAPNsProviderTokenTheServiceRefusesEndsRun() async throws {
         let h = try await DeliveryHarness()
         defer { Task { await h.tearDown() } }
