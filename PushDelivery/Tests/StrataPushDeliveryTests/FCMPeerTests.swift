@@ -116,6 +116,20 @@ import Testing
         #expect(peer.received(token: "reg1").count == 2)
     }
 
+    @Test func speaksHTTP1WhenTheClientAsksForIt() async throws {
+        let (peer, account, h2Client) = try await started()
+        try await h2Client.shutdown()
+        let client = try PeerTestClient(trusting: peer.authority, http1Only: true)
+        defer { Task { try? await client.shutdown(); await peer.stop() } }
+        let grant = try await accessToken(client, peer, assertion: try TestJWT.assertion(account: account))
+        let bearer = try #require(grant.json?["access_token"] as? String)
+        #expect(try await send(client, peer, bearer: bearer, token: "reg1").status == 200)
+        peer.script(token: "reg1", answers: [.unregistered])
+        #expect(try await send(client, peer, bearer: bearer, token: "reg1").status == 404)
+        #expect(try await send(client, peer, bearer: bearer, token: "reg1").status == 200, "the connection goes on")
+        #expect(peer.received(token: "reg1").count == 2)
+    }
+
     @Test func aKilledPeerRestartsOnTheSamePort() async throws {
         let (peer, account, client) = try await started()
         defer { Task { try? await client.shutdown(); await peer.stop() } }

@@ -12,11 +12,11 @@ import _CryptoExtras
 struct PeerTestClient {
     let client: HTTPClient
 
-    init(trusting authority: TestCertificateAuthority) throws {
+    init(trusting authority: TestCertificateAuthority, http1Only: Bool = false) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(authority.rootCertificatePEM.utf8), format: .pem)])
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
-        configuration.httpVersion = .automatic
+        configuration.httpVersion = http1Only ? .http1Only : .automatic
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
