@@ -28,7 +28,9 @@ import Synchronization
 /// `BadExpirationDate`); `apns-id` a UUID (400 `BadMessageId`); `apns-collapse-id` at most 64 bytes
 /// (400 `BadCollapseId`); a payload that is not empty and is a JSON object (400 `PayloadEmpty`: Apple
 /// documents no other reason for it) of at most 4096 bytes, 5120 for `voip` (413 `PayloadTooLarge`).
-/// A request that passes them gets the token's next scripted ``Answer``, else success.
+/// A request that passes them gets the token's next scripted ``Answer``, else success. Device
+/// tokens are not checked for Apple's format (tests use short names): script `.badDeviceToken` to
+/// refuse one. Every answer echoes a valid `apns-id`; a success without one gets a new UUID.
 ///
 /// Each distinct provider token is verified once and remembered, so that a request costs a
 /// dictionary lookup: the peer keeps up with tens of thousands of requests a second.
@@ -192,7 +194,8 @@ public final class APNsPeer: Sendable {
             let exchange = Exchange(token: token, status: status, reason: reason, connection: request.connection,
                                     apnsID: givenID, issuedAt: issuedAt)
             state.withLock { $0.note(exchange) }
-            return Self.reply(status: status, reason: reason, retryAfter: nil, now: now)
+            return Self.reply(status: status, reason: reason, retryAfter: nil, now: now,
+                              apnsID: givenID.flatMap { UUID(uuidString: $0) == nil ? nil : $0 })
         }
 
         guard request.method == "POST" else { return refuse(405, "MethodNotAllowed") }
