@@ -85,6 +85,15 @@ public final class FCMPeer: Sendable {
         var received: [Message] = []
         var receivedByToken: [String: [Int]] = [:]
         var exchanges: [Exchange] = []
+        var keepsRecords = true
+        var acceptedCount = 0
+        var answeredCount = 0
+
+        /// Counts an answer, and keeps it when records are kept.
+        mutating func note(_ exchange: @autoclosure () -> Exchange) {
+            answeredCount += 1
+            if keepsRecords { exchanges.append(exchange()) }
+        }
         var clockOffset: Duration = .zero
         var accessTokenLifetime = 3600
         var messageCounter: UInt64 = 0x1000
@@ -172,7 +181,17 @@ public final class FCMPeer: Sendable {
     public var received: [Message] { state.withLock { $0.received } }
 
     /// How many `messages:send` requests were answered 200.
-    public var receivedCount: Int { state.withLock { $0.received.count } }
+    public var receivedCount: Int { state.withLock { $0.acceptedCount } }
+
+    /// How many `messages:send` requests the peer answered (or reset, or left unanswered).
+    public var answeredCount: Int { state.withLock { $0.answeredCount } }
+
+    /// Whether the peer keeps every `messages:send` request and answer (``received``,
+    /// ``exchanges``); true by default. Off, only the counts move.
+    public var keepsRecords: Bool {
+        get { state.withLock { $0.keepsRecords } }
+        set { state.withLock { $0.keepsRecords = newValue } }
+    }
 
     /// The requests for a registration token answered 200, in order.
     public func received(token: String) -> [Message] {
@@ -265,7 +284,7 @@ public final class FCMPeer: Sendable {
         // The token names the exchange in the records even when a check before the body's fails.
         let token = ((body?["message"] as? [String: Any])?["token"] as? String) ?? ""
         func refuse(_ status: Int, _ message: String, errorCode: String? = nil, fields: [String] = []) -> PeerReply {
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: status, reason: errorCode ?? Self.canonicalStatus(status))) }
+            state.withLock { $0.note(Exchange(token: token, status: status, reason: errorCode ?? Self.canonicalStatus(status))) }
             return Self.errorReply(status, errorCode: errorCode, message: message, fieldViolations: fields, retryAfter: nil)
         }
         guard let authorization = request.headers.first(name: "authorization"),
@@ -300,7 +319,7 @@ public final class FCMPeer: Sendable {
             state.scripts[target] = queue
             return next
         }
-        let messageText = Self.messageText(request.body) ?? Data()
+        let messageText = state.withLock { $0.keepsRecords } ? Self.messageText(request.body) ?? Data() : Data()
         return perform(scripted, request: request, token: target, projectID: projectID, accessToken: accessToken, message: messageText)
     }
 
@@ -312,6 +331,9 @@ public final class FCMPeer: Sendable {
             let name = state.withLock { state -> String in
                 state.messageCounter += 1
                 let name = "projects/\(projectID)/messages/0:\(state.messageCounter)%strata"
+                state.acceptedCount += 1
+                state.answeredCount += 1
+                guard state.keepsRecords else { return name }
                 state.receivedByToken[token, default: []].append(state.received.count)
                 state.received.append(Message(
                     token: token, projectID: projectID, message: message, body: Data(request.body),
@@ -322,16 +344,16 @@ public final class FCMPeer: Sendable {
             }
             return .json(200, ["name": name])
         case .status(let status, let errorCode, let text, let fields, let retryAfter):
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: status, reason: errorCode ?? Self.canonicalStatus(status))) }
+            state.withLock { $0.note(Exchange(token: token, status: status, reason: errorCode ?? Self.canonicalStatus(status))) }
             return Self.errorReply(status, errorCode: errorCode, message: text, fieldViolations: fields, retryAfter: retryAfter)
         case .delay(let duration, let next):
             return .delay(duration, then: perform(next, request: request, token: token, projectID: projectID,
                                                   accessToken: accessToken, message: message))
         case .resetStream:
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "reset")) }
+            state.withLock { $0.note(Exchange(token: token, status: 0, reason: "reset")) }
             return .reset
         case .noAnswer:
-            state.withLock { $0.exchanges.append(Exchange(token: token, status: 0, reason: "no answer")) }
+            state.withLock { $0.note(Exchange(token: token, status: 0, reason: "no answer")) }
             return .noAnswer
         }
     }

@@ -114,6 +114,15 @@ import Testing
         peer.expireAccessTokens()
         #expect(try await send(client, peer, bearer: bearer, token: "reg1").status == 401)
         #expect(peer.received(token: "reg1").count == 2)
+
+        // Without records, only the counts move.
+        peer.keepsRecords = false
+        let grant2 = try await accessToken(client, peer, assertion: try TestJWT.assertion(account: account))
+        let bearer2 = try #require(grant2.json?["access_token"] as? String)
+        #expect(try await send(client, peer, bearer: bearer2, token: "reg1").status == 200)
+        #expect(peer.received(token: "reg1").count == 2)
+        #expect(peer.receivedCount == 3)
+        #expect(peer.answeredCount == peer.exchanges.count + 1)
     }
 
     @Test func speaksHTTP1WhenTheClientAsksForIt() async throws {
