@@ -6,6 +6,7 @@
 //     status delivered=<n> pending=<0|1>      whenever either changes (pending: whether the outbox
 //                                             still holds an unacknowledged due notification)
 //     error <description>                     when run() throws (then it exits with status 2)
+//     stopped                                 when run() returns (then it exits with status 0)
 //
 // Usage:
 //     strata-push-crash-helper <store-directory>
@@ -85,9 +86,11 @@ do {
     }
     let delivery = PushDelivery(push: push, apns: apns, fcm: fcm, options: options)
 
-    let runner = Task {
+    Task {
         do {
             try await delivery.run()
+            say("stopped")
+            exit(0)
         } catch {
             say("error \(error)")
             exit(2)
@@ -95,7 +98,7 @@ do {
     }
     say("ready")
     var last = ""
-    while !runner.isCancelled {
+    while true {
         let pending = (try? push.pendingNotifications(limit: 1).count) ?? 1
         let line = "status delivered=\(delivery.statistics.delivered) pending=\(pending)"
         if line != last {
