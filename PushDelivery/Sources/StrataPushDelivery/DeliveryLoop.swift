@@ -256,9 +256,13 @@ final class DeliveryLoop: Sendable {
         while !Task.isCancelled {
             await acknowledgements.wait()
             if Task.isCancelled { return }
-            let full = state.withLock { $0.queue.batchIsFull }
-            if !full && options.acknowledgementInterval > .zero {
-                do { try await Task.sleep(for: options.acknowledgementInterval) } catch { return }
+            // Wait for company: until the interval has passed or a batch is full (checked every
+            // millisecond at most: a full batch waits no longer than that).
+            let deadline = ContinuousClock.now + options.acknowledgementInterval
+            while !state.withLock({ $0.queue.batchIsFull }) {
+                let left = deadline - ContinuousClock.now
+                if left <= .zero { break }
+                do { try await Task.sleep(for: min(left, .milliseconds(1))) } catch { return }
             }
             while true {
                 let batch = state.withLock { $0.queue.takeBatch() }

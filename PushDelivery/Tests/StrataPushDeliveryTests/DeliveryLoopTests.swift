@@ -160,6 +160,47 @@ import Testing
         #expect(ids.count == 50 && Set(ids).count == 50)
     }
 
+    @Test("a full acknowledgement batch commits at once; a partial one waits for the interval")
+    func batching() async throws {
+        let outbox = try TestOutbox()
+        for d in 0..<10 { try outbox.device("tok\(d)") }
+        for d in 0..<10 { try outbox.notify("tok\(d)", count: 2) }
+        var options = Self.fast
+        options.acknowledgementBatchSize = 5
+        options.acknowledgementInterval = .seconds(3)
+        let delivery = PushDelivery.scripted(outbox, apple: ScriptedSender(), options: options)
+        let task = Task { try await delivery.run() }
+        let start = ContinuousClock.now
+        try await Self.waitUntil { try outbox.pending().isEmpty }
+        #expect(ContinuousClock.now - start < .seconds(2), "full batches do not wait for the interval")
+        #expect(delivery.statistics.acknowledgementCommits == 4)
+        try outbox.notify("tok0", count: 2, from: 10)
+        try await Self.waitUntil { delivery.statistics.delivered == 22 }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try outbox.pending().count == 2, "a partial batch waits")
+        try await Self.waitUntil { try outbox.pending().isEmpty }
+        #expect(delivery.statistics.acknowledgementCommits == 5)
+        task.cancel()
+        try await task.value
+    }
+
+    @Test("cancelling run() commits the acknowledgements it holds")
+    func cancelFlushes() async throws {
+        let outbox = try TestOutbox()
+        try outbox.device("a")
+        try outbox.notify("a", count: 3)
+        var options = Self.fast
+        options.acknowledgementInterval = .seconds(60)
+        let delivery = PushDelivery.scripted(outbox, apple: ScriptedSender(), options: options)
+        let task = Task { try await delivery.run() }
+        try await Self.waitUntil { delivery.statistics.delivered == 3 }
+        #expect(try outbox.pending().count == 3, "waiting for the interval")
+        task.cancel()
+        try await task.value
+        #expect(try outbox.pending().isEmpty)
+        #expect(delivery.statistics.acknowledgementCommits == 1)
+    }
+
     @Test("run() returns when the store closes")
     func storeCloses() async throws {
         let outbox = try TestOutbox()
