@@ -64,7 +64,18 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataPushDeliveryTests",
-            dependencies: ["StrataPushDelivery", "StrataPushPeers", .product(name: "Strata", package: "Strata")],
+            dependencies: [
+                "StrataPushDelivery",
+                "StrataPushPeers",
+                .product(name: "Strata", package: "Strata"),
+                // A raw client for the peers' own tests.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -1,1 +1,0 @@
-// The loopback peers: see APNsPeer.swift and FCMPeer.swift.
