@@ -21,7 +21,8 @@ public struct EncryptionKey: Sendable, Equatable, CustomStringConvertible {
     /// The length of ``identifier`` in bytes.
     package static let identifierSize = 16
 
-    package let symmetricKey: SymmetricKey
+    package var symmetricKey: SymmetricKey { shared.key }
+    private let shared: SharedSymmetricKey
     /// The first 16 bytes of HMAC-SHA-256(key, "Strata key identifier v1"): written in every
     /// encrypted file so that a reader tells a wrong key from a damaged file. It reveals nothing
     /// of the key.
@@ -46,7 +47,7 @@ public struct EncryptionKey: Sendable, Equatable, CustomStringConvertible {
     }
 
     private init(_ key: SymmetricKey) {
-        symmetricKey = key
+        shared = SharedSymmetricKey(key)
         let mac = HMAC<SHA256>.authenticationCode(for: Array("Strata key identifier v1".utf8), using: key)
         identifier = Array(Array(mac).prefix(Self.identifierSize))
     }

@@ -29,7 +29,8 @@ package struct FileCipher: Sendable {
     package let purpose: Purpose
     package let keyIdentifier: [UInt8]
     package let salt: [UInt8]
-    private let fileKey: SymmetricKey
+    private var fileKey: SymmetricKey { sharedKey.key }
+    private let sharedKey: SharedSymmetricKey
 
     /// The cipher of an existing file, from the salt in its header.
     /// REQUIRES: `salt.count == saltSize`.
@@ -41,7 +42,7 @@ package struct FileCipher: Sendable {
         var info = Array("Strata file key v1".utf8)
         info.append(purpose.rawValue)
         LittleEndian.append(fileNumber, to: &info)
-        fileKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key.symmetricKey, salt: salt, info: info, outputByteCount: 32)
+        sharedKey = SharedSymmetricKey(HKDF<SHA256>.deriveKey(inputKeyMaterial: key.symmetricKey, salt: salt, info: info, outputByteCount: 32))
     }
 
     /// The cipher of a new file, with a new random salt.
