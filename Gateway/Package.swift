@@ -16,7 +16,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        // The same range as Strata's and PushDelivery's, so that the three packages resolve one
+        // version and Scripts/test builds it once for the gateway and the push delivery.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
     ],
     targets: [

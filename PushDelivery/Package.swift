@@ -17,8 +17,9 @@ let package = Package(
         .package(name: "Strata", path: ".."),
         // HTTP/2 over TLS to APNs, HTTPS to FCM and its token endpoint.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
-        // ES256 provider tokens (APNs), RS256 assertions (FCM, _CryptoExtras); the same range as Strata's.
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // ES256 provider tokens (APNs), RS256 assertions (FCM, _CryptoExtras); version 4, whose keys
+        // are Sendable (Strata's own range, 3.12.3..<5, includes it).
+        .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.11.0"),
         // The peers: an HTTP/2 + TLS server, and the test CA's certificates.
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
@@ -60,6 +61,14 @@ let package = Package(
         .executableTarget(
             name: "strata-push-crash-helper",
             dependencies: ["StrataPushDelivery", .product(name: "Strata", package: "Strata")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // strata-bench push-deliver's measurement (Benchmarks/ runs it): the outbox through the
+        // delivery to the loopback APNs peer, in this package so that strata-bench resolves no NIO.
+        .executableTarget(
+            name: "strata-push-bench",
+            dependencies: ["StrataPushDelivery", "StrataPushPeers", .product(name: "Strata", package: "Strata"),
+                           .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
