@@ -33,8 +33,7 @@ import Foundation
 /// | 400 | any other (`INVALID_ARGUMENT` about the payload, …) | ``rejected(reason:)`` |
 /// | 401 | `THIRD_PARTY_AUTH_ERROR` (the project's APNs credentials) | ``configurationError(_:)`` |
 /// | 401 | any other (`UNAUTHENTICATED`) | ``renewToken(reason:)``: a new access token, sent again |
-/// | 403 | `SENDER_ID_MISMATCH` (the token belongs to another project) | ``suspendDevice(reason:)`` |
-/// | 403 | any other (`PERMISSION_DENIED`) | ``configurationError(_:)`` |
+/// | 403 | any (`PERMISSION_DENIED`, `SENDER_ID_MISMATCH` too: API.md makes every FCM 403 a configuration error, and a sender mismatch usually means the wrong service account) | ``configurationError(_:)`` |
 /// | 408, 429, 5xx | `QUOTA_EXCEEDED`, `UNAVAILABLE`, `INTERNAL`, … | ``retry(reason:after:)`` |
 /// | other 4xx | any | ``rejected(reason:)`` |
 ///
@@ -104,7 +103,6 @@ enum DeliveryAnswer: Sendable, Equatable {
             }
             return .renewToken(reason: named)
         case 403:
-            if errorCode == "SENDER_ID_MISMATCH" { return .suspendDevice(reason: named) }
             return .configurationError("FCM refused the service account: 403 \(named) \(message)")
         case 408, 429, 500...599: return .retry(reason: named, after: retryAfter)
         case 400...499: return .rejected(reason: named)

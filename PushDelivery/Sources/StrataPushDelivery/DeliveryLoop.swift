@@ -274,6 +274,7 @@ final class DeliveryLoop: Sendable {
                         s.queue.endCommit()
                         s.statistics.acknowledgementCommits += 1
                     }
+                    options.onAcknowledged?(batch)
                     dispatch.signal()
                 } catch {
                     state.withLock { $0.queue.endCommit(restore: batch) }
@@ -303,6 +304,7 @@ final class DeliveryLoop: Sendable {
                     s.queue.endCommit()
                     s.statistics.acknowledgementCommits += 1
                 }
+                options.onAcknowledged?(batch)
             } catch {
                 state.withLock { $0.queue.endCommit() }
                 if case StrataError.closed = error { return }

@@ -39,6 +39,11 @@ public struct PushDeliveryOptions: Sendable {
     /// Where the delivery loop logs: info for suspensions and rejections, debug per
     /// notification, error for configuration errors.
     public var logger: Logger
+    /// Called after each acknowledgement commit with the notifications it took out of the outbox
+    /// (for an operator's metrics; `strata-bench push-deliver` measures the time from a
+    /// notification's commit to its acknowledgement with it). It runs on the delivery's own task
+    /// between commits: keep it short.
+    public var onAcknowledged: (@Sendable ([PushNotification]) -> Void)? = nil
     /// The outbox stream's buffer (`notifications(bufferSize:)`); nil: `max(4096, 4 × maxInFlight)`.
     /// Tests make it small to make the stream overflow.
     var streamBufferSize: Int? = nil
