@@ -9,7 +9,7 @@ extension ValueShape: ExpressibleByArgument {}
 enum WorkloadRegistry {
     static let all: [any Workload] = [
         KVFillSeq(), KVFillRandom(), KVGetRandom(), KVScan(),
-        TSAppend(), TSRange(), TSScan(), TSScanColumns(), TSLatest(), PushFanout(), PushOpen(),
+        TSAppend(), TSRange(), TSScan(), TSScanColumns(), TSLatest(), PushFanout(), PushOpen(), PushDeliver(),
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
         SyncPush(), SyncPull(),

@@ -56,6 +56,16 @@ final class Recorder {
         return work
     }
 
+    /// Records one operation timed elsewhere (by a child process) as taking `elapsed` nanoseconds.
+    func record(nanoseconds elapsed: UInt64, items: Int, bytes: Int) {
+        _ = histogram.record(Swift.max(elapsed, 1))
+        nanoseconds &+= elapsed
+        self.items &+= items
+        self.bytes &+= bytes
+        operations &+= 1
+        progress.update(done: operations, of: expected)
+    }
+
     /// Reports progress of untimed preparation (loading data before a read workload).
     func preparing(done: Int, of total: Int) {
         progress.update(done: done, of: max(total, 1), preparing: true)
