@@ -108,9 +108,9 @@ for notification in try push.pendingNotifications() { try push.acknowledge(notif
     _ = (push, device, quotes)
 }
 
-// README.md:136
-func snippet_README_136(store: Store, url: URL, keyBytes: [UInt8]) throws {
-#sourceLocation(file: "README.md", line: 137)
+// README.md:154
+func snippet_README_154(store: Store, url: URL, keyBytes: [UInt8]) throws {
+#sourceLocation(file: "README.md", line: 155)
 let key = try EncryptionKey(bytes: keyBytes)           // 32 bytes, kept outside the store
 let vault = try Store.open(at: url, options: StoreOptions(encryptionKey: key))
 try vault.close()
@@ -119,9 +119,9 @@ try Store.changeEncryptionKey(at: url, from: key, to: EncryptionKey.random())
     _ = (key, vault)
 }
 
-// README.md:149
-func snippet_README_149(store: Store) throws {
-#sourceLocation(file: "README.md", line: 150)
+// README.md:167
+func snippet_README_167(store: Store) throws {
+#sourceLocation(file: "README.md", line: 168)
 try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
 let copy = try Store.open(at: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
 #sourceLocation()
