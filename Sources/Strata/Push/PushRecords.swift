@@ -114,7 +114,7 @@ package enum PushRecords {
             }
 
             static func == (a: SpecBytes, b: SpecBytes) -> Bool {
-                a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in x.count == y.count && memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+                a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in ByteComparison.compare(x, y) == 0 } }
             }
         }
 
