@@ -78,8 +78,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// was changed. `permission` is the one it lacked, `path` the series, channel or database
     /// the call named (nil for a global permission).
     case permissionDenied(principal: String, permission: Permission, path: String?)
-    /// A replication could not reach its gateway, or the gateway answered with an error or with
-    /// an answer that does not parse; the message names the URL and what happened.
+    /// A network peer failed: a replication could not reach its gateway, or the gateway answered
+    /// with an error or with an answer that does not parse; or a push service (StrataPushDelivery)
+    /// refused the delivery's configuration. The message names the URL or service and what happened.
     case network(String)
     /// The encryption key does not fit the store (``EncryptionKeyProblem``): the store is
     /// encrypted and no key was given, the key is not the one its files were sealed with, or a
@@ -120,7 +121,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .subscriberOverflow(let what):
             return "subscriber overflow: \(what)"
         case .network(let what):
-            return "replication: \(what)"
+            return "network: \(what)"
         case .encryptionKey(let store, let problem):
             return "encryption key: \(problem) (\(store))"
         case .permissionDenied(let principal, let permission, let path):
