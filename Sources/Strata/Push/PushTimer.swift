@@ -52,48 +52,61 @@ final class PushTimer: Sendable {
         let pass = image.turnstile.enter()
         defer { pass.leave() }
         let now = image.now
-        var taken: [PushDueIndex.Entry] = []
-        var staging: PushStaging = image.model.withLock { m in
+        let taken = image.model.withLock { m in
+            var taken: [PushDueIndex.Entry] = []
             while taken.count < Self.releaseBatchLimit, m.nextDue().map({ $0 <= now }) == true, let top = m.due.popMin() {
                 taken.append(top)
             }
-            return PushStaging(m, now: now)
+            return taken
         }
-        var due = PushDueIndex()
-        for e in taken { due.insert(e) }
-        var released = 0
-        while released < Self.releaseBatchLimit, let top = due.popMin() {
-            guard let interval = (staging.subscriptions[top.subscription] ?? staging.base.subscriptions[top.subscription])?.spec.frequencyInterval else { continue }
-            released += staging.releaseDue(subscription: top.subscription, item: top.item, interval: interval, limit: 1)
-            if let next = staging.due(subscription: top.subscription, item: top.item), next <= now {
-                due.insert(PushDueIndex.Entry(due: next, subscription: top.subscription, item: top.item))
-            }
+        // The staging and its copy of the model (a temporary, never bound; the turnstile keeps
+        // the model as it is) end with `stage`, before the model changes: the change then copies
+        // none of the model's tables.
+        let release: (staged: PushStaging.Staged, leftover: [PushDueIndex.Entry], released: Int)?
+        do {
+            release = try Self.stage(taken, image.model.withLock { $0 }, now: now)
+        } catch {
+            image.model.withLock { m in for e in taken { m.due.insert(e) } }
+            throw error
         }
-        let leftover = due.heap
-        guard released > 0 else {
+        guard let release else {
             image.model.withLock { m in for e in taken { m.due.insert(e) } }
             return 0
         }
-        let staged: PushStaging.Staged
         do {
-            // The staging's copy of the model goes before the model changes (no copy of its tables).
-            staged = try { () throws -> PushStaging.Staged in
-                defer { staging = PushStaging(PushModel(), now: now) }
-                return try staging.finish(staging.base)
-            }()
             var batch = CommitBatch(records: WriteBatch())
-            for (key, value) in staged.records { batch.records.putRaw(key, value) }
-            batch.changes.append(NotificationsAdded(notifications: staged.notifications))
+            for (key, value) in release.staged.records { batch.records.putRaw(key, value) }
+            batch.changes.append(NotificationsAdded(notifications: release.staged.notifications))
             try engine.commit(batch)
         } catch {
             image.model.withLock { m in for e in taken { m.due.insert(e) } }
             throw error
         }
         image.model.withLock { m in
-            staged.apply(&m)
-            for e in leftover { m.due.insert(e) }
+            release.staged.apply(&m)
+            for e in release.leftover { m.due.insert(e) }
         }
-        return released
+        return release.released
+    }
+
+    /// Releases the `taken` items' due updates against `base`, one per item and turn in due order,
+    /// up to ``releaseBatchLimit``: what to commit, the entries not reached (still due), and how
+    /// many were released; nil when none was.
+    private static func stage(_ taken: [PushDueIndex.Entry], _ base: PushModel, now: Int64) throws
+        -> (staged: PushStaging.Staged, leftover: [PushDueIndex.Entry], released: Int)? {
+        var staging = PushStaging(base, now: now)
+        var due = PushDueIndex()
+        for e in taken { due.insert(e) }
+        var released = 0
+        while released < releaseBatchLimit, let top = due.popMin() {
+            guard let interval = (staging.subscriptions[top.subscription] ?? base.subscriptions[top.subscription])?.spec.frequencyInterval else { continue }
+            released += staging.releaseDue(subscription: top.subscription, item: top.item, interval: interval, limit: 1)
+            if let next = staging.due(subscription: top.subscription, item: top.item), next <= now {
+                due.insert(PushDueIndex.Entry(due: next, subscription: top.subscription, item: top.item))
+            }
+        }
+        guard released > 0 else { return nil }
+        return (try staging.finish(base), due.heap, released)
     }
 
     /// Starts the timer that releases waiting updates when due (once per store): it wakes up
