@@ -120,7 +120,9 @@ package final class Engine: @unchecked Sendable {
         fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
         let cleanupFailures: [StrataError]
         do {
-            try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
+            if try !options.fileSystem.exists(directory + "/" + FileNames.manifest) {
+                try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
+            }
             let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache, check: check)
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
@@ -165,9 +167,11 @@ package final class Engine: @unchecked Sendable {
 
 
     /// Makes the store directory's own entry, and what it holds, durable: its parent and the
-    /// directory itself are synced at every open. A crash between the `mkdir` of a new store and
-    /// the sync of its parent would otherwise leave a directory that a later open finds and never
-    /// syncs into its parent, so that a power cut could lose the whole store (FORMAT.md §9.1).
+    /// directory itself are synced at every open that finds no manifest. A crash between the
+    /// `mkdir` of a new store and the sync of its parent would otherwise leave a directory that a
+    /// later open finds and never syncs into its parent, so that a power cut could lose the whole
+    /// store (FORMAT.md §9.1). A manifest is written only after this sync, so an open that finds
+    /// one has nothing to sync.
     package static func syncDirectoryEntry(_ directory: String, fileSystem: FileSystem) throws {
         var path = Substring(directory)
         while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }

@@ -55,6 +55,9 @@ package struct EngineRecovery {
         var logsToDelete: [UInt64]
         /// Replayed logs with records: they stay until a flush writes their records.
         var liveLogs: [UInt64]
+        /// The log the manifest names, when it is the only log to replay and holds no record (a
+        /// clean close left it): the open appends to it and writes nothing (FORMAT.md 4.5, step 9).
+        var reusedLog: UInt64?
         var active: Memtable
         var immutables: [Memtable]
         /// Whether the replayed records are written to segments during the open (there are
@@ -72,6 +75,16 @@ package struct EngineRecovery {
         var batches: [Memtable.ReplayedView] = []
         var bytes = 0
         var torn = false
+
+        /// Whether an open may append to this log rather than create one: it is the log the
+        /// manifest names, the newest, a version 2 header and nothing else, not encrypted (an
+        /// encrypted log seals each record with its offset as nonce; a record that was written
+        /// there and lost must not have its nonce used again).
+        func isReusable(manifest m: Manifest, options: EngineOptions) -> Bool {
+            number == m.logNumber && batches.isEmpty && !torn && options.encryptionKey == nil
+                && reader.formatVersion == LogFormat.version && reader.fileLength == LogFormat.headerSize
+                && m.formatVersion == Manifest.version
+        }
     }
 
     package static func recover(directory: String, options: EngineOptions, cache: BlockCache?,
@@ -212,12 +225,15 @@ package struct EngineRecovery {
         // the limit (section 2): refused here, before anything is written.
         var probe = nextFileNumber
         try CounterLimit.take(from: &probe, "file number for the new log", last: CounterLimit.max - 1)
-        let (active, immutables) = try memtables(replaying: logs, newLog: nextFileNumber, options: options)
-        let empty = logs.filter { $0.batches.isEmpty }.map(\.number)
+        let reusedLog = existing != nil && logs.count == 1 && logs[0].isReusable(manifest: m, options: options)
+            ? logs[0].number : nil
+        let (active, immutables) = try memtables(replaying: logs, newLog: reusedLog ?? nextFileNumber, options: options)
+        let empty = logs.filter { $0.batches.isEmpty && $0.number != reusedLog }.map(\.number)
 
         return Plan(manifest: m, isNewStore: existing == nil, nextFileNumber: nextFileNumber,
                     runs: runs, live: live, segmentsOnDisk: segmentsOnDisk, temporaries: temporaries,
                     logsToDelete: stale + empty, liveLogs: logs.filter { !$0.batches.isEmpty }.map(\.number),
+                    reusedLog: reusedLog,
                     active: active, immutables: immutables,
                     writeSegments: logs.count(where: { !$0.batches.isEmpty }) >= maxReplayedLogs,
                     lastSequence: max(m.lastSequence, check.lastSequence), report: report)
@@ -279,6 +295,15 @@ package struct EngineRecovery {
         var nextNumber = plan.nextFileNumber
         var written: [[SegmentMetadata]] = []
         let log: LogWriter
+        if let n = plan.reusedLog {
+            // After a clean close: nothing to make durable, no new log, no manifest to replace.
+            // The manifest in memory counts the numbers of files it found above its own.
+            log = try LogWriter(reopeningEmpty: directory + "/" + FileNames.log(n), number: n, fileSystem: options.fileSystem)
+            m.nextFileNumber = plan.nextFileNumber
+            m.lastSequence = plan.lastSequence
+            return finish(plan, manifest: m, runs: runs, log: log, active: active, immutables: immutables,
+                          logsToDelete: logsToDelete, directory: directory, options: options)
+        }
         do {
             if plan.writeSegments {
                 // Too many logs: their records go to segments now (one run per memtable, the
@@ -347,8 +372,15 @@ package struct EngineRecovery {
             throw error
         }
 
-        // The store is open. What it no longer needs goes; a failure here leaves a file the next
-        // open deletes, and is reported.
+        return finish(plan, manifest: m, runs: runs, log: log, active: active, immutables: immutables,
+                      logsToDelete: logsToDelete, directory: directory, options: options)
+    }
+
+    /// The store is open. What it no longer needs goes; a failure here leaves a file the next
+    /// open deletes, and is reported.
+    private static func finish(_ plan: Plan, manifest m: Manifest, runs: [SortedRun], log: LogWriter, active: Memtable,
+                               immutables: [Memtable], logsToDelete: [UInt64], directory: String,
+                               options: EngineOptions) -> EngineRecovery {
         var cleanupFailures: [StrataError] = []
         func remove(_ name: String) {
             let path = directory + "/" + name

@@ -122,6 +122,27 @@ package final class LogWriter: @unchecked Sendable {
         self.size = header.count
     }
 
+    /// Reopens the existing, empty log at `path` (a header only, version 2, not encrypted) to append
+    /// to it: an open after a clean close takes the log the manifest names instead of creating one
+    /// (FORMAT.md 4.5, step 9). Its header and name are durable already.
+    ///
+    /// REQUIRES: the file holds exactly a version 2 header for log `number`, checked by a
+    /// ``LogReader`` of it.
+    package init(reopeningEmpty path: String, number: UInt64, fileSystem: FileSystem) throws {
+        self.path = path
+        self.number = number
+        self.cipher = nil
+        self.file = try fileSystem.open(path, flags: [.writeOnly, .append])
+        do {
+            let size = try file.size()
+            guard size == LogFormat.headerSize else {
+                throw StrataError.corrupted(file: path, offset: size,
+                                            reason: "the log changed while the store was opening: \(size) bytes, not an empty log")
+            }
+            self.size = size
+        } catch { file.close(); throw error }
+    }
+
     /// Appends one record and hands it to the OS (one `write`). Call ``sync()`` for durability.
     /// A batch payload begins with its first sequence number, which the record header repeats.
     package func append(type: LogFormat.RecordType, payload: UnsafeRawBufferPointer) throws {

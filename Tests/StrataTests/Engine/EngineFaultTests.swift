@@ -164,7 +164,7 @@ struct EngineFaultTests {
 
     // MARK: The store directory's entry
 
-    @Test("every open syncs the store directory's parent and the directory itself")
+    @Test("an open that finds no manifest syncs the store directory's parent and the directory itself; one that finds a manifest does not")
     func openSyncsTheDirectoryEntry() throws {
         let faults = IOFaults()
         let d = try EngineDirectory("entry")
@@ -175,19 +175,93 @@ struct EngineFaultTests {
         let store = parent + "/store"
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
         let synced = Mutex<[String]>([])
-        for round in 0..<2 {
+        for round in 0..<3 {
             synced.withLock { $0 = [] }
             try faults.with({ op, path in
                 if op == .fsync && (path == parent || path == store) { synced.withLock { $0.append(path) } }
+                // The first open fails after its syncs, before it writes a manifest: the next open
+                // must sync again.
+                if round == 0 && op == .open && path == store + "/MANIFEST.tmp" { return 5 }
                 return nil
             }) {
-                let engine = try Engine(directory: store, options: smallOptions(faults: faults))
-                try engine.close()
+                do {
+                    let engine = try Engine(directory: store, options: smallOptions(faults: faults))
+                    try engine.close()
+                } catch StrataError.io(path: _, errno: 5, operation: "open") where round == 0 {}
             }
             let paths = synced.withLock { $0 }
-            #expect(paths.contains(parent), "open \(round) did not sync the parent: \(paths)")
-            #expect(paths.contains(store), "open \(round) did not sync the store directory: \(paths)")
+            if round < 2 {
+                #expect(paths.contains(parent), "open \(round) did not sync the parent: \(paths)")
+                #expect(paths.contains(store), "open \(round) did not sync the store directory: \(paths)")
+            } else {
+                #expect(paths.isEmpty, "an open that found a manifest synced \(paths)")
+            }
         }
+    }
+
+    // MARK: An open after a clean close
+
+    @Test("an open after a clean close writes nothing: every file stays byte for byte, and writes go on in the log the manifest names")
+    func openAfterACleanCloseWritesNothing() throws {
+        let d = try EngineDirectory("reuse")
+        defer { d.remove() }
+        // No compaction: it would write in the background after any open.
+        func quiet(faults: IOFaults? = nil) -> EngineOptions {
+            var o = smallOptions(faults: faults)
+            o.compactionTrigger = 1_000
+            return o
+        }
+        do {
+            let engine = try Engine(directory: d.path, options: quiet())
+            for i in 0..<400 { try put(engine, i) }
+            // Everything goes to segments: the manifest names a new, empty log.
+            try engine.close(flushMinimum: 0)
+        }
+        let before = try directoryBytes(d.path)
+        let faults = IOFaults()
+        let changes = Mutex<[String]>([])
+        try faults.with({ op, path in
+            if [.write, .fsync, .rename, .unlink, .ftruncate, .link, .mkdir].contains(op) && !path.hasSuffix("/LOCK") {
+                changes.withLock { $0.append("\(op.rawValue) \(path)") }
+            }
+            return nil
+        }) {
+            let engine = try Engine(directory: d.path, options: quiet(faults: faults))
+            #expect(try get(engine, 7) == value(7))
+            #expect(changes.withLock { $0 } == [], "the open wrote")
+            try engine.close()
+        }
+        #expect(try directoryBytes(d.path) == before)
+
+        // Writes go to that log, and the next open replays them from it.
+        let logs = before.keys.filter { $0.hasSuffix(".log") }
+        #expect(logs.count == 1)
+        do {
+            let engine = try Engine(directory: d.path, options: quiet())
+            for i in 400..<410 { try put(engine, i, durability: .synchronous) }
+            try engine.close()
+        }
+        let after = try directoryBytes(d.path)
+        let log = try #require(logs.first)
+        #expect((after[log]?.count ?? 0) > (before[log]?.count ?? 0), "the writes did not go to \(log)")
+        let engine = try Engine(directory: d.path, options: quiet())
+        defer { _ = try? engine.close() }
+        for i in 0..<410 { #expect(try get(engine, i) == value(i)) }
+        #expect(engine.recovery.batchesReplayed == 10)
+    }
+
+    @Test("an encrypted store's open creates a new log every time: a sealed log is never appended to after an open")
+    func anEncryptedStoreNeverReusesItsLog() throws {
+        let d = try EngineDirectory("reuse-sealed")
+        defer { d.remove() }
+        var options = smallOptions()
+        options.encryptionKey = EncryptionFixture.testKey
+        var logs: [Set<String>] = []
+        for _ in 0..<3 {
+            try Engine(directory: d.path, options: options).close()
+            logs.append(Set(try FileManager.default.contentsOfDirectory(atPath: d.path).filter { $0.hasSuffix(".log") }))
+        }
+        #expect(logs[0] != logs[1] && logs[1] != logs[2], "\(logs)")
     }
 
     // MARK: Descriptors
