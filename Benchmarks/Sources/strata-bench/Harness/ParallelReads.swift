@@ -3,7 +3,7 @@ import Foundation
 /// Runs the timed operations of a read workload (``Workload/runsInThreads``) on `--threads`
 /// threads at once. Each thread gets its index (for ``seed(_:thread:)`` and its engine handle),
 /// its share of the run's operations (the same total, split as evenly as it divides) and a
-/// ``Recorder`` of its own; when every thread has finished, their recorders are merged into the
+/// ``Recorder`` of its own; the threads start timing together (``StartGate``), and when every thread has finished, their recorders are merged into the
 /// run's, with the wall time of the parallel phase. With one thread, `body` runs on the calling
 /// thread with the run's recorder.
 enum ParallelReads {
@@ -53,6 +53,7 @@ enum ParallelReads {
         var error: (any Error)? { lock.withLock { failure } }
 
         func run(_ t: Int) {
+            defer { recorders[t].passGate(wait: false) }
             do {
                 try body(t, shares[t], recorders[t])
             } catch {

@@ -22,10 +22,13 @@ final class Recorder {
     private(set) var wallNanoseconds: UInt64?
     private let progress: ProgressBar?
     private var expected: Int
+    /// The gate of a parallel phase, passed before the first timed operation (``threadRecorders(_:)``).
+    private var gate: StartGate?
 
-    init(progress: ProgressBar?, expectedOperations: Int) {
+    init(progress: ProgressBar?, expectedOperations: Int, gate: StartGate? = nil) {
         self.progress = progress
         self.expected = max(expectedOperations, 1)
+        self.gate = gate
     }
 
     /// Tells the progress bar how many operations the run will time (when it differs from the
@@ -37,6 +40,7 @@ final class Recorder {
     /// Times `body` as one operation handling `items` items of `bytes` payload bytes in all.
     @inline(__always)
     func measure<R>(items: Int, bytes: Int, _ body: () throws -> R) rethrows -> R {
+        if gate != nil { passGate(wait: true) }
         let start = Clock.nanoseconds()
         let result = try body()
         tally(start: start, elapsed: Clock.nanoseconds() - start, items: items, bytes: bytes)
@@ -46,6 +50,7 @@ final class Recorder {
     /// Times `body` as one operation that returns the items and payload bytes it handled.
     @inline(__always)
     func measureWork(_ body: () throws -> (items: Int, bytes: Int)) rethrows -> (items: Int, bytes: Int) {
+        if gate != nil { passGate(wait: true) }
         let start = Clock.nanoseconds()
         let work = try body()
         tally(start: start, elapsed: Clock.nanoseconds() - start, items: work.items, bytes: work.bytes)
@@ -76,10 +81,21 @@ final class Recorder {
         progress?.update(done: done, of: max(total, 1), preparing: true)
     }
 
-    /// One recorder per thread of a parallel phase, expecting `shares[i]` operations each; the
-    /// first one draws this recorder's progress bar.
+    /// One recorder per thread of a parallel phase, expecting `shares[i]` operations each, all
+    /// behind one ``StartGate``; the first one draws this recorder's progress bar.
     func threadRecorders(_ shares: [Int]) -> [Recorder] {
-        shares.enumerated().map { Recorder(progress: $0.offset == 0 ? progress : nil, expectedOperations: $0.element) }
+        let gate = StartGate(threads: shares.count)
+        return shares.enumerated().map {
+            Recorder(progress: $0.offset == 0 ? progress : nil, expectedOperations: $0.element, gate: gate)
+        }
+    }
+
+    /// Passes the start gate if this recorder has one it has not passed yet: before the first
+    /// timed operation (waiting for the other threads), or when its thread ends (without waiting).
+    func passGate(wait: Bool) {
+        guard let gate else { return }
+        self.gate = nil
+        gate.arrive(wait: wait)
     }
 
     /// Adds the operations of `recorders` (a parallel phase's, all finished) to this one, and
