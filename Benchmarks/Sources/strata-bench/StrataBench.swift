@@ -62,6 +62,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Opens timed per variant of the open workload (default 3, 2 with --quick).")
     var openTrials: Int?
 
+    @Option(help: "Threads the read workloads (kv-get-random, ts-range, ts-latest, history-fetch, history-count, doc-get, doc-index-range) split their timed operations over, reading one store at once (SQLite through a DatabasePool); 1...64. Other workloads run on one thread and are refused with --threads above 1.")
+    var threads: Int = 1
+
     @Option(help: "Cache bytes every engine gets (Strata block cache, RocksDB block cache, SQLite page cache).")
     var cache: Int = 256 << 20
 
@@ -103,6 +106,7 @@ struct StrataBench: ParsableCommand {
                                  series: series, values: values, channels: channels, quick: quick, openTrials: openTrials,
                                  cacheBytes: cache, session: session)
         config.encrypted = encrypted
+        config.threads = threads
         let environment = ProcessInfo.processInfo.environment
         config.gatewayURL = gatewayURL ?? environment["STRATA_BENCH_GATEWAY_URL"].flatMap { $0.isEmpty ? nil : $0 }
         config.gatewayUser = gatewayUser ?? environment["STRATA_BENCH_GATEWAY_USER"]
@@ -137,6 +141,13 @@ struct StrataBench: ParsableCommand {
             chosen.append(w)
         }
         if chosen.isEmpty { chosen = WorkloadRegistry.all }
+        guard (1...64).contains(threads) else { throw ValidationError("--threads must be 1...64, not \(threads)") }
+        let singleThreaded = chosen.filter { !$0.runsInThreads }.map(\.name)
+        if threads > 1 && !singleThreaded.isEmpty {
+            throw ValidationError("--threads \(threads): \(singleThreaded.joined(separator: ", ")) run on one thread only "
+                                  + "(--threads is for " + WorkloadRegistry.all.filter(\.runsInThreads).map(\.name).joined(separator: ", ")
+                                  + "; name those)")
+        }
 
         let base: URL
         let ownsBase = directory == nil
@@ -152,7 +163,8 @@ struct StrataBench: ParsableCommand {
         var machine = MachineFacts.collect(storeDirectory: base)
         print("strata-bench: \(chosenEngines.map(\.rawValue).joined(separator: ", ")); durability \(durability.rawValue); "
               + "\(machine.cores) cores, \(machine.memoryBytes >> 30) GiB, load \(machine.loadAverageAtStart); "
-              + "stores on \(machine.storeFileSystem) at \(base.path); ts-* values \(values.rawValue)\(quick ? "; --quick" : "")")
+              + "stores on \(machine.storeFileSystem) at \(base.path); ts-* values \(values.rawValue)"
+              + "; \(threads) thread\(threads == 1 ? "" : "s")\(quick ? "; --quick" : "")")
         let runner = Runner(config: config, engines: chosenEngines, baseDirectory: base, executable: Self.executable())
         var failures: [String] = []
         var tables: [WorkloadResult] = []
@@ -161,7 +173,7 @@ struct StrataBench: ParsableCommand {
         print("\nload average at the end: \(machine.loadAverageAtEnd); SQLite \(machine.sqliteVersion), "
               + "GRDB \(machine.grdbVersion), RocksDB \(machine.rocksdbVersion), Strata \(machine.strataCommit)")
         if let json {
-            let report = BenchReport(command: CommandLine.arguments, startedAt: startedAt, values: values.rawValue, machine: machine, workloads: tables)
+            let report = BenchReport(command: CommandLine.arguments, startedAt: startedAt, values: values.rawValue, threads: threads, machine: machine, workloads: tables)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(report).write(to: URL(fileURLWithPath: json))

@@ -14,6 +14,14 @@ protocol DocumentEngine: AnyObject {
     func indexRange(from start: Int64, limit: Int) throws -> [(total: Int64, id: String)]
     func settle() throws
     func close() throws
+    /// The handle one thread of a `--threads` run reads through (``ParallelReads``): the engine
+    /// itself where it is thread-safe (Strata, RocksDB; the default); SQLite's with a
+    /// `DatabasePool`, a handle with its own session on one of the pool's reader connections.
+    func reader() throws -> any DocumentEngine
+}
+
+extension DocumentEngine {
+    func reader() throws -> any DocumentEngine { self }
 }
 
 enum DocumentEngines {
@@ -117,24 +125,40 @@ final class StrataDocuments: DocumentEngine {
 /// Reads return the JSON text without parsing it (which favours SQLite: Strata's reads decode
 /// the document).
 final class SQLiteDocuments: DocumentEngine {
-    private let queue: DatabaseQueue
+    private let database: any DatabaseWriter
+    /// Whether this handle reads on one of the pool's reader connections (``reader()``) rather than
+    /// through the writer.
+    private let reading: Bool
     private var db: Database?
     private var insert: Prepared?, select: Prepared?, range: Prepared?
 
     init(directory: URL, config: BenchConfig) throws {
-        queue = try SQLite.open(directory: directory, durability: config.durability, cacheBytes: config.cacheBytes)
-        try queue.inDatabase { db in
+        database = try SQLite.open(directory: directory, config: config)
+        reading = false
+        try database.writeWithoutTransaction { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID")
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS docs_total ON docs(json_extract(body, '$.total'))")
         }
     }
 
+    private init(reading database: any DatabaseWriter) {
+        self.database = database
+        reading = true
+    }
+
+    func reader() throws -> any DocumentEngine {
+        database is DatabasePool ? SQLiteDocuments(reading: database) : self
+    }
+
     func session(_ body: () throws -> Void) throws {
-        try queue.inDatabase { db in
+        try SQLite.access(database, reading: reading) { db in
             self.db = db
-            defer { self.db = nil }
-            if insert == nil {
-                insert = try Prepared(db, "INSERT OR REPLACE INTO docs(id, body) VALUES (?, ?)")
+            defer {
+                self.db = nil
+                if reading { select = nil; range = nil }
+            }
+            if select == nil {
+                if !reading { insert = try Prepared(db, "INSERT OR REPLACE INTO docs(id, body) VALUES (?, ?)") }
                 select = try Prepared(db, "SELECT body FROM docs WHERE id = ?")
                 range = try Prepared(db, """
                     SELECT json_extract(body, '$.total'), id FROM docs WHERE json_extract(body, '$.total') >= ?
@@ -177,11 +201,11 @@ final class SQLiteDocuments: DocumentEngine {
         return out
     }
 
-    func settle() throws { try queue.inDatabase { try SQLite.checkpoint($0) } }
+    func settle() throws { try database.writeWithoutTransaction { try SQLite.checkpoint($0) } }
 
     func close() throws {
         insert = nil; select = nil; range = nil
-        try queue.close()
+        try database.close()
     }
 }
 

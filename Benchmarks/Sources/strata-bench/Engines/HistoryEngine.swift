@@ -21,6 +21,14 @@ protocol HistoryEngine: AnyObject {
     func count(channel: Int, since: UInt64) throws -> Int
     func settle() throws
     func close() throws
+    /// The handle one thread of a `--threads` run reads through (``ParallelReads``): the engine
+    /// itself where it is thread-safe (Strata, RocksDB; the default); SQLite's with a
+    /// `DatabasePool`, a handle with its own session on one of the pool's reader connections.
+    func reader() throws -> any HistoryEngine
+}
+
+extension HistoryEngine {
+    func reader() throws -> any HistoryEngine { self }
 }
 
 enum HistoryEngines {
@@ -126,15 +134,19 @@ final class StrataHistory: HistoryEngine {
 ///     CREATE TABLE messages(channel INTEGER NOT NULL, timetoken INTEGER NOT NULL, publisher TEXT,
 ///                           message TEXT NOT NULL, PRIMARY KEY(channel, timetoken)) WITHOUT ROWID
 final class SQLiteHistory: HistoryEngine {
-    private let queue: DatabaseQueue
+    private let database: any DatabaseWriter
+    /// Whether this handle reads on one of the pool's reader connections (``reader()``) rather than
+    /// through the writer.
+    private let reading: Bool
     private var db: Database?
     private var clock = TimetokenSource()
     private var insert: Prepared?, newest: Prepared?, counting: Prepared?
 
     init(directory: URL, config: BenchConfig) throws {
-        queue = try SQLite.open(directory: directory, durability: config.durability, cacheBytes: config.cacheBytes)
+        database = try SQLite.open(directory: directory, config: config)
+        reading = false
         let channelCount = config.channels
-        try queue.inDatabase { db in
+        try database.writeWithoutTransaction { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS channels(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS messages(channel INTEGER NOT NULL, timetoken INTEGER NOT NULL,
@@ -149,12 +161,26 @@ final class SQLiteHistory: HistoryEngine {
         }
     }
 
+    private init(reading database: any DatabaseWriter) {
+        self.database = database
+        reading = true
+    }
+
+    func reader() throws -> any HistoryEngine {
+        database is DatabasePool ? SQLiteHistory(reading: database) : self
+    }
+
     func session(_ body: () throws -> Void) throws {
-        try queue.inDatabase { db in
+        try SQLite.access(database, reading: reading) { db in
             self.db = db
-            defer { self.db = nil }
-            if insert == nil {
-                insert = try Prepared(db, "INSERT INTO messages(channel, timetoken, publisher, message) VALUES (?, ?, ?, ?)")
+            defer {
+                self.db = nil
+                if reading { newest = nil; counting = nil }
+            }
+            if newest == nil {
+                if !reading {
+                    insert = try Prepared(db, "INSERT INTO messages(channel, timetoken, publisher, message) VALUES (?, ?, ?, ?)")
+                }
                 newest = try Prepared(db, "SELECT timetoken, publisher, message FROM messages WHERE channel = ? ORDER BY timetoken DESC LIMIT ?")
                 counting = try Prepared(db, "SELECT count(*) FROM messages WHERE channel = ? AND timetoken > ?")
             }
@@ -205,11 +231,11 @@ final class SQLiteHistory: HistoryEngine {
         return Int(counting.int64(0))
     }
 
-    func settle() throws { try queue.inDatabase { try SQLite.checkpoint($0) } }
+    func settle() throws { try database.writeWithoutTransaction { try SQLite.checkpoint($0) } }
 
     func close() throws {
         insert = nil; newest = nil; counting = nil
-        try queue.close()
+        try database.close()
     }
 }
 

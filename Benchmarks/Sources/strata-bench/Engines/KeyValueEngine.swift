@@ -15,6 +15,14 @@ protocol KeyValueEngine: AnyObject {
     func settle() throws
     /// Closes cleanly.
     func close() throws
+    /// The handle one thread of a `--threads` run reads through (``ParallelReads``): the engine
+    /// itself where it is thread-safe (Strata, RocksDB; the default); SQLite's with a
+    /// `DatabasePool`, a handle with its own session on one of the pool's reader connections.
+    func reader() throws -> any KeyValueEngine
+}
+
+extension KeyValueEngine {
+    func reader() throws -> any KeyValueEngine { self }
 }
 
 /// Walks records in key order, a chunk at a time.

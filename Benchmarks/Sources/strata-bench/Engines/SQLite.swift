@@ -4,18 +4,37 @@ import GRDBSQLite
 
 /// Opening SQLite through GRDB, configured as in Strata.docc/Performance.md ("Benchmarks"): WAL journal,
 /// `synchronous = FULL` for `--durability synchronous` and `NORMAL` for `buffered` (SQLite's
-/// recommended pairing with WAL), a page cache of the same byte budget the other engines get,
-/// default 4 KiB pages and default WAL auto-checkpoint (1,000 pages).
+/// recommended pairing with WAL), a page cache of the same byte budget the other engines get
+/// (per connection), default 4 KiB pages and default WAL auto-checkpoint (1,000 pages).
+///
+/// One connection (a `DatabaseQueue`), or with `--threads` above 1 a `DatabasePool` (a writer and
+/// up to that many reader connections, which read at once in WAL mode): loads go through the
+/// writer, each reading thread through a reader of its own.
 enum SQLite {
-    static func open(directory: URL, durability: DurabilityMode, cacheBytes: Int) throws -> DatabaseQueue {
-        var config = Configuration()
-        let synchronous = durability == .synchronous ? "FULL" : "NORMAL"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
+    static func open(directory: URL, config: BenchConfig) throws -> any DatabaseWriter {
+        var configuration = Configuration()
+        let synchronous = config.durability == .synchronous ? "FULL" : "NORMAL"
+        let cacheBytes = config.cacheBytes
+        configuration.prepareDatabase { db in
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA journal_mode = WAL") }
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             try db.execute(sql: "PRAGMA cache_size = -\(max(cacheBytes / 1024, 1))")
         }
-        return try DatabaseQueue(path: directory.appendingPathComponent("bench.sqlite").path, configuration: config)
+        let path = directory.appendingPathComponent("bench.sqlite").path
+        guard config.threads > 1 else { return try DatabaseQueue(path: path, configuration: configuration) }
+        configuration.maximumReaderCount = config.threads
+        return try DatabasePool(path: path, configuration: configuration)
+    }
+
+    /// Runs `body` on a connection of `database`: with `reading`, one of a pool's readers, else the
+    /// writer (a queue's only connection). Neither opens a transaction around `body`, so that each
+    /// read statement is its own implicit transaction on either (as on one thread).
+    static func access(_ database: any DatabaseWriter, reading: Bool, _ body: (Database) throws -> Void) throws {
+        if reading {
+            try database.unsafeRead(body)
+        } else {
+            try database.writeWithoutTransaction(body)
+        }
     }
 
     /// Checkpoints the WAL into the database file and truncates it (the settled state read

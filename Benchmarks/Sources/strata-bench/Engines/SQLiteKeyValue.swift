@@ -6,24 +6,40 @@ import GRDB
 ///
 ///     CREATE TABLE kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID
 final class SQLiteKeyValue: KeyValueEngine {
-    private let queue: DatabaseQueue
+    private let database: any DatabaseWriter
+    /// Whether this handle reads on one of the pool's reader connections (``reader()``) rather than
+    /// through the writer.
+    private let reading: Bool
     private var db: Database?
     private var insert: Prepared?
     private var select: Prepared?
 
     init(directory: URL, config: BenchConfig) throws {
-        queue = try SQLite.open(directory: directory, durability: config.durability, cacheBytes: config.cacheBytes)
-        try queue.inDatabase { db in
+        database = try SQLite.open(directory: directory, config: config)
+        reading = false
+        try database.writeWithoutTransaction { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
         }
     }
 
+    private init(reading database: any DatabaseWriter) {
+        self.database = database
+        reading = true
+    }
+
+    func reader() throws -> any KeyValueEngine {
+        database is DatabasePool ? SQLiteKeyValue(reading: database) : self
+    }
+
     func session(_ body: () throws -> Void) throws {
-        try queue.inDatabase { db in
+        try SQLite.access(database, reading: reading) { db in
             self.db = db
-            defer { self.db = nil }
-            if insert == nil {
-                insert = try Prepared(db, "INSERT OR REPLACE INTO kv(k, v) VALUES (?, ?)")
+            defer {
+                self.db = nil
+                if reading { select = nil }
+            }
+            if select == nil {
+                if !reading { insert = try Prepared(db, "INSERT OR REPLACE INTO kv(k, v) VALUES (?, ?)") }
                 select = try Prepared(db, "SELECT v FROM kv WHERE k = ?")
             }
             try body()
@@ -63,13 +79,13 @@ final class SQLiteKeyValue: KeyValueEngine {
     }
 
     func settle() throws {
-        try queue.inDatabase { db in try SQLite.checkpoint(db) }
+        try database.writeWithoutTransaction { db in try SQLite.checkpoint(db) }
     }
 
     func close() throws {
         insert = nil
         select = nil
-        try queue.close()
+        try database.close()
     }
 
     private final class Scanner: KeyValueScanner {

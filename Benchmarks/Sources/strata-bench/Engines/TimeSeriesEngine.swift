@@ -21,6 +21,14 @@ protocol TimeSeriesEngine: AnyObject {
     func latest(series: Int) throws -> SeriesEvent?
     func settle() throws
     func close() throws
+    /// The handle one thread of a `--threads` run reads through (``ParallelReads``): the engine
+    /// itself where it is thread-safe (Strata, RocksDB; the default); SQLite's with a
+    /// `DatabasePool`, a handle with its own session on one of the pool's reader connections.
+    func reader() throws -> any TimeSeriesEngine
+}
+
+extension TimeSeriesEngine {
+    func reader() throws -> any TimeSeriesEngine { self }
 }
 
 enum TimeSeriesEngines {
@@ -147,16 +155,19 @@ final class StrataTimeSeries: TimeSeriesEngine {
 ///
 /// The next sequence of each series is kept in memory (read back with `max(seq)` on open).
 final class SQLiteTimeSeries: TimeSeriesEngine {
-    private let queue: DatabaseQueue
+    private let database: any DatabaseWriter
+    /// Whether this handle reads on one of the pool's reader connections (``reader()``) rather than
+    /// through the writer.
+    private let reading: Bool
     private var db: Database?
     private var next: [UInt64]
     private var insert: Prepared?, select: Prepared?, last: Prepared?
 
     init(directory: URL, config: BenchConfig) throws {
-        queue = try SQLite.open(directory: directory, durability: config.durability, cacheBytes: config.cacheBytes)
-        next = [UInt64](repeating: 0, count: config.series)
+        database = try SQLite.open(directory: directory, config: config)
+        reading = false
         let seriesCount = config.series
-        next = try queue.inDatabase { db in
+        next = try database.writeWithoutTransaction { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)")
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS events(series INTEGER NOT NULL, seq INTEGER NOT NULL,
@@ -174,12 +185,25 @@ final class SQLiteTimeSeries: TimeSeriesEngine {
         }
     }
 
+    private init(reading database: any DatabaseWriter) {
+        self.database = database
+        reading = true
+        next = []
+    }
+
+    func reader() throws -> any TimeSeriesEngine {
+        database is DatabasePool ? SQLiteTimeSeries(reading: database) : self
+    }
+
     func session(_ body: () throws -> Void) throws {
-        try queue.inDatabase { db in
+        try SQLite.access(database, reading: reading) { db in
             self.db = db
-            defer { self.db = nil }
-            if insert == nil {
-                insert = try Prepared(db, "INSERT INTO events(series, seq, timestamp, value) VALUES (?, ?, ?, ?)")
+            defer {
+                self.db = nil
+                if reading { select = nil; last = nil }
+            }
+            if select == nil {
+                if !reading { insert = try Prepared(db, "INSERT INTO events(series, seq, timestamp, value) VALUES (?, ?, ?, ?)") }
                 select = try Prepared(db, "SELECT seq, timestamp, value FROM events WHERE series = ? AND seq >= ? AND seq < ? ORDER BY seq")
                 last = try Prepared(db, "SELECT seq, timestamp, value FROM events WHERE series = ? ORDER BY seq DESC LIMIT 1")
             }
@@ -227,11 +251,11 @@ final class SQLiteTimeSeries: TimeSeriesEngine {
         return try last.step() ? Self.event(last) : nil
     }
 
-    func settle() throws { try queue.inDatabase { try SQLite.checkpoint($0) } }
+    func settle() throws { try database.writeWithoutTransaction { try SQLite.checkpoint($0) } }
 
     func close() throws {
         insert = nil; select = nil; last = nil
-        try queue.close()
+        try database.close()
     }
 }
 

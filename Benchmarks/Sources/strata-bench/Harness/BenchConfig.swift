@@ -52,6 +52,9 @@ struct BenchConfig: Sendable {
     /// channel (`*`).
     var gatewayUser: String? = nil
     var gatewayPassword: String? = nil
+    /// `--threads`: the threads the read workloads (``Workload/runsInThreads``) split their timed
+    /// operations over, reading one store at once (``ParallelReads``).
+    var threads = 1
 
     /// The number of records (events, messages, documents) a workload stores.
     func count(for workload: any Workload) -> Int {

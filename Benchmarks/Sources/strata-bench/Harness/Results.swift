@@ -9,6 +9,10 @@ struct EngineResult: Codable, Sendable {
     var payloadBytes: Int = 0
     /// Sum of the timed operations' durations.
     var seconds: Double = 0
+    /// With `--threads` above 1, the wall time of the parallel phase (first operation's start to
+    /// the last one's end, over every thread), the divisor of the rates; nil on one thread, where
+    /// the rates divide by ``seconds``.
+    var wallSeconds: Double?
     /// Items per second (records, events, messages, documents, rows — see the workload's unit).
     var itemsPerSecond: Double = 0
     /// Timed operations per second.
@@ -46,6 +50,9 @@ struct WorkloadResult: Codable, Sendable {
     var operations: Int
     var batch: Int
     var durability: String
+    /// The threads that read at once (`--threads`), for a workload that runs in threads; nil for
+    /// the others (always one thread).
+    var threads: Int?
     /// What else the figures depend on (e.g. the ts-* `--values`), printed under the title.
     var note: String?
     var results: [EngineResult]
@@ -57,6 +64,8 @@ struct BenchReport: Codable, Sendable {
     var startedAt: String
     /// `--values`: the shape of the ts-* workloads' values.
     var values: String?
+    /// `--threads`: the threads of the read workloads.
+    var threads: Int
     var machine: MachineFacts
     var workloads: [WorkloadResult]
 }

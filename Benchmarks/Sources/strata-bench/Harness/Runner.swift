@@ -73,7 +73,8 @@ struct Runner {
             Self.addRatios(&results)
             let table = WorkloadResult(workload: workload.name, variant: variant, operationUnit: unit, count: count,
                                        operations: operations, batch: config.batch,
-                                       durability: config.durability.rawValue, note: workload.tableNote(config),
+                                       durability: config.durability.rawValue,
+                                       threads: workload.runsInThreads ? config.threads : nil, note: workload.tableNote(config),
                                        results: results)
             TableReport.print(table)
             fflush(nil)
@@ -101,12 +102,13 @@ struct Runner {
     }
 
     private static func result(_ engine: String, _ r: Recorder, _ outcome: RunOutcome, disk: Int) -> EngineResult {
-        let seconds = Double(r.nanoseconds) / 1e9
         var e = EngineResult(engine: engine)
         e.operations = r.operations
         e.items = r.items
         e.payloadBytes = r.bytes
-        e.seconds = seconds
+        e.seconds = Double(r.nanoseconds) / 1e9
+        e.wallSeconds = r.wallNanoseconds.map { Double($0) / 1e9 }
+        let seconds = e.wallSeconds ?? e.seconds
         if seconds > 0 {
             e.itemsPerSecond = Double(r.items) / seconds
             e.operationsPerSecond = Double(r.operations) / seconds

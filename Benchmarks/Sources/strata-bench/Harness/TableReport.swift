@@ -6,7 +6,12 @@ enum TableReport {
         let title = w.variant.isEmpty ? w.workload : "\(w.workload) (\(w.variant))"
         Swift.print("\n\(title) — \(grouped(w.count)) records, durability \(w.durability)"
                     + (w.batch > 0 ? ", batch \(grouped(w.batch))" : "")
-                    + "; one operation = \(w.operationUnit)")
+                    + "; one operation = \(w.operationUnit)"
+                    + (w.threads.map { "; \($0) thread\($0 == 1 ? "" : "s")" } ?? ""))
+        if let threads = w.threads, threads > 1 {
+            Swift.print("\(threads) threads reading one store at once, the operations split between them; "
+                        + "items/s over the wall time of the parallel phase, latencies of every thread")
+        }
         if let note = w.note { Swift.print(note) }
         let header = ["engine", "items/s", "MB/s", "p50", "p99", "p999", "B/record", "strata ×", "disk vs strata"]
         var rows: [[String]] = []

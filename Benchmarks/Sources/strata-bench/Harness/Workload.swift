@@ -37,6 +37,9 @@ protocol Workload: Sendable {
     /// Whether `--session` adds a row of this workload run on Strata through a `StoreSession`
     /// (every call checked against a security policy; ``RunContext/session``). Default false.
     var runsThroughSession: Bool { get }
+    /// Whether `--threads` splits the timed operations over several threads (``ParallelReads``);
+    /// the bench refuses `--threads` above 1 for a workload that cannot. Default false.
+    var runsInThreads: Bool { get }
 }
 
 extension Workload {
@@ -51,6 +54,7 @@ extension Workload {
     }
     func tableNote(_ config: BenchConfig) -> String? { nil }
     var runsThroughSession: Bool { false }
+    var runsInThreads: Bool { false }
 }
 
 /// What one run of a workload on one engine gets.

@@ -12,15 +12,20 @@ struct DocGet: Workload {
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let d = try DocumentEngines.openLoaded(run, recorder: recorder)
-        var rng = XorShift64Star(seed: run.config.seed)
-        try d.session {
-            for _ in 0..<run.operations {
-                let i = rng.below(run.count)
-                let total = try recorder.measure(items: 1, bytes: 0) { try d.total(of: i) }
-                guard total == DocumentEngines.total(i) else { throw BenchError("\(run.engine) returned a wrong document \(i)") }
+        try ParallelReads.run(run, recorder: recorder) { thread, operations, recorder in
+            let d = try d.reader()
+            var rng = XorShift64Star(seed: ParallelReads.seed(run.config.seed, thread: thread))
+            try d.session {
+                for _ in 0..<operations {
+                    let i = rng.below(run.count)
+                    let total = try recorder.measure(items: 1, bytes: 0) { try d.total(of: i) }
+                    guard total == DocumentEngines.total(i) else { throw BenchError("\(run.engine) returned a wrong document \(i)") }
+                }
             }
         }
         let close = try Clock.seconds { try d.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    var runsInThreads: Bool { true }
 }

@@ -13,20 +13,25 @@ struct HistoryCount: Workload {
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let (h, tokens) = try HistoryEngines.openLoaded(run, recorder: recorder)
-        var rng = XorShift64Star(seed: run.config.seed)
-        try h.session {
-            for _ in 0..<run.operations {
-                let c = rng.below(run.config.channels)
-                guard !tokens[c].isEmpty else { continue }
-                let index = rng.below(tokens[c].count)
-                let expected = tokens[c].count - 1 - index
-                let n = try recorder.measureWork { (try h.count(channel: c, since: tokens[c][index]), 0) }.items
-                guard n == expected else {
-                    throw BenchError("\(run.engine) counted \(n) messages of channel \(c) since #\(index), expected \(expected)")
+        try ParallelReads.run(run, recorder: recorder) { thread, operations, recorder in
+            let h = try h.reader()
+            var rng = XorShift64Star(seed: ParallelReads.seed(run.config.seed, thread: thread))
+            try h.session {
+                for _ in 0..<operations {
+                    let c = rng.below(run.config.channels)
+                    guard !tokens[c].isEmpty else { continue }
+                    let index = rng.below(tokens[c].count)
+                    let expected = tokens[c].count - 1 - index
+                    let n = try recorder.measureWork { (try h.count(channel: c, since: tokens[c][index]), 0) }.items
+                    guard n == expected else {
+                        throw BenchError("\(run.engine) counted \(n) messages of channel \(c) since #\(index), expected \(expected)")
+                    }
                 }
             }
         }
         let close = try Clock.seconds { try h.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    var runsInThreads: Bool { true }
 }

@@ -12,21 +12,26 @@ struct HistoryFetch: Workload {
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let (h, tokens) = try HistoryEngines.openLoaded(run, recorder: recorder)
-        var rng = XorShift64Star(seed: run.config.seed)
-        try h.session {
-            for _ in 0..<run.operations {
-                let c = rng.below(run.config.channels)
-                let page = try recorder.measureWork { () throws -> (items: Int, bytes: Int) in
-                    let page = try h.fetch(channel: c, limit: 100)
-                    try check(page, tokens[c], channel: c, engine: run.engine)
-                    return (page.count, page.reduce(0) { $0 + $1.message.utf8.count })
+        try ParallelReads.run(run, recorder: recorder) { thread, operations, recorder in
+            let h = try h.reader()
+            var rng = XorShift64Star(seed: ParallelReads.seed(run.config.seed, thread: thread))
+            try h.session {
+                for _ in 0..<operations {
+                    let c = rng.below(run.config.channels)
+                    let page = try recorder.measureWork { () throws -> (items: Int, bytes: Int) in
+                        let page = try h.fetch(channel: c, limit: 100)
+                        try check(page, tokens[c], channel: c, engine: run.engine)
+                        return (page.count, page.reduce(0) { $0 + $1.message.utf8.count })
+                    }
+                    _ = page
                 }
-                _ = page
             }
         }
         let close = try Clock.seconds { try h.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    var runsInThreads: Bool { true }
 
     private func check(_ page: [HistoryItem], _ tokens: [UInt64], channel c: Int, engine: EngineKind) throws {
         let n = min(100, tokens.count)

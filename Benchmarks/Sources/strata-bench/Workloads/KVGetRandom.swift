@@ -1,6 +1,7 @@
 /// `kv-get-random`: point lookups of random existing keys in a settled store of `--count` records
 /// (loaded in random order, then flushed and compacted / checkpointed, untimed). A warm-up pass
-/// of the same number of lookups (another seed) runs untimed first. Every value is checked.
+/// of the same number of lookups (another seed) runs untimed first, on each thread with `--threads`.
+/// Every value is checked.
 struct KVGetRandom: Workload {
     let name = "kv-get-random"
     let summary = "random point lookups of existing keys in a settled store (values checked)"
@@ -17,11 +18,12 @@ struct KVGetRandom: Workload {
             recorder.preparing(done: $0, of: run.count)
         }
         try kv.settle()
-        var key: [UInt8] = []
-        func pass(seed: UInt64, timed: Bool) throws {
-            var rng = XorShift64Star(seed: seed)
-            try kv.session {
-                for _ in 0..<run.operations {
+        try ParallelReads.run(run, recorder: recorder) { thread, operations, recorder in
+            let kv = try kv.reader()
+            var key: [UInt8] = []
+            func pass(seed: UInt64, timed: Bool) throws {
+                var rng = XorShift64Star(seed: ParallelReads.seed(seed, thread: thread))
+                for _ in 0..<operations {
                     let i = rng.below(run.count)
                     Records.key(i, sequential: false, into: &key)
                     let value: [UInt8]?
@@ -35,10 +37,14 @@ struct KVGetRandom: Workload {
                     }
                 }
             }
+            try kv.session {
+                try pass(seed: run.config.seed &+ 1, timed: false)
+                try pass(seed: run.config.seed, timed: true)
+            }
         }
-        try pass(seed: run.config.seed &+ 1, timed: false)
-        try pass(seed: run.config.seed, timed: true)
         let close = try Clock.seconds { try kv.close() }
         return RunOutcome(records: run.count, closeSeconds: close)
     }
+
+    var runsInThreads: Bool { true }
 }

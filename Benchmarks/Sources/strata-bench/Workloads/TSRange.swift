@@ -13,21 +13,24 @@ struct TSRange: Workload {
 
     func run(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let (ts, lengths, values) = try TimeSeriesEngines.openLoaded(run, recorder: recorder)
-        var rng = XorShift64Star(seed: run.config.seed)
-        try ts.session {
-            for _ in 0..<run.operations {
-                let s = rng.below(run.config.series)
-                let length = Int(lengths[s])
-                let n = min(1000, length)
-                guard n > 0 else { continue }
-                let from = UInt64(rng.below(length - n + 1))
-                let events = try recorder.measure(items: n, bytes: n * 8) { try ts.range(series: s, from: from, count: n) }
-                guard events.count == n else {
-                    throw BenchError("\(run.engine) returned \(events.count) events of series \(s) from \(from), expected \(n)")
-                }
-                for (j, e) in events.enumerated()
-                where e.sequence != from + UInt64(j) || e.value != values.value(series: s, sequence: e.sequence) {
-                    throw BenchError("\(run.engine) returned a wrong event \(e.sequence) of series \(s)")
+        try ParallelReads.run(run, recorder: recorder) { thread, operations, recorder in
+            let ts = try ts.reader()
+            var rng = XorShift64Star(seed: ParallelReads.seed(run.config.seed, thread: thread))
+            try ts.session {
+                for _ in 0..<operations {
+                    let s = rng.below(run.config.series)
+                    let length = Int(lengths[s])
+                    let n = min(1000, length)
+                    guard n > 0 else { continue }
+                    let from = UInt64(rng.below(length - n + 1))
+                    let events = try recorder.measure(items: n, bytes: n * 8) { try ts.range(series: s, from: from, count: n) }
+                    guard events.count == n else {
+                        throw BenchError("\(run.engine) returned \(events.count) events of series \(s) from \(from), expected \(n)")
+                    }
+                    for (j, e) in events.enumerated()
+                    where e.sequence != from + UInt64(j) || e.value != values.value(series: s, sequence: e.sequence) {
+                        throw BenchError("\(run.engine) returned a wrong event \(e.sequence) of series \(s)")
+                    }
                 }
             }
         }
@@ -36,6 +39,8 @@ struct TSRange: Workload {
     }
 
     var runsThroughSession: Bool { true }
+
+    var runsInThreads: Bool { true }
 
     func tableNote(_ config: BenchConfig) -> String? { "values \(config.values.rawValue), B/record settled (B/event)" }
 }
