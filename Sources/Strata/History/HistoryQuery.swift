@@ -83,7 +83,9 @@ package enum HistoryQuery {
             }
             messages.append(try decode(tt, cursor.value, &publishers))
         }
-        if !oldestFirst { messages.reverse() }
+        // Reversed through the buffer: its swaps move the messages, where the array's own retain
+        // and release each one's strings.
+        if !oldestFirst { messages.withUnsafeMutableBufferPointer { $0.reverse() } }
         return HistoryPage(messages: messages, hasMore: hasMore)
     }
 
