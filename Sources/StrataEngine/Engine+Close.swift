@@ -83,7 +83,9 @@ extension Engine {
             diagnostics.drain()
         }
         if let failed { throw failed }
-        do { try log.sync() } catch {
+        // A log nothing was appended to (a store only read) is as durable as its open or rotation
+        // made it: not synced again.
+        do { if log.hasAppended { try log.sync() } } catch {
             let e = Self.strataError(error, path: log.path, operation: "fsync")
             lock.withLock { fail(e) }
             throw e

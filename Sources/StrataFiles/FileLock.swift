@@ -20,8 +20,13 @@ package final class FileLock: Sendable {
         }
         self.path = path
         self.file = f
-        try? f.truncate(to: 0)
-        _ = try? f.write(Array("\(SystemCalls.processID)\n".utf8))
+        // Written over the old content, cut only past its end: ext4 flushes a file truncated to
+        // zero when it is closed (auto_da_alloc), which cost every open a disk write.
+        let content = Array("\(SystemCalls.processID)\n".utf8)
+        let size = (try? f.size()) ?? 0
+        if size != content.count || (try? f.read(at: 0, count: size)) != content {
+            if (try? f.write(content)) != nil, size > content.count { try? f.truncate(to: content.count) }
+        }
     }
 
     /// Releases the lock.

@@ -103,6 +103,9 @@ package final class LogWriter: @unchecked Sendable {
     private let cipher: FileCipher?
     /// The error of a failed append; every later append throws it.
     private var poisoned: (any Error)?
+    /// Whether a record was appended to this writer (read by the engine's close, which no
+    /// append runs beside): a log without one is exactly as its creator synced it.
+    package private(set) var hasAppended = false
 
     /// Creates a new log file and writes its header (not yet synced); a version 3 log sealed with
     /// `key` when one is given.
@@ -158,6 +161,7 @@ package final class LogWriter: @unchecked Sendable {
             throw error
         }
         size += scratch.count
+        hasAppended = true
         if scratch.capacity > 4 << 20 { scratch = [] }
     }
 
