@@ -89,6 +89,17 @@ extension JSON {
         if offset != binary.count { throw reader.corrupted(offset, "\(binary.count - offset) bytes after the value") }
     }
 
+    /// Checks that `binary` is exactly one well-formed value, as ``init(binary:)-(UnsafeRawBufferPointer)``
+    /// would find it, without building the value.
+    ///
+    /// - Throws: the ``StrataError/corrupted(file:offset:reason:)`` that `init(binary:)` throws.
+    package static func validateBinary(_ binary: UnsafeRawBufferPointer) throws {
+        let reader = JSONBinaryReader(buffer: binary)
+        var offset = 0
+        try reader.validate(at: &offset, end: binary.count, depth: 0)
+        if offset != binary.count { throw reader.corrupted(offset, "\(binary.count - offset) bytes after the value") }
+    }
+
     /// Decodes the binary form of one value that fills `binary` exactly.
     package init(binary: [UInt8]) throws {
         self = try binary.withUnsafeBytes { try JSON(binary: $0) }
@@ -292,6 +303,71 @@ package struct JSONBinaryReader {
         default:
             throw corrupted(typeOffset, "unknown type byte 0x\(String(type, radix: 16))")
         }
+    }
+
+    /// Checks the value at `offset` as ``value(at:end:depth:)`` does, and moves past it, without
+    /// building it: the same errors at the same offsets, and no allocation for a value whose
+    /// strings and keys are ASCII or at most 15 bytes.
+    package func validate(at offset: inout Int, end: Int, depth: Int) throws {
+        guard offset < end else { throw corrupted(offset, "value runs past the end") }
+        let typeOffset = offset
+        let type = buffer[offset]
+        offset += 1
+        switch type {
+        case JSONBinaryType.null, JSONBinaryType.false, JSONBinaryType.true: return
+        case JSONBinaryType.int:
+            _ = try varint(at: &offset, end: end, what: "int")
+        case JSONBinaryType.double, JSONBinaryType.date:
+            guard end - offset >= 8 else { throw corrupted(typeOffset, "truncated 8-byte number") }
+            offset += 8
+        case JSONBinaryType.string:
+            try validateText(at: &offset, end: end, what: "string")
+        case JSONBinaryType.array:
+            guard depth < JSON.maximumNestingDepth else { throw corrupted(typeOffset, "nesting deeper than \(JSON.maximumNestingDepth)") }
+            let header = try containerHeader(at: &offset, end: end, isObject: false)
+            for _ in 0..<header.count { try validate(at: &offset, end: header.end, depth: depth + 1) }
+            guard offset == header.end else { throw corrupted(offset, "array size disagrees with its elements") }
+        case JSONBinaryType.object:
+            guard depth < JSON.maximumNestingDepth else { throw corrupted(typeOffset, "nesting deeper than \(JSON.maximumNestingDepth)") }
+            let header = try containerHeader(at: &offset, end: end, isObject: true)
+            var previousKey: UnsafeRawBufferPointer? = nil
+            for index in 0..<header.count {
+                guard directoryEntry(header, index) == offset - header.entries else {
+                    throw corrupted(header.directory + index * header.width, "key directory disagrees with the entries")
+                }
+                let keyOffset = offset
+                let keyLength = try length(at: &offset, end: header.end, what: "key length")
+                let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + keyLength])
+                if let previousKey, !previousKey.lexicographicallyPrecedes(keyBytes) {
+                    throw corrupted(keyOffset, "object keys not in strictly increasing order")
+                }
+                guard Self.isValidText(keyBytes) else { throw corrupted(keyOffset, "invalid UTF-8 in key") }
+                offset += keyLength
+                previousKey = keyBytes
+                try validate(at: &offset, end: header.end, depth: depth + 1)
+            }
+            guard offset == header.end else { throw corrupted(offset, "object size disagrees with its members") }
+        default:
+            throw corrupted(typeOffset, "unknown type byte 0x\(String(type, radix: 16))")
+        }
+    }
+
+    /// Checks a length-prefixed UTF-8 string as ``string(at:end:what:)`` does, without keeping it.
+    private func validateText(at offset: inout Int, end: Int, what: String) throws {
+        let start = offset
+        let n = try length(at: &offset, end: end, what: what)
+        guard Self.isValidText(UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n])) else {
+            throw corrupted(start, "invalid UTF-8 in \(what)")
+        }
+        offset += n
+    }
+
+    /// Whether `bytes` are valid UTF-8: ASCII at once, anything else through ``UTF8Text``.
+    @inline(__always)
+    private static func isValidText(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var any: UInt8 = 0
+        for b in bytes { any |= b }
+        return any < 0x80 || UTF8Text.string(bytes) != nil
     }
 
     package init(buffer: UnsafeRawBufferPointer) {
