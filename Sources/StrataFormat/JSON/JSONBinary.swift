@@ -51,20 +51,21 @@ extension JSON {
         case .array(let elements):
             let bodyStart = out.count
             for element in elements { element.appendBinary(to: &out) }
-            JSONBinaryWriter.insertHeader(type: JSONBinaryType.array, count: elements.count, directory: nil,
-                                          at: bodyStart, in: &out)
+            JSONBinaryWriter.insertHeader(type: JSONBinaryType.array, count: elements.count,
+                                          directory: UnsafeBufferPointer(start: nil, count: 0), at: bodyStart, in: &out)
         case .object(let members):
             let sorted = members.sorted { JSONTextWriter.codePointLess($0.key, $1.key) }
-            var offsets: [Int] = []
-            offsets.reserveCapacity(sorted.count)
             let bodyStart = out.count
-            for (key, value) in sorted {
-                offsets.append(out.count - bodyStart)
-                JSONBinaryWriter.appendString(key, to: &out)
-                value.appendBinary(to: &out)
+            // The directory on the stack: an object's encoding allocates only its sorted members.
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: sorted.count) { offsets in
+                for (i, (key, value)) in sorted.enumerated() {
+                    offsets[i] = out.count - bodyStart
+                    JSONBinaryWriter.appendString(key, to: &out)
+                    value.appendBinary(to: &out)
+                }
+                JSONBinaryWriter.insertHeader(type: JSONBinaryType.object, count: sorted.count,
+                                              directory: UnsafeBufferPointer(offsets), at: bodyStart, in: &out)
             }
-            JSONBinaryWriter.insertHeader(type: JSONBinaryType.object, count: sorted.count, directory: offsets,
-                                          at: bodyStart, in: &out)
         }
     }
 
@@ -138,32 +139,47 @@ package enum JSONBinaryWriter {
         Varint.appendLengthPrefixed(s, to: &out)
     }
 
-    /// Inserts the header of an array or object before its already written body at `bodyStart`.
-    package static func insertHeader(type: UInt8, count: Int, directory: [Int]?, at bodyStart: Int, in out: inout [UInt8]) {
+    /// Inserts the header of an array or object before its already written body at `bodyStart`;
+    /// `directory` holds an object's entry offsets (empty for an array, or an object without
+    /// members). The header is built on the stack.
+    package static func insertHeader(type: UInt8, count: Int, directory: UnsafeBufferPointer<Int>, at bodyStart: Int,
+                                     in out: inout [UInt8]) {
         let entriesSize = out.count - bodyStart
-        var header: [UInt8] = []
         var size = entriesSize
         var width = 0
-        if let directory, !directory.isEmpty {
-            let largest = directory[directory.count - 1]
+        if let largest = directory.last {
             width = largest <= 0xFF ? 1 : (largest <= 0xFFFF ? 2 : 4)
             size += 1 + width * directory.count
         }
-        header.reserveCapacity(21 + (width == 0 ? 0 : 1 + width * count))
-        header.append(type)
-        Varint.append(count, to: &header)
-        Varint.append(size, to: &header)
-        if let directory, width > 0 {
-            header.append(UInt8(width))
-            for offset in directory {
-                var v = UInt32(truncatingIfNeeded: offset)
-                for _ in 0..<width {
-                    header.append(UInt8(truncatingIfNeeded: v))
-                    v >>= 8
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21 + (width == 0 ? 0 : 1 + width * directory.count)) { header in
+            var n = 0
+            @inline(__always) func put(_ byte: UInt8) {
+                header[n] = byte
+                n += 1
+            }
+            @inline(__always) func putVarint(_ value: Int) {
+                var v = UInt64(value)
+                while v >= 0x80 {
+                    put(UInt8(truncatingIfNeeded: v) | 0x80)
+                    v >>= 7
+                }
+                put(UInt8(v))
+            }
+            put(type)
+            putVarint(count)
+            putVarint(size)
+            if width > 0 {
+                put(UInt8(width))
+                for offset in directory {
+                    var v = UInt32(truncatingIfNeeded: offset)
+                    for _ in 0..<width {
+                        put(UInt8(truncatingIfNeeded: v))
+                        v >>= 8
+                    }
                 }
             }
+            out.insert(contentsOf: UnsafeBufferPointer(rebasing: header[0..<n]), at: bodyStart)
         }
-        out.insert(contentsOf: header, at: bodyStart)
     }
 }
 
