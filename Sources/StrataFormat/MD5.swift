@@ -14,7 +14,7 @@ package struct MD5: Sendable {
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
 
-    package init() { pending.reserveCapacity(64) }
+    package init() { pending.reserveCapacity(128) }
 
     /// floor(|sin(i + 1)| · 2³²).
     private static let constants: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296)) }
@@ -47,17 +47,28 @@ package struct MD5: Sendable {
     /// The 16-byte digest (the value is used up).
     package mutating func finalize() -> [UInt8] {
         let bits = length &* 8
-        update([0x80])
-        while pending.count != 56 { update([0]) }
+        // The padding in place: 0x80, zeros to 56 bytes mod 64, the length in bits (u64 LE).
+        pending.append(0x80)
+        let padded = pending.count <= 56 ? 56 : 120
+        pending.append(contentsOf: repeatElement(0, count: padded - pending.count))
         for i in 0..<8 { pending.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i)))) }
-        let block = pending
-        block.withUnsafeBytes { process($0) }
-        pending.removeAll()
-        var out: [UInt8] = []
-        for word in [state.0, state.1, state.2, state.3] {
-            for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: word >> (8 * UInt32(i)))) }
+        let tail = pending
+        pending = []
+        tail.withUnsafeBytes { tail in
+            process(UnsafeRawBufferPointer(rebasing: tail[0..<64]))
+            if tail.count == 128 { process(UnsafeRawBufferPointer(rebasing: tail[64..<128])) }
         }
-        return out
+        let (a, b, c, d) = state
+        return [UInt8](unsafeUninitializedCapacity: 16) { out, count in
+            for i in 0..<4 {
+                let shift = 8 * UInt32(i)
+                out[i] = UInt8(truncatingIfNeeded: a >> shift)
+                out[4 + i] = UInt8(truncatingIfNeeded: b >> shift)
+                out[8 + i] = UInt8(truncatingIfNeeded: c >> shift)
+                out[12 + i] = UInt8(truncatingIfNeeded: d >> shift)
+            }
+            count = 16
+        }
     }
 
     /// The digest of `bytes`.

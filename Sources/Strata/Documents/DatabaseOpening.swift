@@ -22,9 +22,10 @@ struct DatabaseOpening {
         try DocumentLayout.checkDatabasePayload(entry.payload, name: name)
         var upgrade: CommitBatch?
         if entry.payload != DocumentLayout.databasePayload() {
-            // Layout 1 (FORMAT.md §16.1): from now on records may hold revision trees, which a
-            // build reading only layout 1 must refuse rather than call corrupt. Committed once
-            // the reads below found nothing wrong: an open that fails writes nothing.
+            // Layout 1 or 2 (FORMAT.md §16.1): from now on records may hold revision trees and
+            // single-revision digests (flag bit 4), which a build reading only an older layout
+            // must refuse rather than call corrupt. Committed once the reads below found nothing
+            // wrong: an open that fails writes nothing.
             var batch = CommitBatch()
             Catalog.put(CatalogEntry(id: entry.id, payload: DocumentLayout.databasePayload()), kind: .documentDatabase,
                         name: name, into: &batch.records)

@@ -7,6 +7,10 @@ import Foundation
 ///
 /// A value type: changing a `Document` changes nothing in the database until it is saved.
 ///
+/// A document read from a database keeps its fields as they are stored: reading one field
+/// (`doc["TotalCost"]`) decodes only that field, and ``fields`` is built on first use. Reads of one
+/// document from several tasks are safe, as for any `Sendable` value.
+///
 /// ```swift
 /// var invoice: Document = ["InvoiceNumber": "A-1", "TotalCost": 1200]
 /// invoice["Paid"] = false
@@ -15,8 +19,30 @@ import Foundation
 /// again?["TotalCost"]                           // .int(1200)
 /// ```
 public struct Document: Sendable, Hashable {
+    /// The fields: a dictionary, or the stored bytes of a document read from a database.
+    private enum Fields: Sendable {
+        case built([String: JSON])
+        case stored(StoredFields)
+    }
+
+    private var storage: Fields
+
     /// The fields (the members of the document's JSON object).
-    public var fields: [String: JSON]
+    public var fields: [String: JSON] {
+        get {
+            switch storage {
+            case .built(let fields): return fields
+            case .stored(let stored): return stored.fields
+            }
+        }
+        set { storage = .built(newValue) }
+        _modify {
+            var fields = self.fields
+            storage = .built([:])   // so that `fields` is the only reference, changed in place
+            defer { storage = .built(fields) }
+            yield &fields
+        }
+    }
     /// Id, dates, revision, type and channels.
     public var metadata: DocumentMetadata
     /// The attachments by name.
@@ -24,7 +50,7 @@ public struct Document: Sendable, Hashable {
 
     /// An empty document with the given id.
     public init(id: String) {
-        self.fields = [:]
+        self.storage = .built([:])
         self.metadata = DocumentMetadata(id: id)
         self.attachments = [:]
     }
@@ -32,14 +58,14 @@ public struct Document: Sendable, Hashable {
     /// A document of `fields` without an id: saving it assigns one from
     /// ``StoreOptions/documentIDFactory``.
     public init(_ fields: [String: JSON]) {
-        self.fields = fields
+        self.storage = .built(fields)
         self.metadata = DocumentMetadata(id: "")
         self.attachments = [:]
     }
 
     /// A document of `fields` with the given id.
     public init(id: String, fields: [String: JSON]) {
-        self.fields = fields
+        self.storage = .built(fields)
         self.metadata = DocumentMetadata(id: id)
         self.attachments = [:]
     }
@@ -80,8 +106,42 @@ public struct Document: Sendable, Hashable {
 
     /// The field named `key`; setting nil removes it.
     public subscript(key: String) -> JSON? {
-        get { fields[key] }
+        get {
+            switch storage {
+            case .built(let fields): return fields[key]
+            case .stored(let stored): return stored[key]
+            }
+        }
         set { fields[key] = newValue }
+    }
+
+    /// Documents are equal when their fields, metadata and attachments are (however the fields
+    /// are held).
+    public static func == (a: Document, b: Document) -> Bool {
+        a.metadata == b.metadata && a.attachments == b.attachments && a.fields == b.fields
+    }
+
+    /// Hashes the fields, metadata and attachments.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(fields)
+        hasher.combine(metadata)
+        hasher.combine(attachments)
+    }
+
+    /// A document read from a database: `stored` holds its fields.
+    init(metadata: DocumentMetadata, stored: StoredFields) {
+        self.storage = .stored(stored)
+        self.metadata = metadata
+        self.attachments = [:]
+    }
+
+    /// Appends the fields as a binary JSON object (FORMAT.md §13.1), the body of a record: the
+    /// stored bytes as they are when the fields were read from a database and not changed.
+    func appendBody(to out: inout [UInt8]) {
+        switch storage {
+        case .built(let fields): JSON.object(fields).appendBinary(to: &out)
+        case .stored(let stored): stored.withBody { out.append(contentsOf: $0) }
+        }
     }
 }
 

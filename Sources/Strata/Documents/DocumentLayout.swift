@@ -10,9 +10,10 @@ import Foundation
 /// Keys and small encodings of the document keyspaces.
 package enum DocumentLayout {
     /// Layout version of a database's catalog payload (FORMAT.md §12, §16.1): 2 since records
-    /// may hold revision trees and keyspaces 12 and 13 exist; 1 is still read (and rewritten as 2
-    /// when the database is opened).
-    static let layoutVersion: UInt8 = 2
+    /// may hold revision trees and keyspaces 12 and 13 exist; 3 since a record may hold a single
+    /// revision as its digest alone (flag bit 4). 1 and 2 are still read (and rewritten as 3 when
+    /// the database is opened).
+    static let layoutVersion: UInt8 = 3
     /// Index entry states in the catalog payload (FORMAT.md §16.1). Written to disk: never change.
     /// Building: rows may be incomplete; the index is built again when next named.
     static let indexBuilding: UInt8 = 0
@@ -286,7 +287,7 @@ package enum DocumentLayout {
         guard let version = payload.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
         }
-        guard version == 1 || version == layoutVersion else {
+        guard version >= 1 && version <= layoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
         }
         guard payload.count == 1 else {

@@ -37,26 +37,30 @@ package struct DocumentReader: Sendable {
         return document
     }
 
+    /// The document of a live record whose stored value is `value`: its fields stay in `value`
+    /// (``StoredFields``), checked but not decoded until they are read.
+    package static func document(id: String, record: DocumentRecord, value: [UInt8]) throws -> Document {
+        Document(metadata: record.metadata(id: id), stored: try StoredFields(value: value, bodyOffset: record.bodyOffset, documentID: id))
+    }
+
     /// The live document `id` in `snapshot`, with its attachments; nil if absent or deleted.
     static func load(_ documentID: String, database: UInt64, snapshot: Snapshot) throws -> Document? {
         guard let value = try snapshot.get(DocumentLayout.documentKey(database, documentID)) else { return nil }
-        return try value.withUnsafeBytes { buffer -> Document? in
-            let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-            if record.isDeleted { return nil }
-            var document = try document(id: documentID, record: record, value: buffer)
-            for info in record.attachments {
-                guard let data = try snapshot.get(DocumentLayout.attachmentKey(database, documentID, info.name)) else {
-                    throw StrataError.corrupted(file: "document \(documentID.debugDescription)", offset: 0,
-                                                reason: "attachment \(info.name.debugDescription) is missing")
-                }
-                guard data.count == info.length, CRC32C.checksum(data) == info.crc else {
-                    throw StrataError.corrupted(file: "attachment \(info.name.debugDescription) of document \(documentID.debugDescription)",
-                                                offset: 0, reason: "length or CRC does not match the document's record")
-                }
-                document.attachments[info.name] = Attachment(data: Data(data), contentType: info.contentType)
+        let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
+        if record.isDeleted { return nil }
+        var document = try document(id: documentID, record: record, value: value)
+        for info in record.attachments {
+            guard let data = try snapshot.get(DocumentLayout.attachmentKey(database, documentID, info.name)) else {
+                throw StrataError.corrupted(file: "document \(documentID.debugDescription)", offset: 0,
+                                            reason: "attachment \(info.name.debugDescription) is missing")
             }
-            return document
+            guard data.count == info.length, CRC32C.checksum(data) == info.crc else {
+                throw StrataError.corrupted(file: "attachment \(info.name.debugDescription) of document \(documentID.debugDescription)",
+                                            offset: 0, reason: "length or CRC does not match the document's record")
+            }
+            document.attachments[info.name] = Attachment(data: Data(data), contentType: info.contentType)
         }
+        return document
     }
 
     func document(id documentID: String) throws -> Document? {

@@ -8,12 +8,16 @@ import Foundation
 /// Value of `(4, databaseId, documentId)`:
 ///
 ///     u8     flags            bit 0 deleted (tombstone), bit 1 has type, bit 2 has attachments,
-///                             bit 3 has a revision tree
+///                             bit 3 has a revision tree, bit 4 has a single revision's digest
 ///     varint revision
 ///     varint changeSequence   the key of this revision's entry in the change feed
 ///     u64 LE createDate       bit pattern of a Double, seconds since 2001-01-01T00:00:00Z
 ///     u64 LE lastChange       likewise
 ///     [revision tree]         if flag bit 3 (``RevisionTree``); its first node is this revision
+///     [16 bytes digest]       if flag bit 4 (database layout 3): the tree is this revision
+///                             alone — generation `revision`, no parent, a leaf, deleted if the
+///                             record is — and these bytes are its digest of 32 lowercase hex
+///                             digits; the form of every first revision saved on this replica
 ///     [varint length, UTF-8]  type, if flag bit 1
 ///     varint channel count, then each channel as varint length, UTF-8
 ///     [varint count, then per attachment: name, content type (each varint length, UTF-8),
@@ -41,6 +45,7 @@ package struct DocumentRecord: Sendable, Equatable {
     static let typeFlag: UInt8 = 2
     static let attachmentsFlag: UInt8 = 4
     static let treeFlag: UInt8 = 8
+    static let singleRevisionFlag: UInt8 = 16
 
     package var isDeleted: Bool
     package var revision: UInt64
@@ -75,13 +80,23 @@ package struct DocumentRecord: Sendable, Equatable {
         if isDeleted { flags |= Self.deletedFlag }
         if type != nil { flags |= Self.typeFlag }
         if !attachments.isEmpty { flags |= Self.attachmentsFlag }
-        if tree != nil { flags |= Self.treeFlag }
+        let single = tree.flatMap { isSingleRevision($0) ? $0.winner.revision.digest : nil }
+        if tree != nil { flags |= single == nil ? Self.treeFlag : Self.singleRevisionFlag }
+        let flagsAt = out.count
         out.append(flags)
         Varint.append(revision, to: &out)
         Varint.append(changeSequence, to: &out)
         LittleEndian.append(createDate.timeIntervalSinceReferenceDate.bitPattern, to: &out)
         LittleEndian.append(lastChange.timeIntervalSinceReferenceDate.bitPattern, to: &out)
-        tree?.append(to: &out)
+        if let single {
+            if !RevisionTree.appendPacked(single, to: &out) {
+                // Not 32 lowercase hex digits: the tree in full.
+                out[flagsAt] = flags & ~Self.singleRevisionFlag | Self.treeFlag
+                tree?.append(to: &out)
+            }
+        } else {
+            tree?.append(to: &out)
+        }
         if let type { DocumentLayout.appendString(type, to: &out) }
         Varint.append(channels.count, to: &out)
         for channel in channels { DocumentLayout.appendString(channel, to: &out) }
@@ -91,13 +106,22 @@ package struct DocumentRecord: Sendable, Equatable {
         }
     }
 
+    /// Whether `tree` is what flag bit 4 stands for: this record's revision alone, without a
+    /// parent, a leaf, deleted exactly when the record is.
+    private func isSingleRevision(_ tree: RevisionTree) -> Bool {
+        guard tree.nodes.count == 1 else { return false }
+        let node = tree.nodes[0]
+        return node.parent == nil && node.isLeaf && node.isDeleted == isDeleted && node.revision.generation == revision
+    }
+
     /// Decodes the header of a stored record; ``bodyOffset`` tells where the body starts.
     ///
     /// - Throws: ``StrataError/corrupted(file:offset:reason:)`` naming the document.
     package init(decoding value: UnsafeRawBufferPointer, documentID: String) throws {
         var reader = ByteReader(value, kind: "document", name: documentID)
         let flags = try reader.uint8("flags")
-        guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag | Self.treeFlag) == 0 else {
+        guard flags & ~(Self.deletedFlag | Self.typeFlag | Self.attachmentsFlag | Self.treeFlag | Self.singleRevisionFlag) == 0,
+              flags & (Self.treeFlag | Self.singleRevisionFlag) != Self.treeFlag | Self.singleRevisionFlag else {
             throw reader.corrupted(at: 0, "unknown flags 0x\(String(flags, radix: 16))")
         }
         isDeleted = flags & Self.deletedFlag != 0
@@ -112,6 +136,12 @@ package struct DocumentRecord: Sendable, Equatable {
                 throw reader.corrupted(at: at, "the revision tree's winner \(tree.winner.revision) is not revision \(revision)")
             }
             self.tree = tree
+        } else if flags & Self.singleRevisionFlag != 0 {
+            let at = reader.offset
+            let digest = [UInt8].hexString(try reader.bytes(16, "a digest"))
+            guard revision > 0 else { throw reader.corrupted(at: at, "a revision digest of revision 0") }
+            tree = RevisionTree(nodes: [RevisionTree.Node(revision: RevisionID(generation: revision, hexDigest: digest), parent: nil,
+                                                          isDeleted: isDeleted, isLeaf: true)])
         } else {
             tree = nil
         }

@@ -50,7 +50,9 @@ struct DocumentWriter: Sendable {
                        pending: [String: (record: DocumentRecord, document: Document?)] = [:]) throws
         -> (steps: [Step], revisions: [String: String]) {
         var latest = pending
+        latest.reserveCapacity(pending.count + documents.count)
         var revisions: [String: String] = [:]
+        revisions.reserveCapacity(documents.count)
         var out: [Step] = []
         out.reserveCapacity(documents.count)
         var sequence = firstSequence
@@ -63,12 +65,10 @@ struct DocumentWriter: Sendable {
             var old = latest[documentID]
             if old == nil {
                 if let value = try snapshot.get(key) {
-                    old = try value.withUnsafeBytes { buffer in
-                        let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-                        let live = record.isDeleted || !withOldDocuments
-                            ? nil : try DocumentReader.document(id: documentID, record: record, value: buffer)
-                        return (record, live)
-                    }
+                    let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
+                    let live = record.isDeleted || !withOldDocuments
+                        ? nil : try DocumentReader.document(id: documentID, record: record, value: value)
+                    old = (record, live)
                 }
                 revisions[documentID] = old.map { $0.record.revisionID(documentID: documentID).description } ?? ""
             }
@@ -93,8 +93,8 @@ struct DocumentWriter: Sendable {
                 }
             }
             var body: [UInt8] = []
-            body.reserveCapacity(32 + document.fields.count * 24)
-            JSON.object(document.fields).appendBinary(to: &body)
+            body.reserveCapacity(128)
+            document.appendBody(to: &body)
             // The new revision is a child of the winner (last writer wins on this replica).
             var tree = old.map { $0.record.treeOrLegacy(documentID: documentID) } ?? RevisionTree(nodes: [])
             let generation = (old?.record.revision ?? 0) &+ 1
@@ -286,11 +286,8 @@ struct DocumentWriter: Sendable {
         }
         func load(_ snapshot: Snapshot, withDocument: Bool) throws -> (DocumentRecord, Document?) {
             guard let value = try snapshot.get(key) else { throw notFound() }
-            let (record, document) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
-                let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-                if record.isDeleted || !withDocument { return (record, nil) }
-                return (record, try DocumentReader.document(id: documentID, record: record, value: buffer))
-            }
+            let record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
+            let document = record.isDeleted || !withDocument ? nil : try DocumentReader.document(id: documentID, record: record, value: value)
             guard !record.isDeleted else { throw notFound() }
             return (record, document)
         }
@@ -410,11 +407,8 @@ struct DocumentWriter: Sendable {
             old = pending.document
         } else {
             guard let value = try engine.snapshot().get(DocumentLayout.documentKey(id, documentID)) else { throw notFound }
-            (record, old) = try value.withUnsafeBytes { buffer -> (DocumentRecord, Document?) in
-                let record = try DocumentRecord(decoding: buffer, documentID: documentID)
-                if record.isDeleted || active.isEmpty { return (record, nil) }
-                return (record, try DocumentReader.document(id: documentID, record: record, value: buffer))
-            }
+            record = try value.withUnsafeBytes { try DocumentRecord(decoding: $0, documentID: documentID) }
+            if !record.isDeleted && !active.isEmpty { old = try DocumentReader.document(id: documentID, record: record, value: value) }
         }
         guard !record.isDeleted else { throw notFound }
         if let tree = record.tree, tree.hasConflicts {

@@ -36,6 +36,14 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
         self.digest = digest
     }
 
+    /// A revision id whose digest is lowercase hex digits made from stored bytes (valid by
+    /// construction, so not checked again); `generation` is at least 1.
+    init(generation: UInt64, hexDigest: String) {
+        assert(generation > 0 && Self.isValidDigest(hexDigest))
+        self.generation = generation
+        self.digest = hexDigest
+    }
+
     /// Parses `"<generation>-<digest>"`; nil when malformed.
     public init?(_ string: String) {
         guard let dash = string.utf8.firstIndex(of: UInt8(ascii: "-")),

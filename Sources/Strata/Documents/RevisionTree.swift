@@ -130,11 +130,9 @@ struct RevisionTree: Sendable, Equatable {
         Varint.append(nodes.count, to: &out)
         for node in nodes {
             Varint.append(node.revision.generation, to: &out)
-            if let packed = Self.packedHex(node.revision.digest) {
-                out.append(0)
-                out.append(contentsOf: packed)
-            } else {
-                out.append(1)
+            out.append(0)
+            if !Self.appendPacked(node.revision.digest, to: &out) {
+                out[out.count - 1] = 1
                 DocumentLayout.appendString(node.revision.digest, to: &out)
             }
             Varint.append(node.parent.map { UInt64($0) + 1 } ?? 0, to: &out)
@@ -196,22 +194,21 @@ struct RevisionTree: Sendable, Equatable {
 
     init(nodes: [Node]) { self.nodes = nodes }
 
-    /// 16 bytes for 32 lowercase hex digits; nil otherwise.
-    static func packedHex(_ digest: String) -> [UInt8]? {
-        let utf8 = digest.utf8
-        guard utf8.count == 32 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(16)
-        var high: UInt8 = 0
-        for (i, c) in utf8.enumerated() {
-            let v: UInt8
+    /// Appends the 16 bytes that 32 lowercase hex digits stand for and returns true; returns false
+    /// (appending nothing) for any other digest.
+    static func appendPacked(_ digest: String, to out: inout [UInt8]) -> Bool {
+        @inline(__always) func nibble(_ c: UInt8) -> UInt8? {
             switch c {
-            case 0x30...0x39: v = c - 0x30
-            case 0x61...0x66: v = c - 0x61 + 10
+            case 0x30...0x39: return c - 0x30
+            case 0x61...0x66: return c - 0x61 + 10
             default: return nil
             }
-            if i & 1 == 0 { high = v } else { out.append(high << 4 | v) }
         }
-        return out
+        var digest = digest
+        return digest.withUTF8 { utf8 in
+            guard utf8.count == 32, utf8.allSatisfy({ nibble($0) != nil }) else { return false }
+            for i in 0..<16 { out.append(nibble(utf8[2 * i])! << 4 | nibble(utf8[2 * i + 1])!) }
+            return true
+        }
     }
 }

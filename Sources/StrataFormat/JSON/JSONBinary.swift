@@ -51,20 +51,21 @@ extension JSON {
         case .array(let elements):
             let bodyStart = out.count
             for element in elements { element.appendBinary(to: &out) }
-            JSONBinaryWriter.insertHeader(type: JSONBinaryType.array, count: elements.count, directory: nil,
-                                          at: bodyStart, in: &out)
+            JSONBinaryWriter.insertHeader(type: JSONBinaryType.array, count: elements.count,
+                                          directory: UnsafeBufferPointer(start: nil, count: 0), at: bodyStart, in: &out)
         case .object(let members):
             let sorted = members.sorted { JSONTextWriter.codePointLess($0.key, $1.key) }
-            var offsets: [Int] = []
-            offsets.reserveCapacity(sorted.count)
             let bodyStart = out.count
-            for (key, value) in sorted {
-                offsets.append(out.count - bodyStart)
-                JSONBinaryWriter.appendString(key, to: &out)
-                value.appendBinary(to: &out)
+            // The directory on the stack: an object's encoding allocates only its sorted members.
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: sorted.count) { offsets in
+                for (i, (key, value)) in sorted.enumerated() {
+                    offsets[i] = out.count - bodyStart
+                    JSONBinaryWriter.appendString(key, to: &out)
+                    value.appendBinary(to: &out)
+                }
+                JSONBinaryWriter.insertHeader(type: JSONBinaryType.object, count: sorted.count,
+                                              directory: UnsafeBufferPointer(offsets), at: bodyStart, in: &out)
             }
-            JSONBinaryWriter.insertHeader(type: JSONBinaryType.object, count: sorted.count, directory: offsets,
-                                          at: bodyStart, in: &out)
         }
     }
 
@@ -86,6 +87,17 @@ extension JSON {
         let reader = JSONBinaryReader(buffer: binary)
         var offset = 0
         self = try reader.value(at: &offset, end: binary.count, depth: 0)
+        if offset != binary.count { throw reader.corrupted(offset, "\(binary.count - offset) bytes after the value") }
+    }
+
+    /// Checks that `binary` is exactly one well-formed value, as ``init(binary:)-(UnsafeRawBufferPointer)``
+    /// would find it, without building the value.
+    ///
+    /// - Throws: the ``StrataError/corrupted(file:offset:reason:)`` that `init(binary:)` throws.
+    package static func validateBinary(_ binary: UnsafeRawBufferPointer) throws {
+        let reader = JSONBinaryReader(buffer: binary)
+        var offset = 0
+        try reader.validate(at: &offset, end: binary.count, depth: 0)
         if offset != binary.count { throw reader.corrupted(offset, "\(binary.count - offset) bytes after the value") }
     }
 
@@ -127,32 +139,47 @@ package enum JSONBinaryWriter {
         Varint.appendLengthPrefixed(s, to: &out)
     }
 
-    /// Inserts the header of an array or object before its already written body at `bodyStart`.
-    package static func insertHeader(type: UInt8, count: Int, directory: [Int]?, at bodyStart: Int, in out: inout [UInt8]) {
+    /// Inserts the header of an array or object before its already written body at `bodyStart`;
+    /// `directory` holds an object's entry offsets (empty for an array, or an object without
+    /// members). The header is built on the stack.
+    package static func insertHeader(type: UInt8, count: Int, directory: UnsafeBufferPointer<Int>, at bodyStart: Int,
+                                     in out: inout [UInt8]) {
         let entriesSize = out.count - bodyStart
-        var header: [UInt8] = []
         var size = entriesSize
         var width = 0
-        if let directory, !directory.isEmpty {
-            let largest = directory[directory.count - 1]
+        if let largest = directory.last {
             width = largest <= 0xFF ? 1 : (largest <= 0xFFFF ? 2 : 4)
             size += 1 + width * directory.count
         }
-        header.reserveCapacity(21 + (width == 0 ? 0 : 1 + width * count))
-        header.append(type)
-        Varint.append(count, to: &header)
-        Varint.append(size, to: &header)
-        if let directory, width > 0 {
-            header.append(UInt8(width))
-            for offset in directory {
-                var v = UInt32(truncatingIfNeeded: offset)
-                for _ in 0..<width {
-                    header.append(UInt8(truncatingIfNeeded: v))
-                    v >>= 8
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21 + (width == 0 ? 0 : 1 + width * directory.count)) { header in
+            var n = 0
+            @inline(__always) func put(_ byte: UInt8) {
+                header[n] = byte
+                n += 1
+            }
+            @inline(__always) func putVarint(_ value: Int) {
+                var v = UInt64(value)
+                while v >= 0x80 {
+                    put(UInt8(truncatingIfNeeded: v) | 0x80)
+                    v >>= 7
+                }
+                put(UInt8(v))
+            }
+            put(type)
+            putVarint(count)
+            putVarint(size)
+            if width > 0 {
+                put(UInt8(width))
+                for offset in directory {
+                    var v = UInt32(truncatingIfNeeded: offset)
+                    for _ in 0..<width {
+                        put(UInt8(truncatingIfNeeded: v))
+                        v >>= 8
+                    }
                 }
             }
+            out.insert(contentsOf: UnsafeBufferPointer(rebasing: header[0..<n]), at: bodyStart)
         }
-        out.insert(contentsOf: header, at: bodyStart)
     }
 }
 
@@ -292,6 +319,71 @@ package struct JSONBinaryReader {
         default:
             throw corrupted(typeOffset, "unknown type byte 0x\(String(type, radix: 16))")
         }
+    }
+
+    /// Checks the value at `offset` as ``value(at:end:depth:)`` does, and moves past it, without
+    /// building it: the same errors at the same offsets, and no allocation for a value whose
+    /// strings and keys are ASCII or at most 15 bytes.
+    package func validate(at offset: inout Int, end: Int, depth: Int) throws {
+        guard offset < end else { throw corrupted(offset, "value runs past the end") }
+        let typeOffset = offset
+        let type = buffer[offset]
+        offset += 1
+        switch type {
+        case JSONBinaryType.null, JSONBinaryType.false, JSONBinaryType.true: return
+        case JSONBinaryType.int:
+            _ = try varint(at: &offset, end: end, what: "int")
+        case JSONBinaryType.double, JSONBinaryType.date:
+            guard end - offset >= 8 else { throw corrupted(typeOffset, "truncated 8-byte number") }
+            offset += 8
+        case JSONBinaryType.string:
+            try validateText(at: &offset, end: end, what: "string")
+        case JSONBinaryType.array:
+            guard depth < JSON.maximumNestingDepth else { throw corrupted(typeOffset, "nesting deeper than \(JSON.maximumNestingDepth)") }
+            let header = try containerHeader(at: &offset, end: end, isObject: false)
+            for _ in 0..<header.count { try validate(at: &offset, end: header.end, depth: depth + 1) }
+            guard offset == header.end else { throw corrupted(offset, "array size disagrees with its elements") }
+        case JSONBinaryType.object:
+            guard depth < JSON.maximumNestingDepth else { throw corrupted(typeOffset, "nesting deeper than \(JSON.maximumNestingDepth)") }
+            let header = try containerHeader(at: &offset, end: end, isObject: true)
+            var previousKey: UnsafeRawBufferPointer? = nil
+            for index in 0..<header.count {
+                guard directoryEntry(header, index) == offset - header.entries else {
+                    throw corrupted(header.directory + index * header.width, "key directory disagrees with the entries")
+                }
+                let keyOffset = offset
+                let keyLength = try length(at: &offset, end: header.end, what: "key length")
+                let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + keyLength])
+                if let previousKey, !previousKey.lexicographicallyPrecedes(keyBytes) {
+                    throw corrupted(keyOffset, "object keys not in strictly increasing order")
+                }
+                guard Self.isValidText(keyBytes) else { throw corrupted(keyOffset, "invalid UTF-8 in key") }
+                offset += keyLength
+                previousKey = keyBytes
+                try validate(at: &offset, end: header.end, depth: depth + 1)
+            }
+            guard offset == header.end else { throw corrupted(offset, "object size disagrees with its members") }
+        default:
+            throw corrupted(typeOffset, "unknown type byte 0x\(String(type, radix: 16))")
+        }
+    }
+
+    /// Checks a length-prefixed UTF-8 string as ``string(at:end:what:)`` does, without keeping it.
+    private func validateText(at offset: inout Int, end: Int, what: String) throws {
+        let start = offset
+        let n = try length(at: &offset, end: end, what: what)
+        guard Self.isValidText(UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n])) else {
+            throw corrupted(start, "invalid UTF-8 in \(what)")
+        }
+        offset += n
+    }
+
+    /// Whether `bytes` are valid UTF-8: ASCII at once, anything else through ``UTF8Text``.
+    @inline(__always)
+    private static func isValidText(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var any: UInt8 = 0
+        for b in bytes { any |= b }
+        return any < 0x80 || UTF8Text.string(bytes) != nil
     }
 
     package init(buffer: UnsafeRawBufferPointer) {

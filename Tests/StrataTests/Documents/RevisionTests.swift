@@ -422,7 +422,72 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
         #expect(full.history.count == 2 && full.history[1] == legacy.metadata.revisionID!.digest)
     }
 
-    @Test("a database of layout 1 is rewritten as layout 2 when opened; an unknown layout is refused")
+    @Test("a first revision is stored as its digest alone (FORMAT.md §16.2's example), with the same revision id; a second save stores the tree")
+    func singleRevisionForm() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var options = documentStoreOptions()
+        options.clock = { Date(timeIntervalSinceReferenceDate: 0) }
+        var store = try Store.open(at: dir.url, options: options)
+        var db = try store.documents("main")
+        let saved = try db.save(Document(id: "A-1", fields: ["n": 2]))
+        // The digest of FORMAT.md §16.2 (MD5 of 00 00 09, the body, 00 00 00): the id saves made before.
+        let digest = "45c25f5e78a547eb53be13608d3d0d57"
+        #expect(saved.metadata.revisionID?.description == "1-" + digest)
+        let stored = try #require(try store.engine.snapshot().get(DocumentLayout.documentKey(db.state.id, "A-1")))
+        var packed: [UInt8] = []
+        #expect(RevisionTree.appendPacked(digest, to: &packed))
+        #expect(stored == [DocumentRecord.singleRevisionFlag, 1, 1] + [UInt8](repeating: 0, count: 16) + packed
+            + [0, 0x08, 0x01, 0x06, 0x01, 0x00, 0x01, 0x6e, 0x03, 0x04])
+        // A replicated first revision whose digest is not 32 hex digits keeps the tree form.
+        try db.insertReplicatedRevisions([ReplicatedRevision(
+            documentID: "r", revisionID: RevisionID("1-aa")!, history: ["aa"], isDeleted: false, fields: ["a": 1], type: nil,
+            channels: [], createDate: Date(timeIntervalSinceReferenceDate: 0), lastChange: Date(timeIntervalSinceReferenceDate: 0),
+            attachments: [:])])
+        let replicated = try #require(try store.engine.snapshot().get(DocumentLayout.documentKey(db.state.id, "r")))
+        #expect(replicated.first == DocumentRecord.treeFlag)
+        _ = try db.save(Document(id: "B", fields: ["v": 1]))
+        var second = try #require(try db.document(id: "B"))
+        second["v"] = 2
+        let updated = try db.save(second)
+        let two = try #require(try store.engine.snapshot().get(DocumentLayout.documentKey(db.state.id, "B")))
+        #expect(two.first == DocumentRecord.treeFlag && updated.metadata.revision == 2)
+        try store.close()
+
+        // Reopened: the same ids; the inspector and the verifier read both forms.
+        store = try Store.open(at: dir.url, options: options)
+        db = try store.documents("main")
+        #expect(try db.document(id: "A-1") == saved)
+        #expect(try db.document(id: "r")?.metadata.revisionID == RevisionID("1-aa"))
+        #expect(try db.document(id: "B")?.metadata.revisionID == updated.metadata.revisionID)
+        let history = try #require(try db.replicatedRevision(id: "B", revision: updated.metadata.revisionID!, historyLimit: 5))
+        #expect(history.history.count == 2)
+        try store.close()
+        let dumped = try DocumentInspector.dump(database: "main", ofStoreAt: dir.url.path).documents
+        let first = try #require(dumped.first { $0.id == "A-1" })
+        #expect(first.revisionID == "1-" + digest && first.revisionsKept == 1 && first.conflicts.isEmpty && first.fields == ["n": 2])
+        #expect(dumped.first { $0.id == "B" }?.revisionsKept == 2)
+        #expect(try StoreVerifier.verify(storeAt: dir.url.path).faults.isEmpty)
+    }
+
+    @Test("records with flag bit 4 are refused as corrupt when they also have a tree, a revision 0 or a short digest", arguments: [
+        // Both flag bits 3 and 4.
+        [DocumentRecord.treeFlag | DocumentRecord.singleRevisionFlag, 1, 1] + [UInt8](repeating: 0, count: 32) + [0],
+        // Revision 0.
+        [DocumentRecord.singleRevisionFlag, 0, 1] + [UInt8](repeating: 0, count: 32) + [0],
+        // Cut short in the digest.
+        [DocumentRecord.singleRevisionFlag, 1, 1] + [UInt8](repeating: 0, count: 20),
+    ] as [[UInt8]])
+    func craftedSingleRevisions(value: [UInt8]) throws {
+        #expect {
+            try value.withUnsafeBytes { _ = try DocumentRecord(decoding: $0, documentID: "doc-8") }
+        } throws: { error in
+            guard case StrataError.corrupted(let file, _, _) = error else { return false }
+            return file.contains("doc-8")
+        }
+    }
+
+    @Test("a database of layout 1 or 2 is rewritten as layout 3 when opened; an unknown layout is refused")
     func layoutVersions() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -439,21 +504,23 @@ func exchangeRevisions(from: DocumentDatabase, to: DocumentDatabase, historyLimi
             defer { try? store.close() }
             return try store.catalog.entry(kind: .documentDatabase, name: "main")?.payload
         }
-        try setLayout([1])
-        #expect(try storedLayout() == [1])
-        do {
-            let store = try Store.open(at: dir.url, options: documentStoreOptions())
-            defer { try? store.close() }
-            _ = try store.documents("main")
+        for layout: UInt8 in [1, 2] {
+            try setLayout([layout])
+            #expect(try storedLayout() == [layout])
+            do {
+                let store = try Store.open(at: dir.url, options: documentStoreOptions())
+                defer { try? store.close() }
+                _ = try store.documents("main")
+            }
+            #expect(try storedLayout() == [3])
         }
-        #expect(try storedLayout() == [2])
-        try setLayout([3])
+        try setLayout([4])
         let store = try Store.open(at: dir.url, options: documentStoreOptions())
         defer { try? store.close() }
         #expect {
             _ = try store.documents("main")
         } throws: { error in
-            guard case StrataError.unsupportedFormatVersion(_, 3) = error else { return false }
+            guard case StrataError.unsupportedFormatVersion(_, 4) = error else { return false }
             return true
         }
     }

@@ -152,7 +152,7 @@ private struct LayoutBase: Sendable {
         let conflictKey = firstKey(conflictPrefix) ?? conflictPrefix
         let documents = layout("document record", [.bytes(Hardening.uint(4)), .number(dbid), .bytes(tuple { $0.append("a") })], [
             u8, varint, varint, .f64(0), .f64(0),
-            varint, varint, u8, .bytes(Array(repeating: 0, count: 16)), varint, u8,  // the revision tree of one node
+            .bytes(Array(repeating: 0, count: 16)),  // the tree of one revision: its digest alone (flag bit 4)
             string, .names([]),
             varint, string, string, varint, .bytes([0, 0, 0, 0]),  // one attachment: name, type, length, CRC32C
             rest,
