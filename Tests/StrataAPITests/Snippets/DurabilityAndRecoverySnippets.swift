@@ -30,9 +30,9 @@ print(report.logsReplayed, report.batchesReplayed)
     _ = (store, report)
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:87
-func snippet_DurabilityAndRecovery_87(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 88)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:94
+func snippet_DurabilityAndRecovery_94(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 95)
 let stats = store.statistics
 if let error = stats.writeError {
     // The store takes no more writes: close it and open it again to recover.
@@ -44,9 +44,9 @@ if let error = stats.writeError {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:127
-func snippet_DurabilityAndRecovery_127(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 128)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:134
+func snippet_DurabilityAndRecovery_134(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 135)
 let stats = store.statistics
 if stats.damage > 0, let last = stats.lastDamage {
     print("background work met damage \(stats.damage) times, last: \(last) at \(last.date)")
@@ -55,16 +55,16 @@ if stats.damage > 0, let last = stats.lastDamage {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:183
-func snippet_DurabilityAndRecovery_183(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 184)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:190
+func snippet_DurabilityAndRecovery_190(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 191)
 try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:304
-func snippet_DurabilityAndRecovery_304(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 305)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:311
+func snippet_DurabilityAndRecovery_311(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 312)
 
 
 var options = StoreOptions()

@@ -47,9 +47,9 @@ let many = try shop.documents(ids: ["A-1", "A-2"])           // [String: Documen
     _ = (one, many)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:75
-func snippet_StoringDocuments_75(store: Store, shop: DocumentDatabase) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 76)
+// Sources/Strata/Strata.docc/StoringDocuments.md:78
+func snippet_StoringDocuments_78(store: Store, shop: DocumentDatabase) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 79)
 struct ScannedInvoice: DocumentModel {
     static let documentType: String? = "invoice"
     var number: String
@@ -69,9 +69,9 @@ if let invoice = try shop.document(id: "A-7", as: ScannedInvoice.self) {   // th
     _ = pdf
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:126
-func snippet_StoringDocuments_126(store: Store, shop: DocumentDatabase) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 127)
+// Sources/Strata/Strata.docc/StoringDocuments.md:129
+func snippet_StoringDocuments_129(store: Store, shop: DocumentDatabase) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 130)
 let expensive = try shop.query("ByTotal", .range(start: 1000))
 for row in expensive.rows { print(row.key, row.value ?? .null, row.documentID ?? "") }
 
@@ -87,9 +87,9 @@ let acmeInvoices = try shop.query("ByCustomerAndMonth", acme)
     _ = (expensive, perCustomer, totals, acme, acmeInvoices)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:156
-func snippet_StoringDocuments_156(store: Store, shop: DocumentDatabase) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 157)
+// Sources/Strata/Strata.docc/StoringDocuments.md:159
+func snippet_StoringDocuments_159(store: Store, shop: DocumentDatabase) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 160)
 for try await result in try shop.observe("ByTotal", .range(start: 1000)) {
     print(result.rows.count)                   // the current result, then each changed one
 }
@@ -101,9 +101,9 @@ since = last
     _ = (since, changes, last)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:181
-func snippet_StoringDocuments_181(store: Store, shop: DocumentDatabase, invoice: Document) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 182)
+// Sources/Strata/Strata.docc/StoringDocuments.md:184
+func snippet_StoringDocuments_184(store: Store, shop: DocumentDatabase, invoice: Document) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 185)
 let saved = try shop.save(invoice)
 print(saved.metadata.revisionID!)              // "1-9a0c…": generation and digest
 
@@ -118,9 +118,9 @@ for loser in try shop.conflicts(id: saved.metadata.id) {      // after replicati
     _ = (saved, edited)
 }
 
-// Sources/Strata/Strata.docc/StoringDocuments.md:221
-func snippet_StoringDocuments_221(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 222)
+// Sources/Strata/Strata.docc/StoringDocuments.md:224
+func snippet_StoringDocuments_224(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/StoringDocuments.md", line: 225)
 let db = try await store.documents("main", indexes: [
     DocumentIndex(name: "InvoiceCostIndex", version: "1", map: { doc, emit in
         if let cost = doc["TotalCost"] { emit(cost, doc["InvoiceNumber"]) }
