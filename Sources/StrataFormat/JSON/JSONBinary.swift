@@ -255,6 +255,26 @@ package struct JSONBinaryReader {
         return ContainerHeader(count: count, end: containerEnd, width: width, directory: directory + 1, entries: offset)
     }
 
+    /// Reads the key of member `index` of an object at `offset` — where the key directory must
+    /// say it is, after `previous` in byte order — and moves past it to the member's value: the
+    /// checks ``value(at:end:depth:)`` and ``validate(at:end:depth:)`` share. Returns the key's
+    /// bytes (not yet checked as UTF-8) and the offset it starts at.
+    @inline(__always)
+    func objectKey(_ header: ContainerHeader, _ index: Int, at offset: inout Int,
+                   after previous: UnsafeRawBufferPointer?) throws -> (bytes: UnsafeRawBufferPointer, offset: Int) {
+        guard directoryEntry(header, index) == offset - header.entries else {
+            throw corrupted(header.directory + index * header.width, "key directory disagrees with the entries")
+        }
+        let keyOffset = offset
+        let keyLength = try length(at: &offset, end: header.end, what: "key length")
+        let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + keyLength])
+        if let previous, !previous.lexicographicallyPrecedes(keyBytes) {
+            throw corrupted(keyOffset, "object keys not in strictly increasing order")
+        }
+        offset += keyLength
+        return (keyBytes, keyOffset)
+    }
+
     @inlinable @inline(__always)
     package func directoryEntry(_ header: ContainerHeader, _ index: Int) -> Int {
         var v = 0
@@ -300,17 +320,8 @@ package struct JSONBinaryReader {
             members.reserveCapacity(header.count)
             var previousKey: UnsafeRawBufferPointer? = nil
             for index in 0..<header.count {
-                guard directoryEntry(header, index) == offset - header.entries else {
-                    throw corrupted(header.directory + index * header.width, "key directory disagrees with the entries")
-                }
-                let keyOffset = offset
-                let keyLength = try length(at: &offset, end: header.end, what: "key length")
-                let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + keyLength])
-                if let previousKey, !previousKey.lexicographicallyPrecedes(keyBytes) {
-                    throw corrupted(keyOffset, "object keys not in strictly increasing order")
-                }
+                let (keyBytes, keyOffset) = try objectKey(header, index, at: &offset, after: previousKey)
                 guard let key = UTF8Text.string(keyBytes) else { throw corrupted(keyOffset, "invalid UTF-8 in key") }
-                offset += keyLength
                 previousKey = keyBytes
                 members[key] = try value(at: &offset, end: header.end, depth: depth + 1)
             }
@@ -348,17 +359,8 @@ package struct JSONBinaryReader {
             let header = try containerHeader(at: &offset, end: end, isObject: true)
             var previousKey: UnsafeRawBufferPointer? = nil
             for index in 0..<header.count {
-                guard directoryEntry(header, index) == offset - header.entries else {
-                    throw corrupted(header.directory + index * header.width, "key directory disagrees with the entries")
-                }
-                let keyOffset = offset
-                let keyLength = try length(at: &offset, end: header.end, what: "key length")
-                let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + keyLength])
-                if let previousKey, !previousKey.lexicographicallyPrecedes(keyBytes) {
-                    throw corrupted(keyOffset, "object keys not in strictly increasing order")
-                }
+                let (keyBytes, keyOffset) = try objectKey(header, index, at: &offset, after: previousKey)
                 guard Self.isValidText(keyBytes) else { throw corrupted(keyOffset, "invalid UTF-8 in key") }
-                offset += keyLength
                 previousKey = keyBytes
                 try validate(at: &offset, end: header.end, depth: depth + 1)
             }
