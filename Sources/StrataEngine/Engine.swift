@@ -120,9 +120,6 @@ package final class Engine: @unchecked Sendable {
         fileLock = try FileLock(path: directory + "/" + FileNames.lock, fileSystem: options.fileSystem)
         let cleanupFailures: [StrataError]
         do {
-            if try !options.fileSystem.exists(directory + "/" + FileNames.manifest) {
-                try Self.syncDirectoryEntry(directory, fileSystem: options.fileSystem)
-            }
             let r = try EngineRecovery.recover(directory: directory, options: options, cache: cache, check: check)
             self.manifest = r.manifest
             self.version = Version(runs: r.runs)
@@ -167,7 +164,8 @@ package final class Engine: @unchecked Sendable {
 
 
     /// Makes the store directory's own entry, and what it holds, durable: its parent and the
-    /// directory itself are synced at every open that finds no manifest. A crash between the
+    /// directory itself are synced by every open that finds no manifest (``EngineRecovery``, as
+    /// soon as it has looked for one, before it writes anything). A crash between the
     /// `mkdir` of a new store and the sync of its parent would otherwise leave a directory that a
     /// later open finds and never syncs into its parent, so that a power cut could lose the whole
     /// store (FORMAT.md §9.1). A manifest is written only after this sync, so an open that finds

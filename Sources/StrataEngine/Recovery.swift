@@ -102,6 +102,10 @@ package struct EngineRecovery {
     private static func read(directory: String, options: EngineOptions, cache: BlockCache?) throws -> Plan {
         let manifestPath = directory + "/" + FileNames.manifest
         let existing = try Manifest.read(directory: directory, fileSystem: options.fileSystem, key: options.encryptionKey)
+        // Without a manifest this may be a directory whose mkdir a crash left unsynced (FORMAT.md
+        // 9.1); with one, an earlier open synced it before writing that manifest. A sync changes
+        // nothing a refused open must leave as it was.
+        if existing == nil { try Engine.syncDirectoryEntry(directory, fileSystem: options.fileSystem) }
         let names = try options.fileSystem.listDirectory(directory)
         if names.contains(FileNames.backupMarker) {
             // A backup stopped before its manifest was durable: some of its files may be missing
