@@ -6,11 +6,14 @@
 /// tombstones hide older layers' records. Forward or reverse, within `[lower, upper)`.
 @_spi(Layers) public final class MergedCursor {
     @exclusivity(unchecked) private var sources: [RecordCursor]
+    /// The layer of each source, the rank its range tombstones are compared by: a memtable's
+    /// index (for its skip list and its replayed table alike), or the memtable count plus a run's.
+    private let layerOfSource: [Int]
     /// Keeps the cursors that `sources` refers to unretained alive.
     private let owners: [AnyObject]
-    /// Lookups in the range tombstones of each memtable that has some, with its rank (source index).
+    /// Lookups in the range tombstones of each memtable that has some, with its rank (layer).
     @exclusivity(unchecked) private var memtableTombstones: [(rank: Int, probe: RangeTombstoneIndex.Probe)]
-    /// Runs with range tombstones, with their rank.
+    /// Runs with range tombstones, with their rank (layer).
     private let runsWithTombstones: [(rank: Int, run: SortedRun)]
     package let reverse: Bool
     /// Whether point tombstones are shown (flush and compaction keep them for older layers).
@@ -55,10 +58,20 @@
          lower: [UInt8]?, upper: [UInt8]?, reverse: Bool, keepTombstones: Bool = false, fillCache: Bool = true) {
         self.keepTombstones = keepTombstones
         var owned: [AnyObject] = []
-        var s: [RecordCursor] = memtables.map {
-            let c = MemtableCursor($0, sequence: sequence)
+        var s: [RecordCursor] = []
+        var layers: [Int] = []
+        for (i, m) in memtables.enumerated() {
+            let c = MemtableCursor(m, sequence: sequence)
             owned.append(c)
-            return .memtable(Unmanaged.passUnretained(c))
+            s.append(.memtable(Unmanaged.passUnretained(c)))
+            layers.append(i)
+            if let table = m.replayed {
+                // After the memtable's own writes, all newer: one layer, ordered by sequence.
+                let r = ReplayedTableCursor(table, sequence: sequence)
+                owned.append(r)
+                s.append(.replayed(Unmanaged.passUnretained(r)))
+                layers.append(i)
+            }
         }
         var mt: [(Int, RangeTombstoneIndex.Probe)] = []
         for (i, m) in memtables.enumerated() {
@@ -70,9 +83,11 @@
             let c = RunCursor(r, fillCache: fillCache)
             owned.append(c)
             s.append(.run(Unmanaged.passUnretained(c)))
+            layers.append(memtables.count + i)
             if !r.rangeTombstones.isEmpty { rt.append((memtables.count + i, r)) }
         }
         sources = s
+        layerOfSource = layers
         owners = owned
         memtableTombstones = mt
         runsWithTombstones = rt
@@ -167,7 +182,7 @@
             }
             let isHidden = (sources[best].kind == .tombstone && !keepTombstones)
                 || (hasRangeTombstones
-                    && sources[best].withKey { hidden($0, rank: best, sequence: sources[best].sequence) })
+                    && sources[best].withKey { hidden($0, rank: layerOfSource[best], sequence: sources[best].sequence) })
             if !isHidden {
                 current = best
                 currentSource = sources[best]

@@ -1,7 +1,8 @@
 @_spi(Layers) import StrataFormat
 @_spi(Layers) import StrataFiles
 
-/// A cursor over one layer of a snapshot — a memtable or a sorted run — that shows, for each key,
+/// A cursor over one layer of a snapshot — a memtable's skip list or replayed table, or a sorted
+/// run — that shows, for each key,
 /// only the newest version visible to the snapshot (tombstones included; the merge drops them).
 ///
 /// The payloads are **unowned**: whoever makes a `RecordCursor` keeps its cursor object alive for
@@ -13,11 +14,14 @@
     case memtable(Unmanaged<MemtableCursor>)
     /// A sorted run's segments, one after another.
     case run(Unmanaged<RunCursor>)
+    /// The writes recovery replayed into a memtable, older than the memtable's own.
+    case replayed(Unmanaged<ReplayedTableCursor>)
 
     @inlinable @inline(__always) package var isValid: Bool {
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.node != nil }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.isValid }
+        case .replayed(let c): return c._withUnsafeGuaranteedRef { $0.isValid }
         }
     }
 
@@ -26,6 +30,7 @@
         switch self {
         case .memtable(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
         case .run(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
+        case .replayed(let c): return try c._withUnsafeGuaranteedRef { try $0.withKey(body) }
         }
     }
 
@@ -33,6 +38,7 @@
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.kind }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.kind }
+        case .replayed(let c): return c._withUnsafeGuaranteedRef { $0.kind }
         }
     }
 
@@ -41,19 +47,24 @@
         switch self {
         case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.value }
         case .run(let c): return c._withUnsafeGuaranteedRef { $0.value }
+        case .replayed(let c): return c._withUnsafeGuaranteedRef { $0.value }
         }
     }
 
     /// The memtable sequence of the current record (0 for runs).
     package var sequence: UInt64 {
-        if case .memtable(let c) = self { return c._withUnsafeGuaranteedRef { $0.recordSequence } }
-        return 0
+        switch self {
+        case .memtable(let c): return c._withUnsafeGuaranteedRef { $0.recordSequence }
+        case .replayed(let c): return c._withUnsafeGuaranteedRef { $0.recordSequence }
+        case .run: return 0
+        }
     }
 
     package func seek(_ target: UnsafeRawBufferPointer) throws {
         switch self {
         case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seek(target) }
         case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seek(target) }
+        case .replayed(let c): c._withUnsafeGuaranteedRef { $0.seek(target) }
         }
     }
 
@@ -61,6 +72,7 @@
         switch self {
         case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seekForPrevious(target) }
         case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seekForPrevious(target) }
+        case .replayed(let c): c._withUnsafeGuaranteedRef { $0.seekForPrevious(target) }
         }
     }
 
@@ -68,6 +80,7 @@
         switch self {
         case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seekToFirst() }
         case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seekToFirst() }
+        case .replayed(let c): c._withUnsafeGuaranteedRef { $0.seekToFirst() }
         }
     }
 
@@ -75,6 +88,7 @@
         switch self {
         case .memtable(let c): c._withUnsafeGuaranteedRef { $0.seekToLast() }
         case .run(let c): try c._withUnsafeGuaranteedRef { try $0.seekToLast() }
+        case .replayed(let c): c._withUnsafeGuaranteedRef { $0.seekToLast() }
         }
     }
 
@@ -82,6 +96,7 @@
         switch self {
         case .memtable(let c): c._withUnsafeGuaranteedRef { $0.next() }
         case .run(let c): try c._withUnsafeGuaranteedRef { try $0.next() }
+        case .replayed(let c): c._withUnsafeGuaranteedRef { $0.next() }
         }
     }
 
@@ -89,6 +104,7 @@
         switch self {
         case .memtable(let c): c._withUnsafeGuaranteedRef { $0.previous() }
         case .run(let c): try c._withUnsafeGuaranteedRef { try $0.previous() }
+        case .replayed(let c): c._withUnsafeGuaranteedRef { $0.previous() }
         }
     }
 }

@@ -55,9 +55,12 @@ package struct EngineRecovery {
         var logsToDelete: [UInt64]
         /// Replayed logs with records: they stay until a flush writes their records.
         var liveLogs: [UInt64]
-        /// The log the manifest names, when it is the only log to replay and holds no record (a
-        /// clean close left it): the open appends to it and writes nothing (FORMAT.md 4.5, step 9).
+        /// The newest log read, when it can take the new writes (``ReplayedLog/isReusable(options:)``)
+        /// and the manifest stays as it is: the open appends to it, and creates no log and writes
+        /// no manifest (FORMAT.md 4.5, step 9).
         var reusedLog: UInt64?
+        /// The reused log's length, where appends continue.
+        var reusedLength: Int
         var active: Memtable
         var immutables: [Memtable]
         /// Whether the replayed records are written to segments during the open (there are
@@ -70,20 +73,19 @@ package struct EngineRecovery {
     /// One replayed log's records, for grouping into memtables.
     private struct ReplayedLog {
         let number: UInt64
-        /// Holds the log's bytes (mapped), which `batches` are views into.
+        /// Holds the log's bytes, which `batches` are views into.
         let reader: LogReader
-        var batches: [Memtable.ReplayedView] = []
+        var batches: [ReplayedTable.View] = []
         var bytes = 0
         var torn = false
 
-        /// Whether an open may append to this log rather than create one: it is the log the
-        /// manifest names, the newest, a version 2 header and nothing else, not encrypted (an
-        /// encrypted log seals each record with its offset as nonce; a record that was written
-        /// there and lost must not have its nonce used again).
-        func isReusable(manifest m: Manifest, options: EngineOptions) -> Bool {
-            number == m.logNumber && batches.isEmpty && !torn && options.encryptionKey == nil
-                && reader.formatVersion == LogFormat.version && reader.fileLength == LogFormat.headerSize
-                && m.formatVersion == Manifest.version
+        /// Whether this log, the newest one read, may take the new writes rather than a new log:
+        /// a version 2 log (not encrypted: an encrypted log seals each record with its offset as
+        /// nonce, and a record that was written there and lost must not have its nonce used
+        /// again) read to its end with no torn tail (FORMAT.md 4.5, step 9).
+        func isReusable(options: EngineOptions) -> Bool {
+            !torn && options.encryptionKey == nil && reader.formatVersion == LogFormat.version
+                && reader.validLength == reader.fileLength
         }
     }
 
@@ -207,9 +209,9 @@ package struct EngineRecovery {
             let records = reader.views
             log.batches.reserveCapacity(records.count)
             for record in records {
-                // Memtable.apply decodes the operations, with the same errors, before phase 2.
+                // ReplayedTable decodes the operations, with the same errors, before phase 2.
                 try check.check(record, path: path, decodingOperations: false)
-                log.batches.append(Memtable.ReplayedView(payload: record.payload, file: path, offset: record.offset))
+                log.batches.append(ReplayedTable.View(payload: record.payload, file: path, offset: record.offset))
                 log.bytes += record.payload.count
             }
             if case .tornTail(let offset, let reason) = reader.end {
@@ -229,22 +231,32 @@ package struct EngineRecovery {
         // the limit (section 2): refused here, before anything is written.
         var probe = nextFileNumber
         try CounterLimit.take(from: &probe, "file number for the new log", last: CounterLimit.max - 1)
-        let reusedLog = existing != nil && logs.count == 1 && logs[0].isReusable(manifest: m, options: options)
-            ? logs[0].number : nil
+        let liveLogs = logs.filter { !$0.batches.isEmpty }.map(\.number)
+        let writeSegments = liveLogs.count >= maxReplayedLogs
+        // The newest log takes the new writes when the manifest stays as it is: it names the
+        // oldest log that stays (every log below was flushed, every log read is kept or empty),
+        // no log was torn (a torn one seals its memtable), and nothing is written to segments.
+        var reusedLog: UInt64?
+        if existing != nil, m.formatVersion == Manifest.version, !writeSegments,
+           let newest = logs.last, newest.isReusable(options: options), !logs.contains(where: \.torn),
+           m.logNumber == (liveLogs.first ?? newest.number) {
+            reusedLog = newest.number
+        }
         let (active, immutables) = try memtables(replaying: logs, newLog: reusedLog ?? nextFileNumber, options: options)
         let empty = logs.filter { $0.batches.isEmpty && $0.number != reusedLog }.map(\.number)
 
         return Plan(manifest: m, isNewStore: existing == nil, nextFileNumber: nextFileNumber,
                     runs: runs, live: live, segmentsOnDisk: segmentsOnDisk, temporaries: temporaries,
-                    logsToDelete: stale + empty, liveLogs: logs.filter { !$0.batches.isEmpty }.map(\.number),
-                    reusedLog: reusedLog,
+                    logsToDelete: stale + empty, liveLogs: liveLogs,
+                    reusedLog: reusedLog, reusedLength: logs.last?.reader.fileLength ?? 0,
                     active: active, immutables: immutables,
-                    writeSegments: logs.count(where: { !$0.batches.isEmpty }) >= maxReplayedLogs,
+                    writeSegments: writeSegments,
                     lastSequence: max(m.lastSequence, check.lastSequence), report: report)
     }
 
-    /// Applies the replayed logs' records to memtables, each tied to the logs it holds (FORMAT.md
-    /// 4.5, step 6). Consecutive logs share a memtable while their records fit in
+    /// Gives the replayed logs' records to memtables, each tied to the logs it holds (FORMAT.md
+    /// 4.5, step 6): each memtable's records are one ``ReplayedTable``, sorted over the logs'
+    /// bytes, under the skip list that takes its new writes. Consecutive logs share a memtable while their records fit in
     /// `memtableSize`; every log with records belongs to exactly one memtable. The newest memtable
     /// becomes the active one, tied also to `newLog`, unless one of its logs has a torn tail: then
     /// it is sealed too (flushed right after open, so that the cut tail is reported once) and the
@@ -267,16 +279,15 @@ package struct EngineRecovery {
         var active: Memtable?
         for (i, group) in groups.enumerated() {
             let numbers = group.map(\.number)
-            let memtable: Memtable
+            // The table keeps the logs' bytes its entries point into.
+            let table = try ReplayedTable(replaying: group.flatMap(\.batches), keeping: group.map(\.reader.storage))
             if i == groups.count - 1, !group.contains(where: \.torn) {
-                memtable = Memtable(logNumber: newLog, replayedLogs: numbers)
-                active = memtable
+                // Tied to the new log too, which may be the newest replayed one (reused).
+                active = Memtable(logNumber: newLog, replayedLogs: numbers.filter { $0 != newLog }, replayed: table)
             } else {
-                memtable = Memtable(logNumber: numbers[numbers.count - 1], replayedLogs: Array(numbers.dropLast()))
-                immutables.insert(memtable, at: 0)
+                immutables.insert(Memtable(logNumber: numbers[numbers.count - 1], replayedLogs: Array(numbers.dropLast()),
+                                           replayed: table), at: 0)
             }
-            // The views stay valid: `logs` holds their readers until this function returns.
-            _ = try withExtendedLifetime(group) { try memtable.apply(replayingViews: group.flatMap(\.batches)) }
         }
         return (active ?? Memtable(logNumber: newLog), immutables)
     }
@@ -300,9 +311,14 @@ package struct EngineRecovery {
         var written: [[SegmentMetadata]] = []
         let log: LogWriter
         if let n = plan.reusedLog {
-            // After a clean close: nothing to make durable, no new log, no manifest to replace.
-            // The manifest in memory counts the numbers of files it found above its own.
-            log = try LogWriter(reopeningEmpty: directory + "/" + FileNames.log(n), number: n, fileSystem: options.fileSystem)
+            // No new log and no manifest to replace; the replayed records are made durable (step
+            // 8) as when a new log is made, which an empty log (a clean close) needs not. The
+            // manifest in memory counts the numbers of files it found above its own.
+            for live in plan.liveLogs {
+                try options.fileSystem.withFile(directory + "/" + FileNames.log(live), flags: .readOnly) { try $0.sync() }
+            }
+            log = try LogWriter(reopening: directory + "/" + FileNames.log(n), number: n,
+                                length: plan.reusedLength, fileSystem: options.fileSystem)
             m.nextFileNumber = plan.nextFileNumber
             m.lastSequence = plan.lastSequence
             return finish(plan, manifest: m, runs: runs, log: log, active: active, immutables: immutables,

@@ -135,13 +135,27 @@ package struct CountPlan {
         return k
     }
 
+    /// Adds the point span of a memtable: its skip list's and its replayed table's together.
     package mutating func addSpan(of memtable: Memtable, rank: Int) {
+        var first: [UInt8]?
+        var last: [UInt8]?
+        func widen(_ lowest: UnsafeRawBufferPointer, _ highest: UnsafeRawBufferPointer) {
+            if first.map({ f in f.withUnsafeBytes { ByteComparison.compare(lowest, $0) < 0 } }) ?? true { first = Array(lowest) }
+            if last.map({ l in l.withUnsafeBytes { ByteComparison.compare(highest, $0) > 0 } }) ?? true { last = Array(highest) }
+        }
         let list = memtable.list
-        guard let first = lower.withUnsafeBytes({ list.seek($0, sequence: .max) }) else { return }
-        let firstKey = ArenaSkipList.key(first)
-        if let upper, upper.withUnsafeBytes({ ByteComparison.compare(firstKey, $0) }) >= 0 { return }
-        guard let last = upper.map({ u in u.withUnsafeBytes { list.lastBefore($0) } }) ?? list.last else { return }
-        if let c = clip(Array(firstKey), Self.successor(ArenaSkipList.key(last))) {
+        if let f = lower.withUnsafeBytes({ list.seek($0, sequence: .max) }),
+           upper.map({ u in u.withUnsafeBytes { ByteComparison.compare(ArenaSkipList.key(f), $0) < 0 } }) ?? true,
+           let l = upper.map({ u in u.withUnsafeBytes { list.lastBefore($0) } }) ?? list.last {
+            widen(ArenaSkipList.key(f), ArenaSkipList.key(l))
+        }
+        if let table = memtable.replayed {
+            let from = lower.withUnsafeBytes { table.lowerBound($0) }
+            let to = upper.map { u in u.withUnsafeBytes { table.lowerBound($0) } } ?? table.entries.count
+            if from < to { widen(table.entries[from].keyBytes, table.entries[to - 1].keyBytes) }
+        }
+        guard let first, let last else { return }
+        if let c = clip(first, last + [0]) {  // last's successor
             points.append(Span(start: c.start, end: c.end, rank: rank, segment: nil))
         }
     }

@@ -25,21 +25,25 @@ package enum StoreImage {
         for name in try fileSystem.listDirectory(directory) {
             if case .log(let n) = FileNames.parse(name), n >= manifest.logNumber { logs.append(n) }
         }
-        let memtable = Memtable(logNumber: 0)
-        var batches: [Memtable.ReplayedBatch] = []
+        var batches: [ReplayedTable.View] = []
+        var owners: [AnyObject] = []
         // The check recovery makes before it replays a record (sequence numbers that increase
         // and stay below the limit, so that applying them cannot overflow): the inspectors read
         // hostile logs too, and refuse what open refuses instead of trapping.
         var check = LogReplayCheck()
         for n in logs.sorted() {
             let path = directory + "/" + FileNames.log(n)
-            for record in try LogReader(path: path, fileSystem: fileSystem, key: key).records {
+            let reader = try LogReader(path: path, fileSystem: fileSystem, key: key)
+            owners.append(reader.storage)
+            for record in reader.views {
                 try check.check(record, path: path, decodingOperations: false)
-                batches.append(Memtable.ReplayedBatch(payload: record.payload, file: path, offset: record.offset))
+                batches.append(ReplayedTable.View(payload: record.payload, file: path, offset: record.offset))
             }
         }
+        let table = try ReplayedTable(replaying: batches, keeping: owners)
+        let memtable = Memtable(logNumber: 0, replayed: table)
         var lastSequence = manifest.lastSequence
-        if let highest = try memtable.apply(replaying: batches) { lastSequence = max(lastSequence, highest) }
+        if let highest = table.highestSequence { lastSequence = max(lastSequence, highest) }
         return Snapshot(sequence: lastSequence, memtables: [memtable], version: Version(runs: runs))
     }
 }

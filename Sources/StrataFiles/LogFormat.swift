@@ -125,22 +125,22 @@ package final class LogWriter: @unchecked Sendable {
         self.size = header.count
     }
 
-    /// Reopens the existing, empty log at `path` (a header only, version 2, not encrypted) to append
-    /// to it: an open after a clean close takes the log the manifest names instead of creating one
-    /// (FORMAT.md 4.5, step 9). Its header and name are durable already.
+    /// Reopens the existing log at `path` (version 2, not encrypted) to append to it after its
+    /// `length` bytes: an open whose newest log can take the new writes appends to it instead of
+    /// creating one (FORMAT.md 4.5, step 9). Its header and name are durable already.
     ///
-    /// REQUIRES: the file holds exactly a version 2 header for log `number`, checked by a
-    /// ``LogReader`` of it.
-    package init(reopeningEmpty path: String, number: UInt64, fileSystem: FileSystem) throws {
+    /// REQUIRES: the file is a version 2 log for log `number` of `length` bytes, every one of
+    /// them in a valid record or the header, as a ``LogReader`` of it found.
+    package init(reopening path: String, number: UInt64, length: Int, fileSystem: FileSystem) throws {
         self.path = path
         self.number = number
         self.cipher = nil
         self.file = try fileSystem.open(path, flags: [.writeOnly, .append])
         do {
             let size = try file.size()
-            guard size == LogFormat.headerSize else {
-                throw StrataError.corrupted(file: path, offset: size,
-                                            reason: "the log changed while the store was opening: \(size) bytes, not an empty log")
+            guard size == length else {
+                throw StrataError.corrupted(file: path, offset: min(size, length),
+                                            reason: "the log changed while the store was opening: \(size) bytes, not \(length)")
             }
             self.size = size
         } catch { file.close(); throw error }

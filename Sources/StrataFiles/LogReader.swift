@@ -96,6 +96,8 @@ package struct LogReader {
     /// The header's format version; nil when the header was cut short.
     package let formatVersion: UInt32?
     private let bytes: Bytes
+    /// The bytes that ``views`` point into: whoever keeps a view past the reader keeps these.
+    package var storage: Bytes { bytes }
     private let raw: [RawRecord]
     package let end: End
     /// The length of the valid prefix of the file (where a torn tail starts).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Strata
 @testable import StrataInspection
@@ -36,66 +37,7 @@ private func contents(_ store: Store) throws -> [String: String] {
     return out
 }
 
-/// A batch payload as a log record holds it.
-private func payload(first: UInt64, _ batch: WriteBatch) -> [UInt8] {
-    var p: [UInt8] = []
-    LittleEndian.append(first, to: &p)
-    LittleEndian.append(UInt32(batch.count), to: &p)
-    return p + batch.operations
-}
-
-/// Every entry of a memtable's list, in list order.
-private func entries(_ m: Memtable) -> [String] {
-    var out: [String] = []
-    var n = m.list.first
-    while let node = n {
-        out.append("\(Array(ArenaSkipList.key(node))) \(ArenaSkipList.sequence(node)) \(ArenaSkipList.kind(node)) \(Array(ArenaSkipList.value(node)))")
-        n = ArenaSkipList.next(node, 0)
-    }
-    return out
-}
-
 @Suite struct RecoveryWithoutFlushTests {
-    @Test("a bulk replay (radix order, appended without a search) builds the same memtable as batch-by-batch inserts",
-          arguments: [1, 2, 3])
-    func bulkReplayMatchesInserts(seed: UInt64) throws {
-        var random = SplitMix64(seed: seed)
-        // Keys that share long prefixes, differ only past 8 bytes, end in zeros, or are short:
-        // the cases where the 8-byte heads tie or zero-padding matters.
-        let stems: [[UInt8]] = [[], [0x61], [0x61, 0x62], [0x61, 0x62, 0], [0x61, 0x62, 0, 0, 0, 0, 0, 0, 0],
-                                Array("batch/0000".utf8), Array("batch/0001".utf8), [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]]
-        func key() -> [UInt8] {
-            var k = stems[random.below(stems.count)]
-            for _ in 0..<random.below(4) { k.append(UInt8(random.below(3))) }
-            return k
-        }
-        var batches: [Memtable.ReplayedBatch] = []
-        let incremental = Memtable(logNumber: 0)
-        var sequence: UInt64 = 1
-        for b in 0..<300 {
-            var batch = WriteBatch()
-            for _ in 0..<(1 + random.below(8)) {
-                switch random.below(10) {
-                case 0..<7: batch.putRaw(key(), (0..<random.below(20)).map { _ in UInt8(random.below(256)) })
-                case 7..<9: batch.deleteRaw(key())
-                default: batch.deleteRangeRaw(key(), key())
-                }
-            }
-            let p = payload(first: sequence, batch)
-            batches.append(Memtable.ReplayedBatch(payload: p[...], file: "test.log", offset: b))
-            try batch.operations.withUnsafeBytes {
-                try incremental.apply(operations: $0, count: batch.count, firstSequence: sequence, file: "test.log")
-            }
-            sequence += UInt64(batch.count)
-        }
-        let bulk = Memtable(logNumber: 0)
-        #expect(try bulk.apply(replaying: batches) == sequence - 1)
-        #expect(entries(bulk) == entries(incremental))
-        #expect(entries(bulk).count > 1000)
-        #expect(bulk.allRangeTombstones.count == incremental.allRangeTombstones.count)
-        #expect(bulk.approximateSize > 0)
-    }
-
     @Test("reopening replays the log into the memtable: no new segment, every record kept, the log stays live")
     func reopenWritesNoSegment() throws {
         let dir = try TemporaryDirectory()
@@ -125,8 +67,9 @@ private func entries(_ m: Memtable) -> [String] {
             expected["r\(round)"] = String(decoding: [UInt8(round)], as: UTF8.self)
             try reopened.close()
         }
-        // Each round's log holds a record: 1 + three more, all live; none was flushed.
-        #expect(names(dir).logs.count == 4, "\(names(dir).logs)")
+        // Every open appended to log 1 (clean, the newest, named by the manifest): no log was
+        // added, and none was flushed.
+        #expect(names(dir).logs == [1], "\(names(dir).logs)")
 
         // A flush writes every replayed record to a segment and retires all their logs.
         let last = try Store.open(at: dir.url)
@@ -150,8 +93,8 @@ private func entries(_ m: Memtable) -> [String] {
         try store.put(Array("a".utf8), [1])
         try store.close()
         for _ in 0..<10 { try Store.open(at: dir.url).close() }
-        // Log 1 (with the record) and the log of the last open (empty, deleted by the next one).
-        #expect(names(dir).logs.count == 2, "\(names(dir).logs)")
+        // Log 1, with the record: each open appended to it and made no log.
+        #expect(names(dir).logs == [1], "\(names(dir).logs)")
         let again = try Store.open(at: dir.url)
         defer { try? again.close() }
         #expect(try again.get(Array("a".utf8)) == [1])
@@ -162,17 +105,59 @@ private func entries(_ m: Memtable) -> [String] {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         var expected: [String: String] = [:]
+        // An encrypted store's log is never reused (FORMAT.md 4.5, step 9): each open adds one.
+        let options = StoreOptions(encryptionKey: try EncryptionKey(bytes: (0..<32).map { UInt8($0) }))
         for round in 0..<20 {
-            let store = try Store.open(at: dir.url)
+            let store = try Store.open(at: dir.url, options: options)
             try store.put(Array("k\(round)".utf8), Array("v\(round)".utf8))
             expected["k\(round)"] = "v\(round)"
             try store.close()
             #expect(names(dir).logs.count <= EngineRecovery.maxReplayedLogs, "round \(round): \(names(dir).logs)")
             #expect(names(dir).segments.isEmpty == (round < EngineRecovery.maxReplayedLogs), "round \(round)")
         }
-        let store = try Store.open(at: dir.url)
+        let store = try Store.open(at: dir.url, options: options)
         defer { try? store.close() }
         #expect(try contents(store) == expected)
+    }
+
+    @Test("an open appends to the newest log when it can: no new log, the manifest untouched, the records synced")
+    func newestLogIsReused() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var expected: [String: String] = [:]
+        let store = try Store.open(at: dir.url)
+        for i in 0..<50 {
+            try store.put(Array("k\(i)".utf8), Array("v\(i)".utf8))
+            expected["k\(i)"] = "v\(i)"
+        }
+        try store.close()
+        let manifest = try dir.read(FileNames.manifest)
+        for round in 0..<5 {
+            let faults = IOFaults()
+            let calls = Mutex<[String]>([])
+            var options = EngineOptions()
+            options.fileSystem = FileSystem(environment: IOEnvironment(faults: faults))
+            let engine = try faults.with({ op, path in
+                if [.write, .fsync, .rename, .unlink, .ftruncate, .link, .mkdir].contains(op) && !path.hasSuffix("/LOCK") {
+                    calls.withLock { $0.append("\(op.rawValue) \(path)") }
+                }
+                return nil
+            }) { try Engine(directory: dir.path, options: options) }
+            // The replayed log is synced, and that is all the open changes.
+            #expect(calls.withLock { $0 } == ["fsync \(dir.path)/000001.log"], "round \(round)")
+            var batch = WriteBatch()
+            batch.put(Array("r\(round)".utf8), [UInt8(round)])
+            _ = try engine.write(batch)
+            expected["r\(round)"] = String(decoding: [UInt8(round)], as: UTF8.self)
+            try engine.close()
+            #expect(names(dir).logs == [1])
+            #expect(names(dir).segments.isEmpty)
+            #expect(try dir.read(FileNames.manifest) == manifest, "round \(round): the manifest was replaced")
+        }
+        let reopened = try Store.open(at: dir.url)
+        defer { try? reopened.close() }
+        #expect(try contents(reopened) == expected)
+        #expect(reopened.recovery.batchesReplayed >= 55)
     }
 
     @Test("a torn tail is reported by one open: its log's memtable is flushed right after")
@@ -238,9 +223,10 @@ private func entries(_ m: Memtable) -> [String] {
             try runAndKill(["put", dir.path, "c\(cycle)", "40"], until: "DONE")
             for i in 0..<40 { expected["c\(cycle)/\(i)"] = "v\(i)" }
             let (logs, segments) = names(dir)
-            #expect(logs.count <= EngineRecovery.maxReplayedLogs, "cycle \(cycle): \(logs)")
-            // Until an open finds 8 logs, none writes a segment (and nothing else flushes here).
-            #expect(segments.isEmpty == (cycle < EngineRecovery.maxReplayedLogs), "cycle \(cycle): \(segments)")
+            // Each open appends to the log the kill left (clean: every write returned): one log,
+            // and no segment (nothing flushes here).
+            #expect(logs == [1], "cycle \(cycle): \(logs)")
+            #expect(segments.isEmpty, "cycle \(cycle): \(segments)")
         }
         let store = try Store.open(at: dir.url)
         defer { try? store.close() }

@@ -48,8 +48,9 @@ enum Hardening {
     }
 
     /// Opens the store, commits `records` (stored keys and values, as given) in one batch, closes.
-    static func writeRaw(_ dir: TemporaryDirectory, _ records: [([UInt8], [UInt8])]) throws {
-        let store = try Store.open(at: dir.url)
+    static func writeRaw(_ dir: TemporaryDirectory, _ records: [([UInt8], [UInt8])],
+                         options: StoreOptions = StoreOptions()) throws {
+        let store = try Store.open(at: dir.url, options: options)
         defer { try? store.close() }
         var batch = WriteBatch()
         for (k, v) in records { batch.putRaw(k, v) }
@@ -58,9 +59,9 @@ enum Hardening {
 
     /// A closed store with device D1 (Apple, `com.example`, `ab12`) and subscription S1 (MERGE of
     /// `value` of the series `AAPL`), as the API writes them.
-    static func pushStore() throws -> TemporaryDirectory {
+    static func pushStore(options: StoreOptions = StoreOptions()) throws -> TemporaryDirectory {
         let dir = try TemporaryDirectory()
-        let store = try Store.open(at: dir.url)
+        let store = try Store.open(at: dir.url, options: options)
         defer { try? store.close() }
         let push = try store.pushNotifications()
         let device = try push.register(PushDevice(platform: .apple, applicationID: "com.example", deviceToken: "ab12"))

@@ -1,0 +1,90 @@
+@_spi(Layers) import StrataFormat
+
+extension ReplayedTable {
+    /// Whether entry `x` comes before entry `y`: key ascending, then newest first.
+    @inline(__always)
+    private static func precedes(_ x: Entry, _ y: Entry) -> Bool {
+        if x.head != y.head { return x.head < y.head }
+        let c = ByteComparison.compare(x.keyBytes, y.keyBytes)
+        return c != 0 ? c < 0 : x.sequence > y.sequence
+    }
+
+    /// Sorts `entries` in table order: a most-significant-digit radix sort, a byte at a time from
+    /// the keys' first 8 bytes (`head`); a byte every entry of a range shares costs a count and
+    /// no move; a range whose heads are all equal moves on to the keys' next 8 bytes (the heads
+    /// are restored afterwards); small ranges are finished by insertion sort on whole keys.
+    /// Random keys take one pass over all entries and a second within cache-sized ranges; a
+    /// comparison sort cost several times more.
+    static func sort(_ entries: UnsafeMutableBufferPointer<Entry>) {
+        guard entries.count > 1, let base = entries.baseAddress else { return }
+        let scratch = UnsafeMutablePointer<Entry>.allocate(capacity: entries.count)
+        defer { scratch.deallocate() }
+        radixSort(base, count: entries.count, scratch: scratch, shift: 56, window: 0)
+    }
+
+    /// Sorts `a[0..<count]`, whose windows at `window` (held in `head`) agree above bit
+    /// `shift + 8`. REQUIRES: `scratch` has room for `count` entries. Leaves every `head` the
+    /// key's first window.
+    private static func radixSort(_ a: UnsafeMutablePointer<Entry>, count: Int, scratch: UnsafeMutablePointer<Entry>,
+                                  shift: Int, window: Int) {
+        if count <= 32 {
+            if window > 0 { for i in 0..<count { a[i].head = KeyWindow.head(a[i].keyBytes) } }
+            for i in 1..<max(count, 1) {
+                let x = a[i]
+                var j = i
+                while j > 0 && precedes(x, a[j - 1]) {
+                    a[j] = a[j - 1]
+                    j -= 1
+                }
+                a[j] = x
+            }
+            return
+        }
+        var shift = shift
+        var window = window
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 256) { counts in
+            while true {
+                if shift < 0 {
+                    // Every window equal: compare the next 8 bytes of the keys, while some key
+                    // reaches them (beyond a few windows, whole keys decide).
+                    let next = window + 8
+                    var longer = false
+                    for i in 0..<count where Int(a[i].keyCount) > next { longer = true; break }
+                    guard longer, next < 64 else {
+                        for i in 0..<count { a[i].head = KeyWindow.head(a[i].keyBytes) }
+                        var range = UnsafeMutableBufferPointer(start: a, count: count)
+                        range.sort { precedes($0, $1) }
+                        return
+                    }
+                    for i in 0..<count { a[i].head = KeyWindow.window(a[i].keyBytes, from: next) }
+                    window = next
+                    shift = 56
+                }
+                counts.initialize(repeating: 0)
+                for i in 0..<count { counts[Int(truncatingIfNeeded: a[i].head >> UInt64(shift)) & 0xFF] += 1 }
+                let digit = Int(truncatingIfNeeded: a[0].head >> UInt64(shift)) & 0xFF
+                if counts[digit] == count {
+                    shift -= 8  // a byte all share
+                    continue
+                }
+                var at = 0
+                for d in 0..<256 { (counts[d], at) = (at, at + counts[d]) }
+                for i in 0..<count {
+                    let r = a[i]
+                    let d = Int(truncatingIfNeeded: r.head >> UInt64(shift)) & 0xFF
+                    scratch[counts[d]] = r
+                    counts[d] += 1
+                }
+                a.update(from: scratch, count: count)
+                // counts[d] is now the end of bucket d.
+                var begin = 0
+                for d in 0..<256 where counts[d] > begin {
+                    radixSort(a + begin, count: counts[d] - begin, scratch: scratch + begin,
+                              shift: shift - 8, window: window)
+                    begin = counts[d]
+                }
+                return
+            }
+        }
+    }
+}
