@@ -188,7 +188,8 @@ package struct EngineRecovery {
             let path = directory + "/" + FileNames.log(n)
             let reader: LogReader
             do {
-                reader = try LogReader(path: path, fileSystem: options.fileSystem, key: options.encryptionKey)
+                // Mapped: the open holds the lock, and the replayed table points into these bytes.
+                reader = try LogReader(path: path, fileSystem: options.fileSystem, key: options.encryptionKey, mapped: true)
             } catch let error as StrataError {
                 // A key change (Store.changeEncryptionKey) creates the log its new manifest names,
                 // under the new key, before that manifest replaces the old one: a crash in between

@@ -9,17 +9,44 @@ extension ReplayedTable {
         return c != 0 ? c < 0 : x.sequence > y.sequence
     }
 
-    /// Sorts `entries` in table order: a most-significant-digit radix sort, a byte at a time from
-    /// the keys' first 8 bytes (`head`); a byte every entry of a range shares costs a count and
-    /// no move; a range whose heads are all equal moves on to the keys' next 8 bytes (the heads
-    /// are restored afterwards); small ranges are finished by insertion sort on whole keys.
-    /// Random keys take one pass over all entries and a second within cache-sized ranges; a
-    /// comparison sort cost several times more.
-    static func sort(_ entries: UnsafeMutableBufferPointer<Entry>) {
-        guard entries.count > 1, let base = entries.baseAddress else { return }
-        let scratch = UnsafeMutablePointer<Entry>.allocate(capacity: entries.count)
-        defer { scratch.deallocate() }
-        radixSort(base, count: entries.count, scratch: scratch, shift: 56, window: 0)
+    /// Moves `source[0..<count]` to `target` in table order: a most-significant-digit radix sort,
+    /// a byte at a time from the keys' first 8 bytes (`head`); a byte every entry of a range
+    /// shares costs a count and no move; a range whose heads are all equal moves on to the keys'
+    /// next 8 bytes (the heads are restored afterwards); small ranges are finished by insertion
+    /// sort on whole keys. Random keys take one pass over all entries and a second within
+    /// cache-sized ranges; a comparison sort cost several times more. The first pass takes its
+    /// counts from `histograms` (for each of the 8 bytes of the heads, most significant first,
+    /// 256 counts), made while `source` was filled, and moves the entries straight to `target`.
+    /// REQUIRES: `target` has room for `count` entries; `source` is scratch afterwards.
+    static func sort(moving source: UnsafeMutablePointer<Entry>, count: Int, into target: UnsafeMutablePointer<Entry>,
+                     histograms: UnsafePointer<Int>) {
+        // The first byte the heads do not all share.
+        let split = count > 32 ? (0..<8).first { b in
+            histograms[b << 8 | Int(truncatingIfNeeded: source[0].head >> UInt64(56 - 8 * b)) & 0xFF] != count
+        } : nil
+        guard let split else {
+            target.update(from: source, count: count)
+            if count > 1 { radixSort(target, count: count, scratch: source, shift: 56, window: 0) }
+            return
+        }
+        let shift = 56 - 8 * split
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 256) { ends in
+            var at = 0
+            for d in 0..<256 {
+                ends[d] = at
+                at += histograms[split << 8 | d]
+            }
+            for i in 0..<count {
+                let d = Int(truncatingIfNeeded: source[i].head >> UInt64(shift)) & 0xFF
+                target[ends[d]] = source[i]
+                ends[d] += 1
+            }
+            var begin = 0
+            for d in 0..<256 where ends[d] > begin {
+                radixSort(target + begin, count: ends[d] - begin, scratch: source + begin, shift: shift - 8, window: 0)
+                begin = ends[d]
+            }
+        }
     }
 
     /// Sorts `a[0..<count]`, whose windows at `window` (held in `head`) agree above bit

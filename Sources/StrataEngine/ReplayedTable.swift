@@ -103,7 +103,14 @@
         let capacity = batches.reduce(0) { total, b in
             b.payload.count >= 12 ? total + min(Int(LittleEndian.uint32(b.payload, at: 8)), b.payload.count) : total
         }
-        let storage = UnsafeMutableBufferPointer<Entry>.allocate(capacity: max(capacity, 1))
+        // Filled unsorted here, then moved in order to `storage` by the sort's first pass.
+        let unsorted = UnsafeMutableBufferPointer<Entry>.allocate(capacity: max(capacity, 1))
+        defer { unsorted.deallocate() }
+        // Per byte of the heads (most significant first), how many entries have each value: the
+        // counts of the sort's first pass, whichever byte it turns out to be.
+        let histograms = UnsafeMutableBufferPointer<Int>.allocate(capacity: 8 * 256)
+        defer { histograms.deallocate() }
+        histograms.initialize(repeating: 0)
         var filled = 0
         var tombstones: [SequencedRangeTombstone] = []
         var highest: UInt64?
@@ -123,10 +130,12 @@
                     switch op {
                     case .put, .delete:
                         // The record is at most LogFormat.maxRecordLength (2³⁰) bytes: both fit.
-                        storage[filled] = Entry(head: KeyWindow.head(key), sequence: seq,
-                                                key: key.baseAddress ?? p.baseAddress!, keyCount: UInt32(key.count),
-                                                valueCount: op == .put ? UInt32(second.count) : Entry.tombstone)
+                        let head = KeyWindow.head(key)
+                        unsorted[filled] = Entry(head: head, sequence: seq,
+                                                 key: key.baseAddress ?? p.baseAddress!, keyCount: UInt32(key.count),
+                                                 valueCount: op == .put ? UInt32(second.count) : Entry.tombstone)
                         filled += 1
+                        for b in 0..<8 { histograms[b << 8 | Int(truncatingIfNeeded: head >> UInt64(56 - 8 * b)) & 0xFF] += 1 }
                     case .deleteRange:
                         if ByteComparison.compare(key, second) < 0 {
                             tombstones.append(SequencedRangeTombstone(start: Array(key), end: Array(second), sequence: seq))
@@ -136,11 +145,9 @@
                 }
                 if count > 0 { highest = max(highest ?? 0, first + UInt64(count) - 1) }
             }
-        } catch {
-            storage.deallocate()
-            throw error
         }
-        Self.sort(UnsafeMutableBufferPointer(rebasing: storage[0..<filled]))
+        let storage = UnsafeMutableBufferPointer<Entry>.allocate(capacity: max(filled, 1))
+        Self.sort(moving: unsorted.baseAddress!, count: filled, into: storage.baseAddress!, histograms: UnsafePointer(histograms.baseAddress!))
         entries = UnsafeBufferPointer(rebasing: storage[0..<filled])
         self.tombstones = tombstones
         self.highestSequence = highest

@@ -59,6 +59,9 @@ package struct LogReader {
     /// in. Released with the last reader that holds them.
     package final class Bytes: @unchecked Sendable {
         package let buffer: UnsafeRawBufferPointer
+        /// Whether `buffer` is a mapping of the file (``init(mapping:fileSystem:)``), not memory
+        /// of its own.
+        private let isMapping: Bool
 
         package init(reading path: String, fileSystem: FileSystem) throws {
             let file = try fileSystem.open(path, flags: .readOnly)
@@ -72,22 +75,48 @@ package struct LogReader {
                 b.deallocate()
                 throw error
             }
+            isMapping = false
+        }
+
+        /// The log's bytes mapped read-only, for a reader that holds the store's lock (recovery):
+        /// no copy, and the pages stay the page cache's, which the records replayed from them
+        /// point into until their memtable is flushed. REQUIRES: nothing shrinks the file while
+        /// it is mapped (the store's lock keeps other stores out, and a store only appends to a
+        /// log or deletes it); a touch past its end would be a SIGBUS, as for a segment.
+        package init(mapping path: String, fileSystem: FileSystem) throws {
+            let file = try fileSystem.open(path, flags: .readOnly)
+            defer { file.close() }
+            let size = try file.size()
+            guard size > 0 else {
+                buffer = UnsafeRawBufferPointer(start: nil, count: 0)
+                isMapping = false
+                return
+            }
+            try fileSystem.environment.check(.mmap, path)
+            do {
+                buffer = try SystemCalls.mapReadOnly(file.descriptor, count: size)
+            } catch {
+                throw StrataError.io(path: path, errno: error.code, operation: "mmap")
+            }
+            isMapping = true
         }
 
         /// Takes ownership of `storage` (allocated by the caller), of which the first `count` bytes
         /// are the log's.
         package init(adopting storage: UnsafeMutableRawBufferPointer, count: Int) {
             buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<count])
+            isMapping = false
         }
 
         package init(copying bytes: [UInt8]) {
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
             bytes.withUnsafeBytes { b.copyMemory(from: $0) }
             buffer = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(b)[0..<bytes.count])
+            isMapping = false
         }
 
         deinit {
-            buffer.baseAddress?.deallocate()
+            if isMapping { SystemCalls.unmap(buffer) } else { buffer.baseAddress?.deallocate() }
         }
     }
 
@@ -128,8 +157,11 @@ package struct LogReader {
     /// Reads and checks the whole log. `key` is the store's: a version 3 log needs the key it was
     /// sealed with, and its records are opened (their tags checked) here; a log in clear refuses a
     /// key (``StrataError/encryptionKey(store:problem:)`` naming the log).
-    package init(path: String, fileSystem: FileSystem, key: EncryptionKey? = nil) throws {
-        try self.init(path: path, bytes: try Bytes(reading: path, fileSystem: fileSystem), key: key)
+    /// `mapped`: the file is mapped rather than read (``Bytes/init(mapping:fileSystem:)``), only
+    /// for a reader that holds the store's lock.
+    package init(path: String, fileSystem: FileSystem, key: EncryptionKey? = nil, mapped: Bool = false) throws {
+        let bytes = mapped ? try Bytes(mapping: path, fileSystem: fileSystem) : try Bytes(reading: path, fileSystem: fileSystem)
+        try self.init(path: path, bytes: bytes, key: key)
     }
 
     package init(path: String, bytes: [UInt8], key: EncryptionKey? = nil) throws {
