@@ -147,26 +147,6 @@ import CStrataSupport
         link(key: key, sequence: sequence, kind: kind, value: value)
     }
 
-    /// Appends entries that come, in the order given, after every entry already in the list: a
-    /// bulk load in list order (recovery's), with no search at all — each node is linked after
-    /// the last node of each of its levels. Only one thread may call this at a time; `entry(i)`
-    /// gives the i-th entry, and each must come after the one before it.
-    package func append(count: Int, _ entry: (Int) -> (key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8,
-                                               value: UnsafeRawBufferPointer)) {
-        guard count > 0 else { return }
-        // The last node of each level, found top down (each level's walk starts where the level
-        // above ended).
-        var x = head
-        for level in stride(from: Self.maxHeight - 1, through: 0, by: -1) {
-            while let n = Self.next(x, level) { x = n }
-            preds[level] = x
-        }
-        for i in 0..<count {
-            let e = entry(i)
-            link(key: e.key, sequence: e.sequence, kind: e.kind, value: e.value)
-        }
-    }
-
     /// Copies `bytes` to `target`: a short key or value (8 to 32 bytes, the common case) word by
     /// word inline, where a call to `memmove` per key and per value cost more than the copy.
     @inline(__always)
