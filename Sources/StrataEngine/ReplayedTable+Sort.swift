@@ -1,3 +1,4 @@
+import Dispatch
 @_spi(Layers) import StrataFormat
 
 extension ReplayedTable {
@@ -41,10 +42,40 @@ extension ReplayedTable {
                 target[ends[d]] = source[i]
                 ends[d] += 1
             }
+            // The buckets are sorted apart from one another: in two halves at once when there
+            // are many entries (the rest of an open waits for this sort).
+            var bounds: [(begin: Int, end: Int)] = []
             var begin = 0
             for d in 0..<256 where ends[d] > begin {
-                radixSort(target + begin, count: ends[d] - begin, scratch: source + begin, shift: shift - 8, window: 0)
+                bounds.append((begin, ends[d]))
                 begin = ends[d]
+            }
+            let buckets = Buckets(target: target, source: source, bounds: bounds, shift: shift - 8)
+            if count >= parallelSortMinimum, bounds.count > 1 {
+                let middle = bounds.firstIndex { $0.end >= count / 2 }.map { max($0, 1) } ?? bounds.count - 1
+                let halves = [0..<middle, middle..<bounds.count]
+                DispatchQueue.concurrentPerform(iterations: 2) { half in buckets.sort(halves[half]) }
+            } else {
+                buckets.sort(bounds.indices)
+            }
+        }
+    }
+
+    /// Below this many entries, the buckets are sorted on the calling thread alone.
+    package static var parallelSortMinimum: Int { 1 << 16 }
+
+    /// The buckets of a sort's first pass, each sorted on its own. INVARIANT: the bounds are
+    /// disjoint ranges of `target` and `source`, so that two threads sorting different buckets
+    /// touch different memory (hence `@unchecked Sendable`).
+    private struct Buckets: @unchecked Sendable {
+        let target: UnsafeMutablePointer<Entry>
+        let source: UnsafeMutablePointer<Entry>
+        let bounds: [(begin: Int, end: Int)]
+        let shift: Int
+
+        func sort(_ range: Range<Int>) {
+            for (begin, end) in bounds[range] {
+                ReplayedTable.radixSort(target + begin, count: end - begin, scratch: source + begin, shift: shift, window: 0)
             }
         }
     }
@@ -52,7 +83,7 @@ extension ReplayedTable {
     /// Sorts `a[0..<count]`, whose windows at `window` (held in `head`) agree above bit
     /// `shift + 8`. REQUIRES: `scratch` has room for `count` entries. Leaves every `head` the
     /// key's first window.
-    private static func radixSort(_ a: UnsafeMutablePointer<Entry>, count: Int, scratch: UnsafeMutablePointer<Entry>,
+    fileprivate static func radixSort(_ a: UnsafeMutablePointer<Entry>, count: Int, scratch: UnsafeMutablePointer<Entry>,
                                   shift: Int, window: Int) {
         if count <= 32 {
             if window > 0 { for i in 0..<count { a[i].head = KeyWindow.head(a[i].keyBytes) } }

@@ -45,7 +45,7 @@
     @usableFromInline package struct Entry {
         /// The key's first 8 bytes, big-endian, zero-padded (``KeyWindow``): orders most pairs
         /// without reading the key.
-        @usableFromInline var head: UInt64
+        @usableFromInline package var head: UInt64
         @usableFromInline package var sequence: UInt64
         @usableFromInline var key: UnsafeRawPointer
         @usableFromInline var keyCount: UInt32

@@ -165,6 +165,37 @@ private func scan(_ memtable: Memtable, sequence: UInt64, lower: [UInt8]?, upper
         }
     }
 
+    @Test("a table large enough to be sorted on two threads is complete and in order, duplicates newest first")
+    func largeTableOrder() throws {
+        var random = SplitMix64(seed: 21)
+        var batches: [ReplayedTable.Batch] = []
+        var sequence: UInt64 = 1
+        var written: [([UInt8], UInt64)] = []
+        for b in 0..<200 {
+            var batch = WriteBatch()
+            for _ in 0..<500 {
+                // A shared first byte (as a keyspace prefix is), then random bytes; some keys repeat.
+                var k: [UInt8] = [7]
+                for _ in 0..<(1 + random.below(12)) { k.append(UInt8(random.below(random.below(4) == 0 ? 4 : 256))) }
+                batch.putRaw(k, [UInt8(b & 0xFF)])
+                written.append((k, sequence + UInt64(batch.count - 1)))
+            }
+            batches.append(ReplayedTable.Batch(payload: payload(first: sequence, batch)[...], file: "big.log", offset: b))
+            sequence += UInt64(batch.count)
+        }
+        #expect(written.count >= ReplayedTable.parallelSortMinimum)
+        let table = try ReplayedTable(copying: batches)
+        let got = table.entries.map { (Array($0.keyBytes), $0.sequence) }
+        let want = written.sorted { x, y in
+            let c = ByteComparison.compare(x.0, y.0)
+            return c != 0 ? c < 0 : x.1 > y.1
+        }
+        #expect(got.count == want.count)
+        #expect(got.elementsEqual(want) { $0.0 == $1.0 && $0.1 == $1.1 })
+        // Every head is the key's first window again (the sort overwrites them on ties).
+        #expect(table.entries.allSatisfy { $0.head == KeyWindow.head($0.keyBytes) })
+    }
+
     @Test("a malformed batch is refused with the file and offset of its record")
     func malformedBatch() throws {
         var batch = WriteBatch()
