@@ -8,14 +8,16 @@
 /// segment, every log to replay (each record checked by ``LogReplayCheck``), and replays the logs
 /// into memtables. Any fault found there refuses the open and leaves the directory exactly as it
 /// was. The second writes: it syncs the replayed logs that stay live, creates the new log, and
-/// replaces the manifest; only once that manifest is durable does it delete what the store no
-/// longer needs (temporary files, unlisted segments, flushed and empty logs). Deleting is then best
-/// effort: a file left over is deleted at the next open, and never makes this one fail.
+/// replaces the manifest — unless the newest log can take the new writes (FORMAT.md 4.5, step 9),
+/// when it writes nothing but those syncs; only once the manifest is durable does it delete what
+/// the store no longer needs (temporary files, unlisted segments, flushed and empty logs).
+/// Deleting is then best effort: a file left over is deleted at the next open, and never makes
+/// this one fail.
 ///
 /// No segment is written: the replayed logs stay live, named by the manifest as logs still to
 /// replay, and their records wait in memtables for a flush in the background, as if they had been
 /// written in this run. The newest of them becomes the active memtable (its writes then go to the
-/// new log); the others are sealed, flushed right after open. Only an open that finds
+/// new or reused log); the others are sealed, flushed right after open. Only an open that finds
 /// ``maxReplayedLogs`` logs or more (left by opens that each crashed before a flush) writes their
 /// records to segments first, as recovery always did, so that such crashes cannot pile logs up.
 package struct EngineRecovery {
@@ -257,8 +259,8 @@ package struct EngineRecovery {
 
     /// Gives the replayed logs' records to memtables, each tied to the logs it holds (FORMAT.md
     /// 4.5, step 6): each memtable's records are one ``ReplayedTable``, sorted over the logs'
-    /// bytes, under the skip list that takes its new writes. Consecutive logs share a memtable while their records fit in
-    /// `memtableSize`; every log with records belongs to exactly one memtable. The newest memtable
+    /// bytes, under the skip list that takes its new writes. Consecutive logs share a memtable
+    /// while their records fit in `memtableSize`; every log with records belongs to exactly one memtable. The newest memtable
     /// becomes the active one, tied also to `newLog`, unless one of its logs has a torn tail: then
     /// it is sealed too (flushed right after open, so that the cut tail is reported once) and the
     /// active memtable starts empty. Returns the active memtable and the sealed ones, newest first.
