@@ -16,7 +16,7 @@
     @exclusivity(unchecked) @usableFromInline var data: BlockCursor
     @exclusivity(unchecked) @usableFromInline var positioned = false
     /// Whether the blocks it decodes go into the block cache (LevelDB's `fill_cache`).
-    let fillCache: Bool
+    private(set) var fillCache: Bool
 
     package init(_ reader: SegmentReader, fillCache: Bool = true) {
         self.reader = reader
@@ -28,6 +28,22 @@
     package func retarget(_ reader: SegmentReader) {
         self.reader = reader
         positioned = false
+    }
+
+    /// Points the cursor at another segment, with another `fillCache` (a cursor reused for another
+    /// read); it must be positioned again before use.
+    package func retarget(_ reader: SegmentReader, fillCache: Bool) {
+        retarget(reader)
+        self.fillCache = fillCache
+    }
+
+    /// Lets go of the blocks below the root that the cursor holds, keeping its buffers; it must be
+    /// positioned again before use.
+    package func releaseBlocks() {
+        positioned = false
+        let root = reader.rootBlock
+        data.reset(root)
+        for i in levels.indices { levels[i].reset(root) }
     }
 
     @inlinable @inline(__always) package var isValid: Bool { positioned && data.current != nil }
