@@ -25,6 +25,18 @@
     /// (no bounds check, no retain of the array) on the per-record path.
     @exclusivity(unchecked) @usableFromInline var currentSource: RecordCursor?
     @exclusivity(unchecked) private var started = false
+    /// Whether some memtable or run of the snapshot has range tombstones.
+    private let hasRangeTombstones: Bool
+    /// Set once the sources are positioned: exactly one source had a record and no range
+    /// tombstones apply. A source exhausted in the cursor's direction stays so, so the merge then
+    /// has one source for good and ``next()`` steps it alone (``settleSole(_:)``).
+    @exclusivity(unchecked) private var sole = false
+    /// A copy of the bound that ends the cursor's walk (`lower` in reverse, else `upper`), `stopCount`
+    /// bytes at `stopBytes` (nil: no bound), so that ``settleSole(_:)`` compares with it without
+    /// retaining an array per record. Allocated in init, freed in deinit.
+    /// REQUIRES: read only by the cursor's own methods (never handed out), so never after deinit.
+    private let stopBytes: UnsafeMutableRawPointer?
+    private let stopCount: Int
     #if STRATA_INVARIANTS
     /// The key returned last: each next one must sort strictly after it (before it in reverse).
     private var previousKey: [UInt8]?
@@ -91,10 +103,22 @@
         owners = owned
         memtableTombstones = mt
         runsWithTombstones = rt
+        hasRangeTombstones = !mt.isEmpty || !rt.isEmpty
+        if let stop = reverse ? lower : upper {
+            let bytes = UnsafeMutableRawPointer.allocate(byteCount: max(stop.count, 1), alignment: 1)
+            stop.withUnsafeBytes { if let b = $0.baseAddress { bytes.copyMemory(from: b, byteCount: $0.count) } }
+            stopBytes = bytes
+            stopCount = stop.count
+        } else {
+            stopBytes = nil
+            stopCount = 0
+        }
         self.lower = lower
         self.upper = upper
         self.reverse = reverse
     }
+
+    deinit { stopBytes?.deallocate() }
 
     package var isValid: Bool { current >= 0 }
 
@@ -125,8 +149,13 @@
                     try sources[i].seekToFirst()
                 }
             }
+            sole = !hasRangeTombstones && sources.lazy.filter(\.isValid).count == 1
         } else if let s = currentSource {
             if reverse { try s.previous() } else { try s.next() }
+            if sole {
+                try settleSole(s)
+                return current >= 0
+            }
         } else {
             return false
         }
@@ -149,9 +178,36 @@
         return false
     }
 
+    /// ``settle()`` when `source` is the only source left and no range tombstones apply: the
+    /// next record of `source` in the cursor's direction that is in bounds and not a hidden
+    /// tombstone, without comparing sources.
+    private func settleSole(_ source: RecordCursor) throws {
+        let stop = stopBytes.map { UnsafeRawBufferPointer(start: $0, count: stopCount) }
+        while source.isValid {
+            if let stop {
+                let c = source.withKey { ByteComparison.compare(stop, $0) }
+                if reverse ? c > 0 : c <= 0 { break }
+            }
+            if source.kind == .tombstone && !keepTombstones {
+                if reverse { try source.previous() } else { try source.next() }
+                continue
+            }
+            #if STRATA_INVARIANTS
+            let key = source.withKey { Array($0) }
+            if let previousKey {
+                let c = ByteComparison.compare(previousKey, key)
+                Invariants.require(reverse ? c > 0 : c < 0, "merged cursor returned keys out of order")
+            }
+            previousKey = key
+            #endif
+            return  // `current` and `currentSource` still name `source`
+        }
+        current = -1
+        currentSource = nil
+    }
+
     /// From the sources' positions, finds the next visible record in the cursor's direction.
     private func settle() throws {
-        let hasRangeTombstones = !memtableTombstones.isEmpty || !runsWithTombstones.isEmpty
         while true {
             var best = -1
             var others = false

@@ -203,10 +203,18 @@
     @usableFromInline let segmentReference: Unmanaged<SegmentCursor>?
     @exclusivity(unchecked) @usableFromInline var open = false
 
+    /// A cursor over `run`, taking a segment cursor from the run's pool when one is kept.
     package init(_ run: SortedRun, fillCache: Bool = true) {
         self.run = run
-        self.segmentCursor = run.segments.first.map { SegmentCursor($0, fillCache: fillCache) }
+        self.segmentCursor = run.segments.first.map {
+            run.cursorPool.take(for: $0, fillCache: fillCache) ?? SegmentCursor($0, fillCache: fillCache)
+        }
         self.segmentReference = segmentCursor.map { Unmanaged.passUnretained($0) }
+    }
+
+    /// Gives the segment cursor back to the run's pool: nothing else refers to it.
+    deinit {
+        if let segmentCursor { run.cursorPool.give(segmentCursor) }
     }
 
     /// Calls `body` with the segment cursor; only while a segment is open (`open`).

@@ -13,6 +13,8 @@ package final class SortedRun: Sendable {
     private let smallestKeys: [[UInt8]]
     private let largestKeys: [[UInt8]]
     private let hasRecords: [Bool]
+    /// Segment cursors of earlier reads of the run, for the next ones (``RunCursor``).
+    package let cursorPool = SegmentCursorPool()
 
     package init(segments: [SegmentReader]) {
         // Order by first point key; segments holding only range tombstones sort first.

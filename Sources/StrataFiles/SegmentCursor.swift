@@ -16,7 +16,7 @@
     @exclusivity(unchecked) @usableFromInline var data: BlockCursor
     @exclusivity(unchecked) @usableFromInline var positioned = false
     /// Whether the blocks it decodes go into the block cache (LevelDB's `fill_cache`).
-    let fillCache: Bool
+    private(set) var fillCache: Bool
 
     package init(_ reader: SegmentReader, fillCache: Bool = true) {
         self.reader = reader
@@ -28,6 +28,22 @@
     package func retarget(_ reader: SegmentReader) {
         self.reader = reader
         positioned = false
+    }
+
+    /// Points the cursor at another segment, with another `fillCache` (a cursor reused for another
+    /// read); it must be positioned again before use.
+    package func retarget(_ reader: SegmentReader, fillCache: Bool) {
+        retarget(reader)
+        self.fillCache = fillCache
+    }
+
+    /// Lets go of the blocks below the root that the cursor holds, keeping its buffers; it must be
+    /// positioned again before use.
+    package func releaseBlocks() {
+        positioned = false
+        let root = reader.rootBlock
+        data.reset(root)
+        for i in levels.indices { levels[i].reset(root) }
     }
 
     @inlinable @inline(__always) package var isValid: Bool { positioned && data.current != nil }
@@ -47,40 +63,48 @@
         try reader.block(try reader.childHandle(kind: cursor.kind, value: cursor.value, in: cursor.block), fillCache: fillCache)
     }
 
-    /// Positions every level below `level` (whose cursor is valid) per `position`.
+    /// Positions every level below `level` (whose cursor is valid) per `position`. The cursors
+    /// below are reset onto their new blocks in place, keeping their buffers.
     private func descend(from level: Int, _ position: Position, _ target: UnsafeRawBufferPointer) throws {
+        positioned = false  // until the data level is positioned (not after a throw)
         var i = level
         while true {
             let block = try child(of: levels[i])
-            var c = BlockCursor(block)
-            switch position {
-            case .first: try c.seekToFirst()
-            case .last: try c.seekToLast()
-            case .atOrAfter: try c.seek(target)
-            case .atOrBefore:
-                if i + 1 < levels.count {
-                    try c.seek(target)
-                    if !c.isValid { try c.seekToLast() }
-                } else {
-                    try c.seekForPrevious(target)
-                }
-            }
             if i + 1 < levels.count {
-                levels[i + 1] = c
-                if !c.isValid { positioned = false; return }
+                levels[i + 1].reset(block)
+                switch position {
+                case .first: try levels[i + 1].seekToFirst()
+                case .last: try levels[i + 1].seekToLast()
+                case .atOrAfter: try levels[i + 1].seek(target)
+                case .atOrBefore:
+                    try levels[i + 1].seek(target)
+                    if !levels[i + 1].isValid { try levels[i + 1].seekToLast() }
+                }
+                if !levels[i + 1].isValid { positioned = false; return }
                 i += 1
             } else {
-                data = c
+                data.reset(block)
+                switch position {
+                case .first: try data.seekToFirst()
+                case .last: try data.seekToLast()
+                case .atOrAfter: try data.seek(target)
+                case .atOrBefore: try data.seekForPrevious(target)
+                }
                 positioned = true
                 return
             }
         }
     }
 
+    /// Puts the root level on the reader's root block, keeping the cursors' buffers when the
+    /// index height is unchanged (the levels below are reset as `descend` reaches them).
     private func reset() {
         let height = Int(reader.footer.indexHeight)
-        let root = BlockCursor(reader.rootBlock)
-        levels = [BlockCursor](repeating: root, count: height)
+        if levels.count == height {
+            levels[0].reset(reader.rootBlock)
+        } else {
+            levels = [BlockCursor](repeating: BlockCursor(reader.rootBlock), count: height)
+        }
         positioned = false
     }
 

@@ -245,7 +245,8 @@
 /// class (``SegmentCursor``) is read field by field, without copying the whole cursor (its block
 /// and three arrays retained and released) on every record.
 @_spi(Layers) public struct BlockCursor {
-    @usableFromInline package let block: Block
+    /// The block walked; changed only by ``reset(_:)``.
+    @usableFromInline package private(set) var block: Block
     /// Offset of the current entry; `nil` when the cursor is not on an entry.
     /// (The cursor's fields are settable in the package only so that its per-record steps,
     /// `next()` and `decode(at:)`, can be inlined into the segment cursor of StrataFiles.)
@@ -275,6 +276,19 @@
     package init(_ block: Block) {
         self.block = block
         key.reserveCapacity(64)
+    }
+
+    /// Points the cursor at `block`, keeping its buffers (the key and the entries `previous()`
+    /// remembers) for it; it must be positioned again before use. A segment cursor walking from
+    /// block to block so allocates nothing per block.
+    package mutating func reset(_ block: Block) {
+        self.block = block
+        current = nil
+        nextOffset = 0
+        key.removeAll(keepingCapacity: true)
+        backEntries.removeAll(keepingCapacity: true)
+        backKeys.removeAll(keepingCapacity: true)
+        backIndex = 0
     }
 
     @inlinable package var isValid: Bool { current != nil }
@@ -381,10 +395,18 @@
         try target.withUnsafeBytes { (t) in try seek(t) }
     }
 
+    /// Positions at the last entry, remembering the entries of its restart interval on the way,
+    /// so that the `previous()` steps after it decode nothing again.
     package mutating func seekToLast() throws {
         if block.restartsOffset == 0 { current = nil; return }
         try seekToRestart(block.restartCount - 1)
-        while nextOffset < block.restartsOffset { try decode(at: nextOffset) }
+        forgetBackEntries()
+        rememberCurrent()
+        while nextOffset < block.restartsOffset {
+            try decode(at: nextOffset)
+            rememberCurrent()
+        }
+        backIndex = backEntries.count - 1
     }
 
     /// Moves to the entry before the current one; invalid before the first.
@@ -403,8 +425,7 @@
             if block.restart(mid) < here { lo = mid } else { hi = mid - 1 }
         }
         try seekToRestart(lo)
-        backEntries.removeAll(keepingCapacity: true)
-        backKeys.removeAll(keepingCapacity: true)
+        forgetBackEntries()
         rememberCurrent()
         while nextOffset < here {
             try decode(at: nextOffset)
@@ -414,9 +435,19 @@
         backIndex = backEntries.count - 1
     }
 
+    private mutating func forgetBackEntries() {
+        backEntries.removeAll(keepingCapacity: true)
+        backKeys.removeAll(keepingCapacity: true)
+    }
+
     private mutating func rememberCurrent() {
         guard let offset = current else { return }
-        backKeys.append(contentsOf: key)
+        if backEntries.isEmpty && backEntries.capacity < 16 {
+            // A restart interval's worth at once (the writer's interval is 16), not regrown.
+            backEntries.reserveCapacity(16)
+            backKeys.reserveCapacity(16 * max(key.count, 16))
+        }
+        key.withUnsafeBytes { backKeys.append(contentsOf: $0) }
         backEntries.append(BackEntry(offset: offset, next: nextOffset, keyEnd: backKeys.count, kind: kind,
                                      value: value))
     }
@@ -442,12 +473,33 @@
     }
 
     /// Positions at the last entry whose key is `<= target`; invalid if there is none.
+    ///
+    /// Decodes forward from the last restart whose key is `<= target`, remembering the entries as
+    /// `previous()` does, so that stepping backward from the result decodes nothing again.
     package mutating func seekForPrevious(_ target: UnsafeRawBufferPointer) throws {
-        try seek(target)
-        if current == nil {
-            try seekToLast()
-        } else if key.withUnsafeBytes({ ByteComparison.compare($0, target) }) > 0 {
-            try previous()
+        if block.restartsOffset == 0 { current = nil; return }
+        var lo = 0, hi = block.restartCount - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if ByteComparison.compare(try restartKey(mid), target) <= 0 {
+                lo = mid
+            } else {
+                hi = mid - 1
+            }
         }
+        try seekToRestart(lo)
+        forgetBackEntries()
+        // Only restart 0 can be above target (the search keeps a restart `<= target` otherwise).
+        if key.withUnsafeBytes({ ByteComparison.compare($0, target) }) > 0 { current = nil; return }
+        rememberCurrent()
+        while nextOffset < block.restartsOffset {
+            try decode(at: nextOffset)
+            if key.withUnsafeBytes({ ByteComparison.compare($0, target) }) > 0 {
+                restoreBackEntry(backEntries.count - 1)
+                return
+            }
+            rememberCurrent()
+        }
+        backIndex = backEntries.count - 1
     }
 }

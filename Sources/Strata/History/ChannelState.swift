@@ -38,6 +38,10 @@ final class ChannelState: CollectionState {
     private let retention: Mutex<UInt64?>
     /// The descriptor, for readers (a copy of the writer's, changed under `writer`).
     private let publishedDescriptor: Mutex<ChannelDescriptor>
+    /// The head read last, with the sequence of the snapshot it was read in. The engine commits
+    /// with increasing sequences only, so every snapshot of that sequence reads the same head:
+    /// readers at an unchanged sequence (no commit since) skip the point read.
+    private let lastHead = Mutex<(sequence: UInt64, head: ChannelHead)?>(nil)
 
     /// Messages a commit of the channel adds, for subscribers: their timetokens and records.
     struct Messages: CommitChange {
@@ -94,10 +98,19 @@ final class ChannelState: CollectionState {
 
     var descriptor: ChannelDescriptor { publishedDescriptor.withLock { $0 } }
 
-    /// The oldest timetoken readers of `snapshot` see.
+    /// The oldest timetoken readers of `snapshot` (a snapshot of `history.engine`) see.
     func floor(in snapshot: Snapshot) throws -> UInt64 {
+        HistoryQuery.floor(head: try head(in: snapshot), retention: retention.withLock { $0 }, now: history.clock.now())
+    }
+
+    /// The channel's head in `snapshot` (of `history.engine`), from `lastHead` when it was read
+    /// at the same sequence.
+    func head(in snapshot: Snapshot) throws -> ChannelHead {
+        let sequence = snapshot.sequence
+        if let last = lastHead.withLock({ $0 }), last.sequence == sequence { return last.head }
         let head = try ChannelHead.read(keys.id, in: snapshot)
-        return HistoryQuery.floor(head: head, retention: retention.withLock { $0 }, now: history.clock.now())
+        lastHead.withLock { $0 = (sequence, head) }
+        return head
     }
 
     // MARK: Writes

@@ -162,6 +162,23 @@ private func verify(_ entries: [Entry], restartInterval: Int, _ rng: inout Split
             try c.previous()
             if j == 0 { #expect(!c.isValid) } else { #expect(c.isValid && c.key == entries[j - 1].key) }
         }
+
+        // seekForPrevious remembers the entries it decodes: every step back from it, and a step
+        // forward and back again in the middle, still reads the block.
+        try target.withUnsafeBytes { try c.seekForPrevious($0) }
+        var k = j
+        while k >= 0 {
+            #expect(c.isValid && current(c) == entries[k], "backward from seekForPrevious(\(target)), interval \(restartInterval)")
+            if k == j - 1 {
+                try c.next()
+                #expect(c.isValid && current(c) == entries[k + 1], "forward during a backward walk, interval \(restartInterval)")
+                try c.previous()
+                #expect(c.isValid && current(c) == entries[k], "back again, interval \(restartInterval)")
+            }
+            try c.previous()
+            k -= 1
+        }
+        #expect(!c.isValid, "backward from seekForPrevious(\(target)) past the first, interval \(restartInterval)")
     }
 }
 
@@ -253,6 +270,55 @@ private enum LoopError: Error { case runaway }
         while keys.count < 300 { keys.insert((0..<8).map { _ in UInt8(truncatingIfNeeded: rng.next() % 4) }) }
         let entries = keys.sorted(by: less).map { Entry(key: $0, kind: .value, value: Array($0.reversed())) }
         for interval in [1, 2, 16] { try verify(entries, restartInterval: interval, &rng) }
+    }
+
+    /// A cursor reset onto another block reads that block only: the entries it remembered for
+    /// backward steps in the first (at the same offsets, the blocks being laid out alike) are
+    /// forgotten.
+    @Test(arguments: [1, 2, 16])
+    func resetForgetsThePreviousBlock(restartInterval: Int) throws {
+        var first: [Entry] = []
+        var second: [Entry] = []
+        for i in 0..<100 {
+            let b = UInt8(i)
+            first.append(Entry(key: [0x61, b], kind: .value, value: [b]))
+            let kind: RecordKind = i % 3 == 0 ? .tombstone : .value
+            second.append(Entry(key: [0x62, b], kind: kind, value: [99 - b]))
+        }
+        let a = try Block(copying: buildBlock(first, restartInterval: restartInterval))
+        let b = try Block(copying: buildBlock(second, restartInterval: restartInterval))
+        var c = BlockCursor(a)
+        try c.seekToLast()
+        for _ in 0..<37 { try c.previous() }
+        #expect(c.isValid && current(c) == first[62])
+        for (block, entries) in [(b, second), (a, first), (b, second)] {
+            c.reset(block)
+            #expect(!c.isValid)
+            try c.seekToLast()
+            var backward: [Entry] = []
+            while c.isValid {
+                backward.append(current(c))
+                try c.previous()
+            }
+            #expect(backward == entries.reversed(), "interval \(restartInterval)")
+            c.reset(block)
+            try entries[50].key.withUnsafeBytes { try c.seekForPrevious($0) }
+            var k = 50
+            while c.isValid {
+                #expect(current(c) == entries[k], "interval \(restartInterval)")
+                try c.previous()
+                k -= 1
+            }
+            #expect(k == -1)
+            c.reset(block)
+            try c.seekToFirst()
+            var forward: [Entry] = []
+            while c.isValid {
+                forward.append(current(c))
+                try c.next()
+            }
+            #expect(forward == entries, "interval \(restartInterval)")
+        }
     }
 
     @Test func emptyBlock() throws {
