@@ -27,8 +27,11 @@ import CStrataSupport
     private let usageCell: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var random: UInt64 = 0x2545_F491_4F6C_DD1D
     @exclusivity(unchecked) private var entryCount = 0
-    /// Scratch for `insert` (writer-only): the predecessor at each level.
+    /// Scratch for `insert` (writer-only): the predecessor at each level. Between writes it is
+    /// the search path of `lastLinked`: at each level, the last node of that level at or before it.
     private let preds: UnsafeMutablePointer<UnsafeMutableRawPointer>
+    /// The node the writer linked last (nil before the first).
+    @exclusivity(unchecked) private var lastLinked: Node?
 
     package init() {
         heightCell = .allocate(capacity: 1)
@@ -125,12 +128,21 @@ import CStrataSupport
 
     /// Inserts an entry. Only one thread may call this at a time; `(key, sequence)` must be new.
     ///
-    /// With `afterPrevious`, the caller promises that `(key, sequence)` comes after the entry it
-    /// inserted last (a batch inserted in order): each level's search then starts from the previous
-    /// insert's predecessor at that level when it lies further along than the level above got,
-    /// which saves most of the walk for nearby keys.
+    /// An entry that falls right after the entry linked last (between it and its successor, as the
+    /// next event of a series or a key past the list's last node does) is linked there with no
+    /// search: two comparisons. Otherwise, with `afterPrevious`, the caller promises that
+    /// `(key, sequence)` comes after the entry it inserted last (a batch inserted in order): each
+    /// level's search then starts from the previous insert's predecessor at that level when it lies
+    /// further along than the level above got, which saves most of the walk for nearby keys.
     package func insert(key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8, value: UnsafeRawBufferPointer,
                 afterPrevious: Bool = false) {
+        // `preds` is the search path of `last`: at every level, its successor comes at or after
+        // `last`'s successor at level 0, so for an entry between the two it is the entry's too.
+        if let last = lastLinked, Self.compare(last, key, sequence) < 0,
+           Self.next(last, 0).map({ Self.compare($0, key, sequence) > 0 }) ?? true {
+            link(key: key, sequence: sequence, kind: kind, value: value)
+            return
+        }
         var x = head
         var level = currentHeight - 1
         while level >= 0 {
@@ -212,6 +224,7 @@ import CStrataSupport
             strata_atomic_store_release(Self.nextCell(preds[i], i), UInt(bitPattern: node))
             preds[i] = node  // the new node precedes whatever comes after it
         }
+        lastLinked = node
         entryCount += 1
         strata_atomic_store_u64(usageCell, strata_atomic_load_u64(usageCell) + UInt64(size))
     }
