@@ -65,6 +65,53 @@ public struct WriteBatch: Sendable {
 
     package mutating func putRaw(_ key: [UInt8], _ value: [UInt8]) { putRaw([], key, value) }
 
+    /// Puts an engine key made of `prefix` and the bytes `key` appends, with the value `value`
+    /// appends: both closures write straight into the batch's buffer (no array of their own per
+    /// operation). Returns where the value lies in ``operations``. If a closure throws, the batch
+    /// is left as it was.
+    @discardableResult
+    package mutating func putRaw(_ prefix: [UInt8], key: (inout [UInt8]) throws -> Void,
+                                 value: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
+        let start = operations.count
+        do {
+            operations.append(Op.put.rawValue)
+            _ = try appendLengthPrefixed { out in
+                out.append(contentsOf: prefix)
+                try key(&out)
+            }
+            let range = try appendLengthPrefixed(value)
+            count += 1
+            return range
+        } catch {
+            operations.removeSubrange(start...)
+            throw error
+        }
+    }
+
+    /// Appends the varint length of the bytes `body` appends, then those bytes; returns where
+    /// they lie. The length takes one byte unless they are 128 bytes or more, when they move up.
+    private mutating func appendLengthPrefixed(_ body: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
+        let at = operations.count
+        operations.append(0)
+        try body(&operations)
+        let length = operations.count - at - 1
+        if length < 0x80 {
+            operations[at] = UInt8(truncatingIfNeeded: length)
+            return (at + 1)..<operations.count
+        }
+        var varint: [UInt8] = []
+        Varint.append(UInt64(length), to: &varint)
+        operations.replaceSubrange(at..<(at + 1), with: varint)
+        return (at + varint.count)..<operations.count
+    }
+
+    /// Makes room for `bytes` more encoded bytes at least, growing the buffer geometrically (so
+    /// that reserving before each of many small writes stays linear).
+    package mutating func reserveCapacity(forAdditionalBytes bytes: Int) {
+        let needed = operations.count + bytes
+        if needed > operations.capacity { operations.reserveCapacity(max(needed, 2 * operations.capacity)) }
+    }
+
     package mutating func deleteRaw(_ prefix: [UInt8], _ key: [UInt8]) {
         operations.append(Op.delete.rawValue)
         Varint.append(UInt64(prefix.count + key.count), to: &operations)
