@@ -17,10 +17,11 @@ import CStrataSupport
     package static let maxHeight = 12
     @usableFromInline static let headerSize = 24
 
-    @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    /// Every chunk taken from `memory`, with its size.
+    @exclusivity(unchecked) private var chunks: [(start: UnsafeMutableRawPointer, size: Int)] = []
     @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var remaining = 0
-    private let chunkSize = 1 << 20
+    private let memory: ArenaMemory
     private let head: UnsafeMutableRawPointer
     // Written by the writer with release, read by readers with acquire.
     private let heightCell: UnsafeMutablePointer<UInt64>
@@ -33,7 +34,9 @@ import CStrataSupport
     /// The node the writer linked last (nil before the first).
     @exclusivity(unchecked) private var lastLinked: Node?
 
-    package init() {
+    /// An empty list whose nodes live in chunks of `memory`.
+    package init(memory: ArenaMemory = .heap) {
+        self.memory = memory
         heightCell = .allocate(capacity: 1)
         heightCell.initialize(to: 1)
         usageCell = .allocate(capacity: 1)
@@ -46,7 +49,7 @@ import CStrataSupport
     }
 
     deinit {
-        for c in chunks { c.deallocate() }
+        for c in chunks { memory.deallocate(c.start, c.size) }
         head.deallocate()
         preds.deallocate()
         heightCell.deallocate()
@@ -104,9 +107,9 @@ import CStrataSupport
     private func allocate(_ size: Int) -> UnsafeMutableRawPointer {
         let rounded = (size + 7) & ~7
         if rounded > remaining {
-            let n = max(chunkSize, rounded)
-            let c = UnsafeMutableRawPointer.allocate(byteCount: n, alignment: 8)
-            chunks.append(c)
+            let n = max(memory.chunkSize, rounded)
+            let c = memory.allocate(n)
+            chunks.append((c, n))
             cursor = c
             remaining = n
         }
@@ -179,13 +182,23 @@ import CStrataSupport
         }
     }
 
-    /// Copies `bytes` to `target`: a short key or value (8 to 32 bytes, the common case) word by
-    /// word inline, where a call to `memmove` per key and per value cost more than the copy.
+    /// Copies `bytes` to `target`: a short key or value (up to 32 bytes, the common case) inline,
+    /// where a call to `memmove` per key and per value cost more than the copy.
     @inline(__always)
     private static func copy(_ bytes: UnsafeRawBufferPointer, to target: UnsafeMutableRawPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         let n = bytes.count
-        guard n >= 8 && n <= 32 else {
+        if n < 8 {
+            if n >= 4 {
+                // Two words of four, overlapping when n < 8.
+                target.storeBytes(of: source.loadUnaligned(as: UInt32.self), as: UInt32.self)
+                target.storeBytes(of: source.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self), toByteOffset: n - 4, as: UInt32.self)
+            } else {
+                for i in 0..<n { target.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self) }
+            }
+            return
+        }
+        guard n <= 32 else {
             target.copyMemory(from: source, byteCount: n)
             return
         }

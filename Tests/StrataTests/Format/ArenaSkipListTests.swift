@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @_spi(Layers) import StrataFormat
 
@@ -198,4 +199,46 @@ private extension Entry {
     }
 
     var identity: Identity { Identity(key: key, sequence: sequence) }
+}
+
+/// An ``ArenaMemory`` on the heap that counts what is out (chunks and bytes), with small chunks.
+private final class CountingMemory: Sendable {
+    let out = Mutex<(chunks: Int, bytes: Int, taken: Int)>((0, 0, 0))
+
+    func memory(chunkSize: Int) -> ArenaMemory {
+        ArenaMemory(
+            chunkSize: chunkSize,
+            allocate: { [self] size in
+                out.withLock { $0.chunks += 1; $0.bytes += size; $0.taken += 1 }
+                return UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+            },
+            deallocate: { [self] chunk, size in
+                out.withLock { $0.chunks -= 1; $0.bytes -= size }
+                chunk.deallocate()
+            })
+    }
+}
+
+extension ArenaSkipListTests {
+    @Test("a list takes its chunks from its ArenaMemory (a node larger than a chunk gets one of its own) and gives them all back")
+    func chunksComeFromAndGoBackToTheMemory() {
+        let counter = CountingMemory()
+        do {
+            let list = ArenaSkipList(memory: counter.memory(chunkSize: 256))
+            var model: [Entry] = []
+            for i in 0..<200 {
+                let big = i % 50 == 7
+                let e = Entry(key: seriesKey(1, UInt64(i)), sequence: UInt64(i + 1), kind: 1,
+                              value: [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: big ? 1_000 : 5))
+                insert(e, into: list)
+                model.append(e)
+            }
+            expectMatches(list, model, "small chunks")
+            let out = counter.out.withLock { $0 }
+            #expect(out.chunks > 20 && out.chunks == out.taken)
+            #expect(out.bytes >= list.memoryUsage)
+        }
+        #expect(counter.out.withLock { $0.chunks } == 0)
+        #expect(counter.out.withLock { $0.bytes } == 0)
+    }
 }
