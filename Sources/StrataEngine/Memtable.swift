@@ -37,7 +37,7 @@ package enum Lookup: Equatable {
 /// to a segment, that log can go. A memtable that recovery filled also holds the writes of the
 /// logs it replayed into it (`replayedLogs`, FORMAT.md 4.5), which go with it.
 package final class Memtable: Sendable {
-    package let list = ArenaSkipList()
+    package let list = ArenaSkipList(memory: .pages)
     /// The log that new writes to this memtable go to (for a memtable recovery sealed, the newest
     /// log it replayed).
     package let logNumber: UInt64
