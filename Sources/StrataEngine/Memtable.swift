@@ -334,12 +334,14 @@ package final class Memtable: Sendable {
 
     /// Inserts `points` in (key, newest first) order, each insert starting after the previous.
     private func insertInKeyOrder(_ points: inout [Point]) {
-        if points.count > 1 {
-            points.sort {
-                if $0.head != $1.head { return $0.head < $1.head }
-                let c = ByteComparison.compare($0.key, $1.key)
-                return c != 0 ? c < 0 : $0.sequence > $1.sequence
-            }
+        func precedes(_ a: Point, _ b: Point) -> Bool {
+            if a.head != b.head { return a.head < b.head }
+            let c = ByteComparison.compare(a.key, b.key)
+            return c != 0 ? c < 0 : a.sequence > b.sequence
+        }
+        // A batch of one series' appends comes in order already: one pass finds it, no sort.
+        if points.count > 1, !zip(points, points.dropFirst()).allSatisfy({ precedes($0, $1) }) {
+            points.sort(by: precedes)
         }
         for (i, p) in points.enumerated() {
             list.insert(key: p.key, sequence: p.sequence, kind: p.kind.rawValue, value: p.value, afterPrevious: i > 0)
