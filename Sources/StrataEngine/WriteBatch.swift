@@ -22,7 +22,7 @@ public struct WriteBatch: Sendable {
     }
 
     /// The operations, encoded as in the log (FORMAT.md "Write-ahead log", batch payload).
-    package private(set) var operations: [UInt8] = []
+    @usableFromInline package internal(set) var operations: [UInt8] = []
     /// The number of operations.
     public private(set) var count = 0
 
@@ -68,19 +68,19 @@ public struct WriteBatch: Sendable {
     /// Puts an engine key made of `prefix` and the bytes `key` appends, with the value `value`
     /// appends: both closures write straight into the batch's buffer (no array of their own per
     /// operation). Returns where the value lies in ``operations``. If a closure throws, the batch
-    /// is left as it was.
-    @discardableResult
+    /// is left as it was. Inlinable, so that a caller's closures inline into it.
+    @inlinable @discardableResult
     package mutating func putRaw(_ prefix: [UInt8], key: (inout [UInt8]) throws -> Void,
                                  value: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
         let start = operations.count
         do {
-            operations.append(Op.put.rawValue)
+            operations.append(Self.putCode)
             _ = try appendLengthPrefixed { out in
                 out.append(contentsOf: prefix)
                 try key(&out)
             }
             let range = try appendLengthPrefixed(value)
-            count += 1
+            didAddOperation()
             return range
         } catch {
             operations.removeSubrange(start...)
@@ -90,7 +90,8 @@ public struct WriteBatch: Sendable {
 
     /// Appends the varint length of the bytes `body` appends, then those bytes; returns where
     /// they lie. The length takes one byte unless they are 128 bytes or more, when they move up.
-    private mutating func appendLengthPrefixed(_ body: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
+    @inlinable
+    mutating func appendLengthPrefixed(_ body: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
         let at = operations.count
         operations.append(0)
         try body(&operations)
@@ -99,11 +100,23 @@ public struct WriteBatch: Sendable {
             operations[at] = UInt8(truncatingIfNeeded: length)
             return (at + 1)..<operations.count
         }
+        return (at + widenLength(at: at, length))..<operations.count
+    }
+
+    /// Writes `length` as a varint in place of the one byte at `at`, moving what follows up;
+    /// returns the varint's size.
+    @usableFromInline mutating func widenLength(at: Int, _ length: Int) -> Int {
         var varint: [UInt8] = []
         Varint.append(UInt64(length), to: &varint)
         operations.replaceSubrange(at..<(at + 1), with: varint)
-        return (at + varint.count)..<operations.count
+        return varint.count
     }
+
+    /// ``Op/put``'s code, for the inlinable code above.
+    @usableFromInline static let putCode = Op.put.rawValue
+
+    /// Counts an operation the inlinable code above added.
+    @usableFromInline mutating func didAddOperation() { count += 1 }
 
     /// Makes room for `bytes` more encoded bytes at least, growing the buffer geometrically (so
     /// that reserving before each of many small writes stays linear).
