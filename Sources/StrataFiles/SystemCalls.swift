@@ -309,33 +309,24 @@ package enum SystemCalls {
         _ = munmap(UnsafeMutableRawPointer(mutating: base), mapping.count)
     }
 
-    /// `count` bytes (a multiple of `alignment`) of zeroed private memory aligned to `alignment`
-    /// (a power of two and a multiple of the page size), with huge pages asked for where the
-    /// system has them (Linux `MADV_HUGEPAGE`: an aligned 2 MiB range then faults in at once, not
-    /// 4 KiB at a time). Nil when the system has no memory to give.
-    package static func mapMemory(count: Int, alignment: Int) -> UnsafeMutableRawPointer? {
-        // Map `alignment` more and give back what lies before and after the aligned range.
-        let total = count + alignment
-        #if canImport(Glibc)
-        let anonymous = MAP_PRIVATE | MAP_ANONYMOUS
+    /// `count` bytes of zeroed private memory, page-aligned, with its pages faulted in by this
+    /// call (Linux `MAP_POPULATE`): one system call instead of a fault per page at first write.
+    /// Nil when the system has no memory to give.
+    package static func mapMemory(count: Int) -> UnsafeMutableRawPointer? {
+        #if os(Linux)
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE
+        #elseif canImport(Glibc)
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS
         #else
-        let anonymous = MAP_PRIVATE | MAP_ANON
+        let flags = MAP_PRIVATE | MAP_ANON
         #endif
-        guard let p = mmap(nil, total, PROT_READ | PROT_WRITE, anonymous, -1, 0),
+        guard let p = mmap(nil, count, PROT_READ | PROT_WRITE, flags, -1, 0),
               p != UnsafeMutableRawPointer(bitPattern: -1)  // MAP_FAILED
         else { return nil }
-        let base = Int(bitPattern: p)
-        let start = (base + alignment - 1) & ~(alignment - 1)
-        if start > base { _ = munmap(p, start - base) }
-        if base + total > start + count { _ = munmap(p + (start - base + count), base + total - start - count) }
-        let memory = p + (start - base)
-        #if os(Linux)
-        _ = madvise(memory, count, MADV_HUGEPAGE)
-        #endif
-        return memory
+        return p
     }
 
-    /// Gives back memory ``mapMemory(count:alignment:)`` returned, with the same `count`.
+    /// Gives back memory ``mapMemory(count:)`` returned, with the same `count`.
     package static func unmapMemory(_ memory: UnsafeMutableRawPointer, count: Int) {
         _ = munmap(memory, count)
     }
