@@ -37,7 +37,7 @@ package enum Lookup: Equatable {
 /// to a segment, that log can go. A memtable that recovery filled also holds the writes of the
 /// logs it replayed into it (`replayedLogs`, FORMAT.md 4.5), which go with it.
 package final class Memtable: Sendable {
-    package let list = ArenaSkipList()
+    package let list = ArenaSkipList(memory: .pages)
     /// The writes recovery replayed into this memtable, sorted over the logs' bytes; older than
     /// every write in `list` (FORMAT.md 4.5). Nil for a memtable that only took writes of this run.
     package let replayed: ReplayedTable?
@@ -143,12 +143,14 @@ package final class Memtable: Sendable {
 
     /// Inserts `points` in (key, newest first) order, each insert starting after the previous.
     private func insertInKeyOrder(_ points: inout [Point]) {
-        if points.count > 1 {
-            points.sort {
-                if $0.head != $1.head { return $0.head < $1.head }
-                let c = ByteComparison.compare($0.key, $1.key)
-                return c != 0 ? c < 0 : $0.sequence > $1.sequence
-            }
+        func precedes(_ a: Point, _ b: Point) -> Bool {
+            if a.head != b.head { return a.head < b.head }
+            let c = ByteComparison.compare(a.key, b.key)
+            return c != 0 ? c < 0 : a.sequence > b.sequence
+        }
+        // A batch of one series' appends comes in order already: one pass finds it, no sort.
+        if points.count > 1, !zip(points, points.dropFirst()).allSatisfy({ precedes($0, $1) }) {
+            points.sort(by: precedes)
         }
         for (i, p) in points.enumerated() {
             list.insert(key: p.key, sequence: p.sequence, kind: p.kind.rawValue, value: p.value, afterPrevious: i > 0)

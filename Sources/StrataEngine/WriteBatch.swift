@@ -22,7 +22,7 @@ public struct WriteBatch: Sendable {
     }
 
     /// The operations, encoded as in the log (FORMAT.md "Write-ahead log", batch payload).
-    package private(set) var operations: [UInt8] = []
+    @usableFromInline package internal(set) var operations: [UInt8] = []
     /// The number of operations.
     public private(set) var count = 0
 
@@ -64,6 +64,66 @@ public struct WriteBatch: Sendable {
     }
 
     package mutating func putRaw(_ key: [UInt8], _ value: [UInt8]) { putRaw([], key, value) }
+
+    /// Puts an engine key made of `prefix` and the bytes `key` appends, with the value `value`
+    /// appends: both closures write straight into the batch's buffer (no array of their own per
+    /// operation). Returns where the value lies in ``operations``. If a closure throws, the batch
+    /// is left as it was. Inlinable, so that a caller's closures inline into it.
+    @inlinable @discardableResult
+    package mutating func putRaw(_ prefix: [UInt8], key: (inout [UInt8]) throws -> Void,
+                                 value: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
+        let start = operations.count
+        do {
+            operations.append(Self.putCode)
+            _ = try appendLengthPrefixed { out in
+                out.append(contentsOf: prefix)
+                try key(&out)
+            }
+            let range = try appendLengthPrefixed(value)
+            didAddOperation()
+            return range
+        } catch {
+            operations.removeSubrange(start...)
+            throw error
+        }
+    }
+
+    /// Appends the varint length of the bytes `body` appends, then those bytes; returns where
+    /// they lie. The length takes one byte unless they are 128 bytes or more, when they move up.
+    @inlinable
+    mutating func appendLengthPrefixed(_ body: (inout [UInt8]) throws -> Void) rethrows -> Range<Int> {
+        let at = operations.count
+        operations.append(0)
+        try body(&operations)
+        let length = operations.count - at - 1
+        if length < 0x80 {
+            operations[at] = UInt8(truncatingIfNeeded: length)
+            return (at + 1)..<operations.count
+        }
+        return (at + widenLength(at: at, length))..<operations.count
+    }
+
+    /// Writes `length` as a varint in place of the one byte at `at`, moving what follows up;
+    /// returns the varint's size.
+    @usableFromInline mutating func widenLength(at: Int, _ length: Int) -> Int {
+        var varint: [UInt8] = []
+        Varint.append(UInt64(length), to: &varint)
+        operations.replaceSubrange(at..<(at + 1), with: varint)
+        return varint.count
+    }
+
+    /// ``Op/put``'s code, for the inlinable code above.
+    @usableFromInline static let putCode = Op.put.rawValue
+
+    /// Counts an operation the inlinable code above added.
+    @usableFromInline mutating func didAddOperation() { count += 1 }
+
+    /// Makes room for `bytes` more encoded bytes at least, growing the buffer geometrically (so
+    /// that reserving before each of many small writes stays linear).
+    package mutating func reserveCapacity(forAdditionalBytes bytes: Int) {
+        let needed = operations.count + bytes
+        if needed > operations.capacity { operations.reserveCapacity(max(needed, 2 * operations.capacity)) }
+    }
 
     package mutating func deleteRaw(_ prefix: [UInt8], _ key: [UInt8]) {
         operations.append(Op.delete.rawValue)

@@ -17,20 +17,26 @@ import CStrataSupport
     package static let maxHeight = 12
     @usableFromInline static let headerSize = 24
 
-    @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    /// Every chunk taken from `memory`, with its size.
+    @exclusivity(unchecked) private var chunks: [(start: UnsafeMutableRawPointer, size: Int)] = []
     @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var remaining = 0
-    private let chunkSize = 1 << 20
+    private let memory: ArenaMemory
     private let head: UnsafeMutableRawPointer
     // Written by the writer with release, read by readers with acquire.
     private let heightCell: UnsafeMutablePointer<UInt64>
     private let usageCell: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var random: UInt64 = 0x2545_F491_4F6C_DD1D
     @exclusivity(unchecked) private var entryCount = 0
-    /// Scratch for `insert` (writer-only): the predecessor at each level.
+    /// Scratch for `insert` (writer-only): the predecessor at each level. Between writes it is
+    /// the search path of `lastLinked`: at each level, the last node of that level at or before it.
     private let preds: UnsafeMutablePointer<UnsafeMutableRawPointer>
+    /// The node the writer linked last (nil before the first).
+    @exclusivity(unchecked) private var lastLinked: Node?
 
-    package init() {
+    /// An empty list whose nodes live in chunks of `memory`.
+    package init(memory: ArenaMemory = .heap) {
+        self.memory = memory
         heightCell = .allocate(capacity: 1)
         heightCell.initialize(to: 1)
         usageCell = .allocate(capacity: 1)
@@ -43,7 +49,7 @@ import CStrataSupport
     }
 
     deinit {
-        for c in chunks { c.deallocate() }
+        for c in chunks { memory.deallocate(c.start, c.size) }
         head.deallocate()
         preds.deallocate()
         heightCell.deallocate()
@@ -101,9 +107,9 @@ import CStrataSupport
     private func allocate(_ size: Int) -> UnsafeMutableRawPointer {
         let rounded = (size + 7) & ~7
         if rounded > remaining {
-            let n = max(chunkSize, rounded)
-            let c = UnsafeMutableRawPointer.allocate(byteCount: n, alignment: 8)
-            chunks.append(c)
+            let n = max(memory.chunkSize, rounded)
+            let c = memory.allocate(n)
+            chunks.append((c, n))
             cursor = c
             remaining = n
         }
@@ -125,12 +131,21 @@ import CStrataSupport
 
     /// Inserts an entry. Only one thread may call this at a time; `(key, sequence)` must be new.
     ///
-    /// With `afterPrevious`, the caller promises that `(key, sequence)` comes after the entry it
-    /// inserted last (a batch inserted in order): each level's search then starts from the previous
-    /// insert's predecessor at that level when it lies further along than the level above got,
-    /// which saves most of the walk for nearby keys.
+    /// An entry that falls right after the entry linked last (between it and its successor, as the
+    /// next event of a series or a key past the list's last node does) is linked there with no
+    /// search: two comparisons. Otherwise, with `afterPrevious`, the caller promises that
+    /// `(key, sequence)` comes after the entry it inserted last (a batch inserted in order): each
+    /// level's search then starts from the previous insert's predecessor at that level when it lies
+    /// further along than the level above got, which saves most of the walk for nearby keys.
     package func insert(key: UnsafeRawBufferPointer, sequence: UInt64, kind: UInt8, value: UnsafeRawBufferPointer,
                 afterPrevious: Bool = false) {
+        // `preds` is the search path of `last`: at every level, its successor comes at or after
+        // `last`'s successor at level 0, so for an entry between the two it is the entry's too.
+        if let last = lastLinked, Self.compare(last, key, sequence) < 0,
+           Self.next(last, 0).map({ Self.compare($0, key, sequence) > 0 }) ?? true {
+            link(key: key, sequence: sequence, kind: kind, value: value)
+            return
+        }
         var x = head
         var level = currentHeight - 1
         while level >= 0 {
@@ -147,13 +162,23 @@ import CStrataSupport
         link(key: key, sequence: sequence, kind: kind, value: value)
     }
 
-    /// Copies `bytes` to `target`: a short key or value (8 to 32 bytes, the common case) word by
-    /// word inline, where a call to `memmove` per key and per value cost more than the copy.
+    /// Copies `bytes` to `target`: a short key or value (up to 32 bytes, the common case) inline,
+    /// where a call to `memmove` per key and per value cost more than the copy.
     @inline(__always)
     private static func copy(_ bytes: UnsafeRawBufferPointer, to target: UnsafeMutableRawPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         let n = bytes.count
-        guard n >= 8 && n <= 32 else {
+        if n < 8 {
+            if n >= 4 {
+                // Two words of four, overlapping when n < 8.
+                target.storeBytes(of: source.loadUnaligned(as: UInt32.self), as: UInt32.self)
+                target.storeBytes(of: source.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self), toByteOffset: n - 4, as: UInt32.self)
+            } else {
+                for i in 0..<n { target.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self) }
+            }
+            return
+        }
+        guard n <= 32 else {
             target.copyMemory(from: source, byteCount: n)
             return
         }
@@ -192,6 +217,7 @@ import CStrataSupport
             strata_atomic_store_release(Self.nextCell(preds[i], i), UInt(bitPattern: node))
             preds[i] = node  // the new node precedes whatever comes after it
         }
+        lastLinked = node
         entryCount += 1
         strata_atomic_store_u64(usageCell, strata_atomic_load_u64(usageCell) + UInt64(size))
     }

@@ -42,7 +42,6 @@ package final class SeriesState: CollectionState {
         var uncommitted: [UInt64: [UInt8]] = [:]
         /// The record of the latest event, once this open wrote one.
         var latest: [UInt8]?
-        var keyScratch: [UInt8] = []
         var valueScratch: [UInt8] = []
     }
 
@@ -252,8 +251,7 @@ package final class SeriesState: CollectionState {
     private func write<R>(_ stage: (inout Writer, inout CommitBatch) throws -> R) throws -> R {
         try writer.withLock { w in
             var staged = w
-            // The staged copy owns the scratch buffers, so that writing them copies nothing.
-            w.keyScratch = []
+            // The staged copy owns the scratch buffer, so that writing it copies nothing.
             w.valueScratch = []
             var batch = CommitBatch()
             let result = try stage(&staged, &batch)
@@ -319,16 +317,23 @@ package final class SeriesState: CollectionState {
         let inTransaction = TransactionScope.current != nil
         var records: [[UInt8]] = []
         let first = w.head.next
+        var latest: [UInt8] = []
+        // Most values are short: one reservation for the whole call saves growing the buffer.
+        batch.records.reserveCapacity(forAdditionalBytes: count * (prefix.count + 24))
         for i in 0..<count {
-            w.keyScratch.removeAll(keepingCapacity: true)
-            EventRecord.appendUInt(first + UInt64(i), to: &w.keyScratch)
-            w.valueScratch.removeAll(keepingCapacity: true)
-            EventRecord.appendHeader(timestampDelta: try timestampDelta(times[i], base: base), author: authorIndex, original: nil,
-                                     to: &w.valueScratch)
-            try encode(i, &w.valueScratch)
-            batch.records.putRaw(prefix, w.keyScratch, w.valueScratch)
-            if keepRecords { records.append(w.valueScratch) }
-            if inTransaction { w.uncommitted[first + UInt64(i)] = w.valueScratch }
+            let sequence = first + UInt64(i)
+            let delta = try timestampDelta(times[i], base: base)
+            // Key and record are written straight into the batch.
+            let at = try batch.records.putRaw(prefix, key: { EventRecord.appendUInt(sequence, to: &$0) }) { out in
+                EventRecord.appendHeader(timestampDelta: delta, author: authorIndex, original: nil, to: &out)
+                try encode(i, &out)
+            }
+            if keepRecords || inTransaction || i == count - 1 {
+                let record = Array(batch.records.operations[at])
+                if keepRecords { records.append(record) }
+                if inTransaction { w.uncommitted[sequence] = record }
+                if i == count - 1 { latest = record }
+            }
         }
         if payloadChanged {
             Catalog.put(CatalogEntry(id: id, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
@@ -337,7 +342,7 @@ package final class SeriesState: CollectionState {
         }
         w.head.next = first + UInt64(count)
         w.head.latestTimestamp = times[count - 1]
-        w.latest = w.valueScratch
+        w.latest = latest
         advanceCutoffReporting(&w, newTimestamps: times, firstNew: first)
         if keepRecords {
             batch.changes.append(Events(seriesID: id, path: path, typeName: typeName, first: first, records: records,
