@@ -1,5 +1,6 @@
 /// `history-fetch`: the newest 100 messages of a random channel (oldest first), in a settled store
-/// of `--count` messages loaded as history-publish does (untimed). Every page is checked.
+/// of `--count` messages loaded as history-publish does (untimed). Every page is checked, outside
+/// the timed region.
 struct HistoryFetch: Workload {
     let name = "history-fetch"
     let summary = "fetch the newest 100 messages of a random channel"
@@ -18,12 +19,15 @@ struct HistoryFetch: Workload {
             try h.session {
                 for _ in 0..<operations {
                     let c = rng.below(run.config.channels)
-                    let page = try recorder.measureWork { () throws -> (items: Int, bytes: Int) in
-                        let page = try h.fetch(channel: c, limit: 100)
-                        try check(page, tokens[c], channel: c, engine: run.engine)
+                    // Only the fetch is timed, as in the other read workloads: building the
+                    // expected messages costs more than a fetch and would hide the engines'
+                    // difference.
+                    var page: [HistoryItem] = []
+                    _ = try recorder.measureWork { () throws -> (items: Int, bytes: Int) in
+                        page = try h.fetch(channel: c, limit: 100)
                         return (page.count, page.reduce(0) { $0 + $1.message.utf8.count })
                     }
-                    _ = page
+                    try check(page, tokens[c], channel: c, engine: run.engine)
                 }
             }
         }
