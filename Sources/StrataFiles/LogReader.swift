@@ -53,20 +53,41 @@ package struct LogReader {
         case tornTail(offset: Int, reason: String)
     }
 
-    /// A log's bytes, read in one pass into memory that is not zero-filled first (a log is read
-    /// once, so a copy costs about what mapping it would, and a file that shrinks while it is
-    /// read gives fewer bytes, never a fault on a page past its end), or a copy of bytes handed
-    /// in. Released with the last reader that holds them.
+    /// A log's bytes: read in one pass into memory that is not zero-filled first (a file that
+    /// shrinks while it is read gives fewer bytes, never a fault on a page past its end), mapped
+    /// (recovery's large logs), or a copy of bytes handed in. Released with the last reader that
+    /// holds them.
     package final class Bytes: @unchecked Sendable {
         package let buffer: UnsafeRawBufferPointer
-        /// Whether `buffer` is a mapping of the file (``init(mapping:fileSystem:)``), not memory
-        /// of its own.
+        /// Whether `buffer` is a mapping of the file (``init(path:fileSystem:mapped:)``), not
+        /// memory of its own.
         private let isMapping: Bool
 
-        package init(reading path: String, fileSystem: FileSystem) throws {
+        package convenience init(reading path: String, fileSystem: FileSystem) throws {
+            try self.init(path: path, fileSystem: fileSystem, mapped: false)
+        }
+
+        /// The log's bytes, mapped read-only when `mapped` and the file holds 1 MiB or more (a
+        /// smaller log costs less to copy than to map and unmap), read otherwise. Mapped bytes are
+        /// for a reader that holds the store's lock (recovery): no copy, and the pages stay the
+        /// page cache's, which the records replayed from them point into until their memtable is
+        /// flushed. REQUIRES (mapped): nothing shrinks the file while it is mapped (the store's
+        /// lock keeps other stores out, and a store only appends to a log or deletes it); a touch
+        /// past its end would be a SIGBUS, as for a segment.
+        package init(path: String, fileSystem: FileSystem, mapped: Bool) throws {
             let file = try fileSystem.open(path, flags: .readOnly)
             defer { file.close() }
             let size = try file.size()
+            if mapped && size >= 1 << 20 {
+                try fileSystem.environment.check(.mmap, path)
+                do {
+                    buffer = try SystemCalls.mapReadOnly(file.descriptor, count: size)
+                } catch {
+                    throw StrataError.io(path: path, errno: error.code, operation: "mmap")
+                }
+                isMapping = true
+                return
+            }
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
             do {
                 let n = size == 0 ? 0 : try file.read(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<size]), at: 0)
@@ -76,29 +97,6 @@ package struct LogReader {
                 throw error
             }
             isMapping = false
-        }
-
-        /// The log's bytes mapped read-only, for a reader that holds the store's lock (recovery):
-        /// no copy, and the pages stay the page cache's, which the records replayed from them
-        /// point into until their memtable is flushed. REQUIRES: nothing shrinks the file while
-        /// it is mapped (the store's lock keeps other stores out, and a store only appends to a
-        /// log or deletes it); a touch past its end would be a SIGBUS, as for a segment.
-        package init(mapping path: String, fileSystem: FileSystem) throws {
-            let file = try fileSystem.open(path, flags: .readOnly)
-            defer { file.close() }
-            let size = try file.size()
-            guard size > 0 else {
-                buffer = UnsafeRawBufferPointer(start: nil, count: 0)
-                isMapping = false
-                return
-            }
-            try fileSystem.environment.check(.mmap, path)
-            do {
-                buffer = try SystemCalls.mapReadOnly(file.descriptor, count: size)
-            } catch {
-                throw StrataError.io(path: path, errno: error.code, operation: "mmap")
-            }
-            isMapping = true
         }
 
         /// Takes ownership of `storage` (allocated by the caller), of which the first `count` bytes
@@ -157,11 +155,10 @@ package struct LogReader {
     /// Reads and checks the whole log. `key` is the store's: a version 3 log needs the key it was
     /// sealed with, and its records are opened (their tags checked) here; a log in clear refuses a
     /// key (``StrataError/encryptionKey(store:problem:)`` naming the log).
-    /// `mapped`: the file is mapped rather than read (``Bytes/init(mapping:fileSystem:)``), only
-    /// for a reader that holds the store's lock.
+    /// `mapped`: a large file is mapped rather than read (``Bytes/init(path:fileSystem:mapped:)``),
+    /// only for a reader that holds the store's lock.
     package init(path: String, fileSystem: FileSystem, key: EncryptionKey? = nil, mapped: Bool = false) throws {
-        let bytes = mapped ? try Bytes(mapping: path, fileSystem: fileSystem) : try Bytes(reading: path, fileSystem: fileSystem)
-        try self.init(path: path, bytes: bytes, key: key)
+        try self.init(path: path, bytes: try Bytes(path: path, fileSystem: fileSystem, mapped: mapped), key: key)
     }
 
     package init(path: String, bytes: [UInt8], key: EncryptionKey? = nil) throws {
