@@ -30,9 +30,9 @@ print(report.logsReplayed, report.batchesReplayed)
     _ = (store, report)
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:94
-func snippet_DurabilityAndRecovery_94(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 95)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:97
+func snippet_DurabilityAndRecovery_97(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 98)
 let stats = store.statistics
 if let error = stats.writeError {
     // The store takes no more writes: close it and open it again to recover.
@@ -44,9 +44,9 @@ if let error = stats.writeError {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:134
-func snippet_DurabilityAndRecovery_134(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 135)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:137
+func snippet_DurabilityAndRecovery_137(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 138)
 let stats = store.statistics
 if stats.damage > 0, let last = stats.lastDamage {
     print("background work met damage \(stats.damage) times, last: \(last) at \(last.date)")
@@ -55,16 +55,16 @@ if stats.damage > 0, let last = stats.lastDamage {
     _ = stats
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:190
-func snippet_DurabilityAndRecovery_190(store: Store) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 191)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:193
+func snippet_DurabilityAndRecovery_193(store: Store) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 194)
 try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:311
-func snippet_DurabilityAndRecovery_311(store: Store, url: URL) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 312)
+// Sources/Strata/Strata.docc/DurabilityAndRecovery.md:314
+func snippet_DurabilityAndRecovery_314(store: Store, url: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/DurabilityAndRecovery.md", line: 315)
 
 
 var options = StoreOptions()
