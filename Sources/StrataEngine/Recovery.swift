@@ -313,13 +313,18 @@ package struct EngineRecovery {
         var nextNumber = plan.nextFileNumber
         var written: [[SegmentMetadata]] = []
         let log: LogWriter
-        if let n = plan.reusedLog {
-            // No new log and no manifest to replace; the replayed records are made durable (step
-            // 8) as when a new log is made, which an empty log (a clean close) needs not. The
-            // manifest in memory counts the numbers of files it found above its own.
-            for live in plan.liveLogs {
-                try options.fileSystem.withFile(directory + "/" + FileNames.log(live), flags: .readOnly) { try $0.sync() }
+        if !plan.writeSegments {
+            // The replayed records the store now serves must survive a power cut from here on,
+            // as they did when recovery wrote them to a segment: the previous run may not have
+            // synced them (step 8). Their names are durable already (a log's name is synced when
+            // it is created, 4.4). A store that writes them to segments instead deletes the logs.
+            for n in plan.liveLogs {
+                try options.fileSystem.withFile(directory + "/" + FileNames.log(n), flags: .readOnly) { try $0.sync() }
             }
+        }
+        if let n = plan.reusedLog {
+            // No new log and no manifest to replace. The manifest in memory counts the numbers of
+            // files it found above its own.
             log = try LogWriter(reopening: directory + "/" + FileNames.log(n), number: n,
                                 length: plan.reusedLength, fileSystem: options.fileSystem)
             m.nextFileNumber = plan.nextFileNumber
@@ -348,14 +353,6 @@ package struct EngineRecovery {
                 logsToDelete += liveLogs
                 liveLogs = []
                 immutables = []
-            } else {
-                // The replayed records the store now serves must survive a power cut from here on,
-                // as they did when recovery wrote them to a segment: the previous run may not have
-                // synced them. Their names are durable already (a log's name is synced when it is
-                // created, 4.4).
-                for n in liveLogs {
-                    try options.fileSystem.withFile(directory + "/" + FileNames.log(n), flags: .readOnly) { try $0.sync() }
-                }
             }
             // The new log exists, and its name is durable, before the manifest names it: a log the
             // manifest names is never missing after a crash.
