@@ -176,27 +176,21 @@
     // MARK: Lookups
 
     /// The index of the first entry whose key is `>= key` (`entries.count` if none).
-    package func lowerBound(_ key: UnsafeRawBufferPointer) -> Int {
-        let head = KeyWindow.head(key)
-        var low = 0, high = entries.count
-        while low < high {
-            let mid = (low + high) >> 1
-            let e = entries[mid]
-            let below = e.head != head ? e.head < head : ByteComparison.compare(e.keyBytes, key) < 0
-            if below { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
+    package func lowerBound(_ key: UnsafeRawBufferPointer) -> Int { firstIndex(above: key, orEqual: true) }
 
     /// The index of the first entry whose key is `> key` (`entries.count` if none).
-    package func upperBound(_ key: UnsafeRawBufferPointer) -> Int {
+    package func upperBound(_ key: UnsafeRawBufferPointer) -> Int { firstIndex(above: key, orEqual: false) }
+
+    /// The index of the first entry whose key is `> key`, or `>= key` when `orEqual`: a binary
+    /// search, the 8-byte heads compared first.
+    private func firstIndex(above key: UnsafeRawBufferPointer, orEqual: Bool) -> Int {
         let head = KeyWindow.head(key)
         var low = 0, high = entries.count
         while low < high {
             let mid = (low + high) >> 1
             let e = entries[mid]
-            let notAbove = e.head != head ? e.head < head : ByteComparison.compare(e.keyBytes, key) <= 0
-            if notAbove { low = mid + 1 } else { high = mid }
+            let c = e.head != head ? (e.head < head ? -1 : 1) : ByteComparison.compare(e.keyBytes, key)
+            if c < 0 || (c == 0 && !orEqual) { low = mid + 1 } else { high = mid }
         }
         return low
     }
