@@ -144,9 +144,7 @@ package final class Memtable: Sendable {
     /// Inserts `points` in (key, newest first) order, each insert starting after the previous.
     private func insertInKeyOrder(_ points: inout [Point]) {
         func precedes(_ a: Point, _ b: Point) -> Bool {
-            if a.head != b.head { return a.head < b.head }
-            let c = ByteComparison.compare(a.key, b.key)
-            return c != 0 ? c < 0 : a.sequence > b.sequence
+            KeyWindow.precedes(a.head, a.key, a.sequence, b.head, b.key, b.sequence)
         }
         // A batch of one series' appends comes in order already: one pass finds it, no sort.
         if points.count > 1, !zip(points, points.dropFirst()).allSatisfy({ precedes($0, $1) }) {

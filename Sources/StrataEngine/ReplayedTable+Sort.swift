@@ -2,12 +2,10 @@ import Dispatch
 @_spi(Layers) import StrataFormat
 
 extension ReplayedTable {
-    /// Whether entry `x` comes before entry `y`: key ascending, then newest first.
+    /// Whether entry `x` comes before entry `y` in memtable order.
     @inline(__always)
     private static func precedes(_ x: Entry, _ y: Entry) -> Bool {
-        if x.head != y.head { return x.head < y.head }
-        let c = ByteComparison.compare(x.keyBytes, y.keyBytes)
-        return c != 0 ? c < 0 : x.sequence > y.sequence
+        KeyWindow.precedes(x.head, x.keyBytes, x.sequence, y.head, y.keyBytes, y.sequence)
     }
 
     /// Moves `source[0..<count]` to `target` in table order: a most-significant-digit radix sort,
@@ -32,16 +30,8 @@ extension ReplayedTable {
         }
         let shift = 56 - 8 * split
         withUnsafeTemporaryAllocation(of: Int.self, capacity: 256) { ends in
-            var at = 0
-            for d in 0..<256 {
-                ends[d] = at
-                at += histograms[split << 8 | d]
-            }
-            for i in 0..<count {
-                let d = Int(truncatingIfNeeded: source[i].head >> UInt64(shift)) & 0xFF
-                target[ends[d]] = source[i]
-                ends[d] += 1
-            }
+            for d in 0..<256 { ends[d] = histograms[split << 8 | d] }
+            distribute(source, count: count, into: target, shift: shift, counts: ends.baseAddress!)
             // The buckets are sorted apart from one another: in two halves at once when there
             // are many entries (the rest of an open waits for this sort).
             var bounds: [(begin: Int, end: Int)] = []
@@ -77,6 +67,21 @@ extension ReplayedTable {
             for (begin, end) in bounds[range] {
                 ReplayedTable.radixSort(target + begin, count: end - begin, scratch: source + begin, shift: shift, window: 0)
             }
+        }
+    }
+
+    /// Moves `source[0..<count]` to `target` in order of the heads' byte at `shift` (stable).
+    /// `counts` holds, for each value of that byte, how many entries have it; on return, the end
+    /// of its bucket in `target`. REQUIRES: `target` has room for `count` entries.
+    @inline(__always)
+    private static func distribute(_ source: UnsafeMutablePointer<Entry>, count: Int, into target: UnsafeMutablePointer<Entry>,
+                                   shift: Int, counts: UnsafeMutablePointer<Int>) {
+        var at = 0
+        for d in 0..<256 { (counts[d], at) = (at, at + counts[d]) }
+        for i in 0..<count {
+            let d = Int(truncatingIfNeeded: source[i].head >> UInt64(shift)) & 0xFF
+            target[counts[d]] = source[i]
+            counts[d] += 1
         }
     }
 
@@ -125,16 +130,8 @@ extension ReplayedTable {
                     shift -= 8  // a byte all share
                     continue
                 }
-                var at = 0
-                for d in 0..<256 { (counts[d], at) = (at, at + counts[d]) }
-                for i in 0..<count {
-                    let r = a[i]
-                    let d = Int(truncatingIfNeeded: r.head >> UInt64(shift)) & 0xFF
-                    scratch[counts[d]] = r
-                    counts[d] += 1
-                }
+                distribute(a, count: count, into: scratch, shift: shift, counts: counts.baseAddress!)
                 a.update(from: scratch, count: count)
-                // counts[d] is now the end of bucket d.
                 var begin = 0
                 for d in 0..<256 where counts[d] > begin {
                     radixSort(a + begin, count: counts[d] - begin, scratch: scratch + begin,
