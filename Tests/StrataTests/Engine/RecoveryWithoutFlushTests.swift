@@ -160,6 +160,36 @@ private func contents(_ store: Store) throws -> [String: String] {
         #expect(reopened.recovery.batchesReplayed >= 55)
     }
 
+    @Test("a log of 1 MiB or more is mapped at open: a failed mmap refuses the open with the log's path, changing nothing")
+    func failedLogMappingRefusesTheOpen() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        do {
+            let engine = try Engine(directory: dir.path, options: EngineOptions())
+            var batch = WriteBatch()
+            for i in 0..<2_000 { batch.put(Array("k\(i)".utf8), [UInt8](repeating: UInt8(i & 0xFF), count: 1_000)) }
+            _ = try engine.write(batch)
+            // Left in its log, as a kill would leave it.
+            try engine.close(flushMinimum: .max)
+        }
+        let log = dir.path + "/" + FileNames.log(1)
+        #expect(try dir.read(FileNames.log(1)).count >= 1 << 20)
+        let before = try dir.list().sorted().map { ($0, try dir.read($0)) }.filter { $0.0 != FileNames.lock }
+        let faults = IOFaults({ op, path in op == .mmap && path == log ? EIO : nil })
+        var options = EngineOptions()
+        options.fileSystem = FileSystem(environment: IOEnvironment(faults: faults))
+        #expect(throws: StrataError.io(path: log, errno: EIO, operation: "mmap")) {
+            _ = try Engine(directory: dir.path, options: options)
+        }
+        let after = try dir.list().sorted().map { ($0, try dir.read($0)) }.filter { $0.0 != FileNames.lock }
+        #expect(after.map(\.0) == before.map(\.0))
+        #expect(after.map(\.1) == before.map(\.1))
+        // Without the fault, every record is there.
+        let engine = try Engine(directory: dir.path, options: EngineOptions())
+        defer { _ = try? engine.close() }
+        #expect(try engine.get(Keyspace.keyValue.prefix + Array("k1999".utf8)) == [UInt8](repeating: UInt8(1999 & 0xFF), count: 1_000))
+    }
+
     @Test("a torn tail is reported by one open: its log's memtable is flushed right after")
     func tornTailIsReportedOnce() throws {
         let dir = try TemporaryDirectory()
