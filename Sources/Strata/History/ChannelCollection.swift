@@ -21,7 +21,7 @@ extension CollectionKind {
 /// it is made at the first use of a channel rather than at every open. Until then no channel's
 /// retention applies, which only keeps messages longer.
 enum ChannelCollection: CollectionModule {
-    static let keyspaces: [Keyspace] = [.channelMessages, .channelHeads]
+    static let keyspaces: [Keyspace] = [.channelMessages, .channelHeads, .channelReplication]
     static let kinds: [CollectionKind] = [.channel]
     static var inspector: (any CollectionInspector.Type)? { ChannelInspector.self }
     static var pushAdapter: PushSubscription.DataAdapter? { .history }

@@ -11,12 +11,18 @@
 ///     varint  retention in 100-ns units  if bit 0
 ///     varint  limit                      if bit 1
 package struct ChannelDescriptor: Equatable, Sendable {
+    /// Layout 1; layout 2 (a channel that replicates, FORMAT.md §15.7) adds option flag bit 2,
+    /// and allows provisional message records and the replication records of keyspace 11.
     static let layoutVersion: UInt8 = 1
+    static let replicatedLayoutVersion: UInt8 = 2
 
     package var typeName: String
     /// In 100-ns units.
     package var retention: UInt64?
     var limit: UInt64?
+    /// Whether the channel replicates with a gateway (it did once: the mark stays). Its publishes
+    /// are provisional until the gateway orders them.
+    var replicated = false
 
     init(typeName: String, options: ChannelOptions) {
         self.typeName = typeName
@@ -41,9 +47,9 @@ package struct ChannelDescriptor: Equatable, Sendable {
     }
 
     var encoded: [UInt8] {
-        var out: [UInt8] = [Self.layoutVersion]
+        var out: [UInt8] = [replicated ? Self.replicatedLayoutVersion : Self.layoutVersion]
         Varint.appendLengthPrefixed(typeName, to: &out)
-        out.append((retention != nil ? 1 : 0) | (limit != nil ? 2 : 0))
+        out.append((retention != nil ? 1 : 0) | (limit != nil ? 2 : 0) | (replicated ? 4 : 0))
         if let retention { Varint.append(retention, to: &out) }
         if let limit { Varint.append(limit, to: &out) }
         return out
@@ -54,13 +60,17 @@ package struct ChannelDescriptor: Equatable, Sendable {
         let what = "catalog entry channel \"\(name)\""
         func bad(_ reason: String) -> StrataError { .corrupted(file: what, offset: 0, reason: reason) }
         guard let version = payload.first else { throw bad("empty payload") }
-        guard version == Self.layoutVersion else {
+        guard version == Self.layoutVersion || version == Self.replicatedLayoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: what, found: UInt32(version))
         }
         self = try ByteReader.read(payload, file: what, offset: 1) { r in
             let typeName = try r.string("type name")
             let flags = try r.uint8("option flags")
-            guard flags & ~3 == 0 else { throw r.corrupted("unknown option flags 0x\(String(flags, radix: 16))") }
+            let known: UInt8 = version == Self.replicatedLayoutVersion ? 7 : 3
+            guard flags & ~known == 0 else { throw r.corrupted("unknown option flags 0x\(String(flags, radix: 16))") }
+            guard version == Self.layoutVersion || flags & 4 != 0 else {
+                throw r.corrupted("layout 2 without the replicated flag")
+            }
             var retention: UInt64?
             var limit: UInt64?
             if flags & 1 != 0 {
@@ -76,7 +86,9 @@ package struct ChannelDescriptor: Equatable, Sendable {
                 limit = v
             }
             try r.expectEnd("the options")
-            return ChannelDescriptor(typeName: typeName, retention: retention, limit: limit)
+            var descriptor = ChannelDescriptor(typeName: typeName, retention: retention, limit: limit)
+            descriptor.replicated = flags & 4 != 0
+            return descriptor
         }
     }
 }

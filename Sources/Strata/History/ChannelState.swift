@@ -17,7 +17,11 @@ final class ChannelState: CollectionState {
     let typeName: String
     let history: HistoryStoreState
     let broadcaster: CommitBroadcaster
-    private let headKey: [UInt8]
+    let headKey: [UInt8]
+    /// The channel's keys in keyspace 11, for replication (FORMAT.md §15.7).
+    let replica: ChannelReplicaKeys
+    /// Bumped when the outbox grows (a replicating channel's publish or deletion).
+    let outboxSignal = ReplicationSignal()
 
     struct Writer {
         var head: ChannelHead
@@ -35,9 +39,9 @@ final class ChannelState: CollectionState {
 
     let writer: CollectionLock<Writer>
     /// The retention readers apply (a copy of the descriptor's, changed under `writer`).
-    private let retention: Mutex<UInt64?>
+    let retention: Mutex<UInt64?>
     /// The descriptor, for readers (a copy of the writer's, changed under `writer`).
-    private let publishedDescriptor: Mutex<ChannelDescriptor>
+    let publishedDescriptor: Mutex<ChannelDescriptor>
     /// The head read last, with the sequence of the snapshot it was read in. The engine commits
     /// with increasing sequences only, so every snapshot of that sequence reads the same head:
     /// readers at an unchanged sequence (no commit since) skip the point read.
@@ -60,6 +64,7 @@ final class ChannelState: CollectionState {
         self.history = history
         self.broadcaster = broadcaster
         headKey = ChannelHead.key(entry.id)
+        replica = ChannelReplicaKeys(channelID: entry.id)
         let snapshot = try history.engine.snapshot()
         var head = try ChannelHead.read(entry.id, in: snapshot)
         var count = 0
@@ -80,7 +85,7 @@ final class ChannelState: CollectionState {
 
     /// The floor that keeps the newest `limit` messages at or above `floor`, and how many
     /// messages are at or above it. Reads at most `limit` keys.
-    private static func limitFloor(in snapshot: Snapshot, keys: ChannelKeys, floor: UInt64,
+    static func limitFloor(in snapshot: Snapshot, keys: ChannelKeys, floor: UInt64,
                                    limit: UInt64) throws -> (floor: UInt64, count: Int) {
         let cursor = snapshot.cursor(lower: keys.key(floor), upper: keys.end, reverse: true)
         var n: UInt64 = 0
@@ -128,6 +133,7 @@ final class ChannelState: CollectionState {
             let floorChanged = staged.head.floor != w.head.floor
             w = staged
             if floorChanged { publishRules(w) }
+            if w.descriptor.replicated { outboxSignal.bump() }
             return first
         }
     }
@@ -137,6 +143,9 @@ final class ChannelState: CollectionState {
     func stagePublish(_ w: inout Writer, _ values: [[UInt8]], into batch: inout CommitBatch) throws -> UInt64 {
         let k = values.count
         let first = try history.clock.allocate(k)
+        // A replicating channel's publishes are provisional: each carries an upload id and has an
+        // outbox entry, in the same batch (§15.7).
+        let values = w.descriptor.replicated ? stageOutbox(values, first: first, into: &batch) : values
         var suffix: [UInt8] = []
         suffix.reserveCapacity(9)
         var tt = first
@@ -149,7 +158,11 @@ final class ChannelState: CollectionState {
             tt &+= 1
         }
         w.staged += timetokens
-        if TransactionScope.current != nil { w.stagedValues += values }
+        if TransactionScope.current != nil {
+            w.stagedValues += values
+            // Before the commit: the push's wait is bounded, and it looks again.
+            if w.descriptor.replicated { outboxSignal.bump() }
+        }
         if broadcaster.wantsChanges(of: history.engine, kind: .channel, name: keys.name) {
             batch.changes.append(Messages(channelID: keys.id, name: keys.name, typeName: typeName, timetokens: timetokens, values: values))
         }
@@ -216,6 +229,9 @@ final class ChannelState: CollectionState {
                                                 upper: range.upper)
             }
             var batch = CommitBatch()
+            if w.descriptor.replicated {
+                try stageReplicatedDeletion(&w, lower: range.lower, upper: range.upper, into: &batch)
+            }
             if range.lower == 0 && range.upper == nil {
                 batch.records.deleteRangeRaw(keys.prefix, keys.end)
             } else {
@@ -223,6 +239,7 @@ final class ChannelState: CollectionState {
             }
             try history.engine.commit(batch)
             w.count = max(0, count)
+            if w.descriptor.replicated { outboxSignal.bump() }
         }
     }
 

@@ -157,7 +157,8 @@ package enum HistoryQuery {
         } catch StrataError.corrupted(_, _, let reason) {
             throw StrataError.corrupted(file: "channel \"\(keys.name)\" message \(timetoken)", offset: 0, reason: reason)
         }
-        return HistoryMessage(message: message, timetoken: Timetoken(timetoken), meta: parts.meta, publisher: parts.publisher)
+        return HistoryMessage(message: message, timetoken: Timetoken(timetoken), meta: parts.meta, publisher: parts.publisher,
+                              isProvisional: parts.uploadID != nil)
     }
 
     /// Decodes a message record of a channel as JSON, given the type name the channel stored.
@@ -180,7 +181,8 @@ package enum HistoryQuery {
         } catch StrataError.corrupted(_, _, let reason) {
             throw StrataError.corrupted(file: "channel \"\(keys.name)\" message \(timetoken)", offset: 0, reason: reason)
         }
-        return HistoryMessage(message: message, timetoken: Timetoken(timetoken), meta: parts.meta, publisher: parts.publisher)
+        return HistoryMessage(message: message, timetoken: Timetoken(timetoken), meta: parts.meta, publisher: parts.publisher,
+                              isProvisional: parts.uploadID != nil)
     }
 }
 

@@ -20,7 +20,12 @@ final class HistoryStoreState: CollectionState {
 
     /// Reads every channel head (to restart the clock above every timetoken handed out) and every
     /// channel's options (for the compaction filter), then registers the filter.
-    init(engine: Engine, executor: StoreExecutor, catalog: Catalog, options: StoreOptions) throws {
+    /// The store's running replications, which its close stops.
+    let replications: ReplicationRegistry
+
+    init(engine: Engine, executor: StoreExecutor, catalog: Catalog, options: StoreOptions,
+         replications: ReplicationRegistry) throws {
+        self.replications = replications
         self.engine = engine
         self.executor = executor
         self.catalog = catalog
@@ -57,7 +62,8 @@ extension Store {
     /// The store-wide history state, created on first use.
     func historyState() throws -> HistoryStoreState {
         try collections.state(kind: .channel, name: HistoryStoreState.registryName, as: HistoryStoreState.self) {
-            try HistoryStoreState(engine: engine, executor: executor, catalog: catalog, options: options)
+            try HistoryStoreState(engine: engine, executor: executor, catalog: catalog, options: options,
+                                  replications: replications)
         }
     }
 

@@ -5,16 +5,34 @@
 /// The engine record of one history message (FORMAT.md §15.2):
 ///
 ///     key    (3, channelId, timetoken)            tuple encoding, 3 unsigned integers
-///     value  flags u8                             bit 0: meta present, bit 1: publisher present
+///     value  flags u8                             bit 0: meta present, bit 1: publisher present,
+///                                                 bit 2: provisional (a replicated channel's message
+///                                                 the gateway has not ordered yet)
+///            [16 bytes]  upload id                if bit 2: the message's idempotency key
 ///            [varint n, n bytes]  meta            binary JSON (§13.1), if bit 0
 ///            [varint n, n bytes]  publisher       UTF-8, if bit 1
 ///            message                              the rest: the channel's ValueCodec form
 ///
-/// The message comes last so it needs no length. Bits 2–7 of `flags` are zero; a reader refuses
-/// a record with any of them set.
+/// The message comes last so it needs no length. Bits 3–7 of `flags` are zero; a reader refuses
+/// a record with any of them set. Bit 2 appears only in channels whose catalog payload is layout
+/// version 2 (FORMAT.md §15.7).
 package enum MessageRecord {
     static let hasMeta: UInt8 = 1
     static let hasPublisher: UInt8 = 2
+    static let isProvisional: UInt8 = 4
+    /// The length of a provisional message's upload id.
+    static let uploadIDLength = 16
+
+    /// `record` (a final message's value) as a provisional one carrying `uploadID`.
+    /// REQUIRES: `record` is a well-formed record without bit 2; `uploadID.count == uploadIDLength`.
+    static func provisional(_ record: [UInt8], uploadID: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(record.count + uploadIDLength)
+        out.append(record[0] | isProvisional)
+        out.append(contentsOf: uploadID)
+        out.append(contentsOf: record[1...])
+        return out
+    }
 
     /// The prefix `(3, channelId)` shared by every key of a channel.
     static func channelPrefix(_ channelId: UInt64) -> [UInt8] {
@@ -74,8 +92,16 @@ package enum MessageRecord {
         try message(&out)
     }
 
+    /// A provisional record as the final one: without bit 2 and the upload id.
+    /// REQUIRES: `record` is a well-formed provisional record.
+    static func final(_ record: [UInt8]) -> [UInt8] {
+        [record[0] & ~isProvisional] + record[(1 + uploadIDLength)...]
+    }
+
     /// The parts of a record value. `message` is a view into `value`.
     struct Parts {
+        /// The upload id of a provisional message; nil for a final one.
+        var uploadID: UnsafeRawBufferPointer?
         var meta: JSON?
         var publisher: String?
         var message: UnsafeRawBufferPointer
@@ -113,9 +139,11 @@ package enum MessageRecord {
         var r = ByteReader(value, file: "")
         do {
             let flags = try r.uint8("flags")
-            guard flags & ~(hasMeta | hasPublisher) == 0 else {
+            guard flags & ~(hasMeta | hasPublisher | isProvisional) == 0 else {
                 throw r.corrupted(at: 0, "unknown flags 0x\(String(flags, radix: 16)) in a message record")
             }
+            var uploadID: UnsafeRawBufferPointer?
+            if flags & isProvisional != 0 { uploadID = try r.bytes(uploadIDLength, "upload id") }
             var meta: JSON?
             var publisher: String?
             if flags & hasMeta != 0 {
@@ -134,7 +162,7 @@ package enum MessageRecord {
                 }
                 publisher = s
             }
-            return Parts(meta: meta, publisher: publisher, message: r.rest())
+            return Parts(uploadID: uploadID, meta: meta, publisher: publisher, message: r.rest())
         } catch StrataError.corrupted(_, let offset, let reason) {
             throw StrataError.corrupted(file: what(), offset: offset, reason: reason)
         }

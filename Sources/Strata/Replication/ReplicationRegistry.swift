@@ -17,11 +17,11 @@ final class ReplicationRegistry: Sendable {
     /// its identifier is not reused while it has an entry).
     private let running = Mutex<[ObjectIdentifier: [ObjectIdentifier: Replication]]>([:])
 
-    func add(_ replication: Replication, to state: DatabaseState) {
+    func add(_ replication: Replication, to state: AnyObject) {
         running.withLock { $0[ObjectIdentifier(state), default: [:]][ObjectIdentifier(replication)] = replication }
     }
 
-    func remove(_ replication: Replication, from state: DatabaseState) {
+    func remove(_ replication: Replication, from state: AnyObject) {
         running.withLock { all in
             let key = ObjectIdentifier(state)
             all[key]?[ObjectIdentifier(replication)] = nil
@@ -30,12 +30,12 @@ final class ReplicationRegistry: Sendable {
     }
 
     /// The replications of `state` running now.
-    func replications(of state: DatabaseState) -> [Replication] {
+    func replications(of state: AnyObject) -> [Replication] {
         running.withLock { Array(($0[ObjectIdentifier(state)] ?? [:]).values) }
     }
 
     /// Stops every replication of `state`.
-    func stopAll(of state: DatabaseState) {
+    func stopAll(of state: AnyObject) {
         for replication in replications(of: state) { replication.stop() }
     }
 

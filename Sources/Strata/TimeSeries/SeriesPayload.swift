@@ -6,6 +6,8 @@
 /// base of its timestamps, the durable part of its head state and its author table.
 package struct SeriesPayload: Sendable, Equatable {
     static let layoutVersion: UInt8 = 1
+    /// Layout 2: a series that replicates (FORMAT.md §14.7): layout 1 and its replication role.
+    static let replicatedLayoutVersion: UInt8 = 2
 
     package var typeName: String
     /// ``RetainedRange/count``.
@@ -22,6 +24,8 @@ package struct SeriesPayload: Sendable, Equatable {
     var lastEditSequence: UInt64?
     /// Authors by index; events store the index.
     package var authors: [String]
+    /// The series' part in replication; nil for a series that never replicated.
+    var replication: SeriesReplicationRole?
 
     /// The subscription range as stored: durations in milliseconds.
     enum SubscriptionKind: Sendable, Equatable {
@@ -40,6 +44,7 @@ package struct SeriesPayload: Sendable, Equatable {
         self.cutoff = 0
         self.lastEditSequence = nil
         self.authors = []
+        self.replication = nil
         setOptions(options)
     }
 
@@ -76,7 +81,7 @@ package struct SeriesPayload: Sendable, Equatable {
     // MARK: Encoding
 
     func encode() -> [UInt8] {
-        var out: [UInt8] = [Self.layoutVersion]
+        var out: [UInt8] = [replication == nil ? Self.layoutVersion : Self.replicatedLayoutVersion]
         func string(_ s: String) { Varint.appendLengthPrefixed(s, to: &out) }
         string(typeName)
         var flags: UInt8 = 0
@@ -101,6 +106,7 @@ package struct SeriesPayload: Sendable, Equatable {
         Varint.append(lastEditSequence.map { $0 + 1 } ?? 0, to: &out)
         Varint.append(UInt64(authors.count), to: &out)
         for a in authors { string(a) }
+        replication?.encode(into: &out)
         return out
     }
 
@@ -110,7 +116,7 @@ package struct SeriesPayload: Sendable, Equatable {
         guard let version = bytes.first else {
             throw StrataError.corrupted(file: file, offset: 0, reason: "empty payload")
         }
-        guard version == layoutVersion else {
+        guard version == layoutVersion || version == replicatedLayoutVersion else {
             throw StrataError.unsupportedFormatVersion(file: file, found: UInt32(version))
         }
         return try ByteReader.read(bytes, file: file, offset: 1) { r -> SeriesPayload in
@@ -152,6 +158,7 @@ package struct SeriesPayload: Sendable, Equatable {
             payload.lastEditSequence = edit == 0 ? nil : edit - 1
             let authors = try r.count("author count")
             for _ in 0..<authors { payload.authors.append(try r.string("author")) }
+            if version == replicatedLayoutVersion { payload.replication = try SeriesReplicationRole(reading: &r) }
             try r.expectEnd("the payload")
             return payload
         }

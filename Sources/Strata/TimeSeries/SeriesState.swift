@@ -21,6 +21,8 @@ package final class SeriesState: CollectionState {
     /// The store's executor, for the `async` twins.
     let executor: StoreExecutor
     let broadcaster: CommitBroadcaster
+    /// The store's running replications, which its close stops.
+    let replications: ReplicationRegistry
     let id: UInt64
     let path: String
     let typeName: String
@@ -88,11 +90,14 @@ package final class SeriesState: CollectionState {
 
     let writer: CollectionLock<Writer>
     private let published: Mutex<Published>
+    /// Bumped after local appends and edits of a replicating series, for its push.
+    let uploadSignal = ReplicationSignal()
 
     init(store: Store, path: String, entry: CatalogEntry, payload: SeriesPayload, retention: SeriesRetention) throws {
         self.engine = store.engine
         self.executor = store.executor
         self.broadcaster = store.broadcaster
+        self.replications = store.replications
         self.id = entry.id
         self.path = path
         self.typeName = payload.typeName
@@ -248,7 +253,7 @@ package final class SeriesState: CollectionState {
 
     /// One write of the series: `stage` adds its records to a batch and advances a copy of the
     /// writer state, which becomes the state once the batch commits.
-    private func write<R>(_ stage: (inout Writer, inout CommitBatch) throws -> R) throws -> R {
+    func write<R>(_ stage: (inout Writer, inout CommitBatch) throws -> R) throws -> R {
         try writer.withLock { w in
             var staged = w
             // The staged copy owns the scratch buffer, so that writing it copies nothing.
@@ -259,6 +264,7 @@ package final class SeriesState: CollectionState {
             try engine.commit(batch)
             w = staged
             w.uncommitted = [:]
+            if w.payload.replication != nil { uploadSignal.bump() }
             return result
         }
     }
@@ -277,9 +283,14 @@ package final class SeriesState: CollectionState {
 
     /// Adds the records of `count` appended events to `batch` and advances `w` as if they
     /// committed (the caller keeps `w` only if the batch commits). See ``append(count:timestamps:author:encode:)``.
+    ///
+    /// `pulled`: the events come from the gateway (replication), which a reader of a replicated
+    /// series takes; every other append needs the right to write the series (``checkLocalWrite(_:)``).
     func stageAppend(_ w: inout Writer, count: Int, timestamps: [Int64]?, author: String?,
-                     encode: (Int, inout [UInt8]) throws -> Void, into batch: inout CommitBatch) throws -> [EventMetadata] {
+                     encode: (Int, inout [UInt8]) throws -> Void, into batch: inout CommitBatch,
+                     pulled: Bool = false) throws -> [EventMetadata] {
         guard count > 0 else { return [] }
+        if !pulled { try checkLocalWrite(w) }
         let author = author ?? principal
         var times: [Int64] = []
         times.reserveCapacity(count)
@@ -357,8 +368,13 @@ package final class SeriesState: CollectionState {
     }
 
     /// Adds an edit of `original` to `batch` and advances `w` as if it committed.
+    ///
+    /// `pulledTimestamp`: an edit event from the gateway, at that timestamp (see
+    /// ``stageAppend(_:count:timestamps:author:encode:into:pulled:)``).
     func stageEdit(_ w: inout Writer, original: UInt64, author: String?, authorize: ((String) throws -> Void)? = nil,
-                   encode: (inout [UInt8]) throws -> Void, into batch: inout CommitBatch) throws -> EventMetadata {
+                   encode: (inout [UInt8]) throws -> Void, into batch: inout CommitBatch,
+                   pulledTimestamp: Int64? = nil) throws -> EventMetadata {
+        if pulledTimestamp == nil { try checkLocalWrite(w) }
         let author = author ?? principal
         guard original < w.head.next else {
             throw StrataError.invalidArgument(argument: "originalSequence", reason: "time series \"\(path)\": edit of sequence \(original), which does not exist yet (next is \(w.head.next))")
@@ -379,7 +395,14 @@ package final class SeriesState: CollectionState {
             }
             try authorize(w.payload.authors[Int(h.author)])
         }
-        let t = max(now(), w.head.latestTimestamp ?? Int64.min)
+        var t = max(now(), w.head.latestTimestamp ?? Int64.min)
+        if let pulledTimestamp {
+            guard pulledTimestamp >= w.head.latestTimestamp ?? Int64.min else {
+                throw StrataError.timestampBeforeLatest(latest: SeriesTime.date(w.head.latestTimestamp ?? 0),
+                                                        given: SeriesTime.date(pulledTimestamp))
+            }
+            t = pulledTimestamp
+        }
         var payload = w.payload
         let authorIndex: UInt64
         if let a = w.authorIndex[author] {

@@ -21,7 +21,7 @@ extension CollectionKind {
 /// opens one compacts exactly as a store without time series (a registered filter makes a full
 /// compaction rewrite even a single sorted run).
 enum TimeSeriesCollection: CollectionModule {
-    static let keyspaces: [Keyspace] = [.timeSeriesEvents, .timeSeriesEditIndex]
+    static let keyspaces: [Keyspace] = [.timeSeriesEvents, .timeSeriesEditIndex, .seriesReplication]
     static let kinds: [CollectionKind] = [.timeSeries]
     static var inspector: (any CollectionInspector.Type)? { SeriesInspector.self }
     static var pushAdapter: PushSubscription.DataAdapter? { .timeSeries }
