@@ -325,7 +325,8 @@ package final class SeriesState: CollectionState {
         }
         let base = payload.baseTimestamp ?? 0
         let keepRecords = changesWanted
-        let inTransaction = TransactionScope.current != nil
+        // A pulled edit may name an event staged in the same batch: pulled records are kept too.
+        let inTransaction = TransactionScope.current != nil || pulled
         var records: [[UInt8]] = []
         let first = w.head.next
         var latest: [UInt8] = []
@@ -428,7 +429,7 @@ package final class SeriesState: CollectionState {
         w.head.latestTimestamp = t
         w.head.lastEditSequence = sequence
         w.latest = w.valueScratch
-        if TransactionScope.current != nil { w.uncommitted[sequence] = w.valueScratch }
+        if TransactionScope.current != nil || pulledTimestamp != nil { w.uncommitted[sequence] = w.valueScratch }
         advanceCutoffReporting(&w, newTimestamps: [t], firstNew: sequence)
         if changesWanted {
             batch.changes.append(Events(seriesID: id, path: path, typeName: typeName, first: sequence, records: [w.valueScratch],
