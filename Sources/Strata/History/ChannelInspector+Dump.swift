@@ -51,7 +51,7 @@ extension ChannelInspector: CollectionInspector {
         guard !d.messages.isEmpty else { return out }
         var table = TextTable(["TIMETOKEN>", "TIME", "PUBLISHER", "META", "MESSAGE"])
         for m in d.messages {
-            table.add(["\(m.timetoken)", m.time, m.publisher ?? "-", m.meta ?? "-",
+            table.add(["\(m.timetoken)\(m.isProvisional == true ? " (provisional)" : "")", m.time, m.publisher ?? "-", m.meta ?? "-",
                        m.message ?? "(undecodable: \(m.error ?? "?"))"])
         }
         return out + table.render()

@@ -41,6 +41,9 @@ public struct InspectedMessage: Codable, Sendable, Equatable {
     public var message: String?
     /// Why the record did not decode.
     public var error: String?
+    /// True for a provisional message (a replicating channel's, not yet ordered by the gateway);
+    /// nil for a final one.
+    public var isProvisional: Bool?
 }
 
 /// A channel's summary and its messages (oldest first).
@@ -99,6 +102,7 @@ public enum ChannelInspector {
             do {
                 let decoded = try HistoryQuery.json(tt, cursor.value, keys: keys, typeName: descriptor.typeName)
                 m.publisher = decoded.publisher
+                m.isProvisional = decoded.isProvisional ? true : nil
                 m.meta = decoded.meta.map { String(decoding: $0.jsonData(sortedKeys: true), as: UTF8.self) }
                 m.message = String(decoding: decoded.message.jsonData(sortedKeys: true), as: UTF8.self)
             } catch {
