@@ -12,7 +12,7 @@ enum WorkloadRegistry {
         TSAppend(), TSRange(), TSScan(), TSScanColumns(), TSLatest(), PushFanout(), PushOpen(), PushDeliver(),
         HistoryPublish(), HistoryFetch(), HistoryFetchDeleted(), HistoryCount(),
         DocSave(), DocGet(), DocIndexRange(),
-        SyncPush(), SyncPull(),
+        SyncPush(), SyncPull(), SyncHistory(), SyncSeries(),
         Open(), Backup(),
         PushTriggerEvaluation(),
     ]

@@ -140,10 +140,14 @@ final class GatewayCluster: @unchecked Sendable {
     }
 
     /// `strata-gateway user add <name> --database <db> --password <pw> --read … --write …`.
-    func addUser(_ name: String, database: String, password: String, read: [String], write: [String]) throws {
+    /// `readPaths`/`writePaths`: the channel names and series paths it may read and write.
+    func addUser(_ name: String, database: String, password: String, read: [String], write: [String],
+                 readPaths: [String] = [], writePaths: [String] = []) throws {
         var arguments = ["user", "add", name, "--database", database, "--password", password]
         if !read.isEmpty { arguments += ["--read", read.joined(separator: ",")] }
         if !write.isEmpty { arguments += ["--write", write.joined(separator: ",")] }
+        if !readPaths.isEmpty { arguments += ["--read-paths", readPaths.joined(separator: ",")] }
+        if !writePaths.isEmpty { arguments += ["--write-paths", writePaths.joined(separator: ",")] }
         try admin(arguments)
     }
 
@@ -156,12 +160,13 @@ final class GatewayCluster: @unchecked Sendable {
         try admin(arguments)
     }
 
-    /// Creates database `name` with a user `admin` (password `admin`) who reads and writes `*`,
-    /// and returns that user's client through gateway `gateway`.
+    /// Creates database `name` with a user `admin` (password `admin`) who reads and writes `*`
+    /// (every document channel, channel name and series path), and returns that user's client
+    /// through gateway `gateway`.
     @discardableResult
     func createDatabaseWithAdmin(_ name: String, gateway: Int = 0) throws -> GatewayHTTPClient {
         try createDatabase(name)
-        try addUser("admin", database: name, password: "admin", read: ["*"], write: ["*"])
+        try addUser("admin", database: name, password: "admin", read: ["*"], write: ["*"], readPaths: ["*"], writePaths: ["*"])
         return client(database: name, gateway: gateway, user: "admin", password: "admin")
     }
 

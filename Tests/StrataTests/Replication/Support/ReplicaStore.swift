@@ -32,6 +32,9 @@ final class ReplicaStore: @unchecked Sendable {
     /// The document database (a new handle after ``reopen()``).
     var db: DocumentDatabase { lock.withLock { database } }
 
+    /// The store (a new one after ``reopen()``).
+    var handle: Store { lock.withLock { store } }
+
     /// Closes the store (which ends its replications) and opens it again.
     func reopen() throws {
         try lock.withLock {
