@@ -51,19 +51,23 @@ let totals = try db.query("TotalByCustomer", .all)
     _ = (db, invoice, totals)
 }
 
-// README.md:80
-func snippet_README_80(store: Store, db: DocumentDatabase) throws {
-#sourceLocation(file: "README.md", line: 81)
+// README.md:82
+func snippet_README_82(store: Store, db: DocumentDatabase) throws {
+#sourceLocation(file: "README.md", line: 83)
 var config = ReplicationConfiguration.repeatingBidirectionalReplication(with: URL(string: "http://127.0.0.1:4984/main")!)
 config.authentication = .basic(user: "demo", password: "demo")
 let replication = try db.startReplication(with: config)
+let room = try store.channel("chat/room1", of: String.self)
+let roomReplication = try room.startReplication(with: config)   // publishes are provisional until the gateway orders them
+let prices = try store.timeSeries("prices/AAPL", of: Double.self)
+let pricesReplication = try prices.startReplication(with: config)   // the first store to claim the series writes it
 #sourceLocation()
-    _ = (config, replication)
+    _ = (config, replication, room, roomReplication, prices, pricesReplication)
 }
 
-// README.md:89
-func snippet_README_89(store: Store) throws {
-#sourceLocation(file: "README.md", line: 90)
+// README.md:95
+func snippet_README_95(store: Store) throws {
+#sourceLocation(file: "README.md", line: 96)
 var batch = WriteBatch()
 batch.put(Array("user/42".utf8), Array("Ada".utf8))
 try store.write(batch)
@@ -72,9 +76,9 @@ let name = try store.get(Array("user/42".utf8))
     _ = (batch, name)
 }
 
-// README.md:99
-func snippet_README_99(store: Store) throws {
-#sourceLocation(file: "README.md", line: 100)
+// README.md:105
+func snippet_README_105(store: Store) throws {
+#sourceLocation(file: "README.md", line: 106)
 try store.transaction { tx in
     try tx.timeSeries("fills/AAPL", of: Double.self).append(101.5)
     try tx.channel("orders", of: String.self).publish("filled")
@@ -82,9 +86,9 @@ try store.transaction { tx in
 #sourceLocation()
 }
 
-// README.md:109
-func snippet_README_109(store: Store) throws {
-#sourceLocation(file: "README.md", line: 110)
+// README.md:115
+func snippet_README_115(store: Store) throws {
+#sourceLocation(file: "README.md", line: 116)
 var policy = SecurityPolicy()
 policy.roles["trader"] = Role(paths: ["prices": [.readTopic, .updateTopic]])
 policy.principals["alice"] = ["trader"]
@@ -95,9 +99,9 @@ try alice.timeSeries("prices/AAPL", of: Double.self).append(101.7)   // author "
     _ = (policy, alice)
 }
 
-// README.md:121
-func snippet_README_121(store: Store) throws {
-#sourceLocation(file: "README.md", line: 122)
+// README.md:127
+func snippet_README_127(store: Store) throws {
+#sourceLocation(file: "README.md", line: 128)
 let push = try store.pushNotifications()
 let device = try push.register(PushDevice(platform: .apple, applicationID: "com.example.stocks", deviceToken: "a1b2c3"))
 var quotes = PushSubscription(mode: .merge, items: ["prices/AAPL"], fields: ["value"])
@@ -108,9 +112,9 @@ for notification in try push.pendingNotifications() { try push.acknowledge(notif
     _ = (push, device, quotes)
 }
 
-// README.md:154
-func snippet_README_154(store: Store, url: URL, keyBytes: [UInt8]) throws {
-#sourceLocation(file: "README.md", line: 155)
+// README.md:160
+func snippet_README_160(store: Store, url: URL, keyBytes: [UInt8]) throws {
+#sourceLocation(file: "README.md", line: 161)
 let key = try EncryptionKey(bytes: keyBytes)           // 32 bytes, kept outside the store
 let vault = try Store.open(at: url, options: StoreOptions(encryptionKey: key))
 try vault.close()
@@ -119,9 +123,9 @@ try Store.changeEncryptionKey(at: url, from: key, to: EncryptionKey.random())
     _ = (key, vault)
 }
 
-// README.md:167
-func snippet_README_167(store: Store) throws {
-#sourceLocation(file: "README.md", line: 168)
+// README.md:173
+func snippet_README_173(store: Store) throws {
+#sourceLocation(file: "README.md", line: 174)
 try store.backup(to: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
 let copy = try Store.open(at: URL(filePath: "/var/backups/app/data-2026-11-27.strata"))
 #sourceLocation()

@@ -4,9 +4,9 @@
 import Foundation
 import Strata
 
-// Sources/Strata/Strata.docc/ReplicatingDocuments.md:20
-func snippet_ReplicatingDocuments_20(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 21)
+// Sources/Strata/Strata.docc/ReplicatingDocuments.md:21
+func snippet_ReplicatingDocuments_21(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 22)
 let db = try await store.documents("main")
 var config = ReplicationConfiguration.repeatingBidirectionalReplication(
     with: URL(string: "http://127.0.0.1:4984/main")!)
@@ -25,9 +25,9 @@ for try await event in try replication.events() {
     _ = (db, config, replication)
 }
 
-// Sources/Strata/Strata.docc/ReplicatingDocuments.md:63
-func snippet_ReplicatingDocuments_63(store: Store, config: inout ReplicationConfiguration) throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 64)
+// Sources/Strata/Strata.docc/ReplicatingDocuments.md:64
+func snippet_ReplicatingDocuments_64(store: Store, config: inout ReplicationConfiguration) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 65)
 config.limitToChannels = ["east"]               // received: only these channels
 config.filter = { document, parameters in       // sent: only what the filter accepts
     document["owner"] == parameters["owner"]
@@ -36,9 +36,9 @@ config.filterParameters = ["owner": "alice"]
 #sourceLocation()
 }
 
-// Sources/Strata/Strata.docc/ReplicatingDocuments.md:118
-func snippet_ReplicatingDocuments_118(store: Store) async throws {
-#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 119)
+// Sources/Strata/Strata.docc/ReplicatingDocuments.md:119
+func snippet_ReplicatingDocuments_119(store: Store) async throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 120)
 func replicate(_ db: DocumentDatabase) throws -> Replication {
     var config = ReplicationConfiguration.repeatingBidirectionalReplication(
         with: URL(string: "http://127.0.0.1:4984/main")!)
@@ -64,4 +64,15 @@ for try await event in try r2.events() {   // progress, completion, failure; end
 }
 #sourceLocation()
     _ = (laptop, phone, r1, r2, invoice)
+}
+
+// Sources/Strata/Strata.docc/ReplicatingDocuments.md:209
+func snippet_ReplicatingDocuments_209(store: Store, gatewayURL: URL) throws {
+#sourceLocation(file: "Sources/Strata/Strata.docc/ReplicatingDocuments.md", line: 210)
+let room = try store.channel("chat/room1", of: String.self)
+let r1 = try room.startReplication(with: .repeatingBidirectionalReplication(with: gatewayURL))
+let prices = try store.timeSeries("prices/AAPL", of: Double.self)
+let r2 = try prices.startReplication(with: .repeatingBidirectionalReplication(with: gatewayURL))
+#sourceLocation()
+    _ = (room, r1, prices, r2)
 }

@@ -5,9 +5,9 @@ import Foundation
 import Strata
 import StrataPushDelivery
 
-// README.md:138
-func snippet_README_138(store: Store, p8Text: String, serviceAccount: Data) async throws {
-#sourceLocation(file: "README.md", line: 139)
+// README.md:144
+func snippet_README_144(store: Store, p8Text: String, serviceAccount: Data) async throws {
+#sourceLocation(file: "README.md", line: 145)
 
 
 let apns = try APNsConfiguration(privateKeyPEM: p8Text, keyID: "KEY1234567", teamID: "TEAM123456", environment: .production)
