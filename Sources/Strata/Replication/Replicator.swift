@@ -52,7 +52,10 @@ struct Replicator: Sendable {
                 if configuration.pushes {
                     group.addTask { try await runDirection(push: true, uuid: uuid, wake: wake) }
                 }
-                try await group.waitForAll()
+                // `next()` rethrows a direction's failure at once, and leaving the group cancels
+                // the other direction (`waitForAll()` would wait for it first: a repeating pull
+                // never ends by itself).
+                while try await group.next() != nil {}
             }
             replication.end(replication.isStopRequested ? .stopped : .completed)
         } catch {
