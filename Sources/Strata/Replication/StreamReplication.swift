@@ -5,10 +5,12 @@
 /// Starting and listing the replications of channels and series (``StreamReplicator``), which
 /// share the documents' ``Replication`` handle and ``ReplicationConfiguration``.
 enum StreamReplication {
-    /// Starts a replication of `target` registered under `key` in the store's registry.
+    /// Starts a replication of `target` registered under `key` in the store's registry;
+    /// `prepare` (which also reports a closed store) makes the collection's local state ready
+    /// before the call returns, so that writes right after it follow the replication's rules.
     static func start(_ target: StreamReplicator.Target, key: AnyObject & Sendable, registry: ReplicationRegistry,
                       configuration: ReplicationConfiguration, what: String,
-                      checkOpen: () throws -> Void) throws -> Replication {
+                      prepare: () throws -> Void) throws -> Replication {
         try configuration.validate()
         guard configuration.filter == nil, configuration.filterName == nil, configuration.filterParameters.isEmpty else {
             throw StrataError.invalidArgument(argument: "filter", reason: "replication of \(what): filters select documents; a channel or series replicates whole")
@@ -20,7 +22,7 @@ enum StreamReplication {
         registry.add(replication, to: key)
         // Registered first, then checked: a close after the check stops it through the registry.
         do {
-            try checkOpen()
+            try prepare()
         } catch {
             registry.remove(replication, from: key)
             throw error
@@ -44,8 +46,8 @@ extension Channel {
     /// let replication = try room.startReplication(with: .repeatingBidirectionalReplication(with: gatewayURL))
     /// ```
     ///
-    /// A configuration that pushes marks the channel as replicating, for good: from then on a
-    /// publish is **provisional** (``HistoryMessage/isProvisional``) — in the local history at
+    /// A configuration that pushes marks the channel as replicating, for good, before the call
+    /// returns: from then on a publish is **provisional** (``HistoryMessage/isProvisional``) — in the local history at
     /// once, at the timetoken this store's clock gives it — until the gateway orders it; then it
     /// moves to the gateway's timetoken in one commit that leaves no trace of the provisional
     /// one. Each message carries an upload id, so a retried upload never makes a second message.
@@ -69,6 +71,7 @@ extension Channel {
         return try StreamReplication.start(.channel(state), key: state, registry: state.history.replications,
                                            configuration: configuration, what: "channel \"\(name)\"") {
             _ = try state.history.engine.snapshot()
+            if configuration.pushes { try state.startReplicating() }
         }
     }
 
@@ -101,7 +104,8 @@ extension TimeSeries {
     /// From the first start until the gateway answers the claim, local writes throw the same
     /// error, so no store can fork a series. A series with events of its own whose claim is
     /// refused fails the replication with ``StrataError/conflict(_:)`` and keeps its events. A
-    /// configuration that only pulls makes the store a reader (refused for a series with events).
+    /// configuration that only pulls makes the store a reader; for a series with events of its own
+    /// that never replicated, the call throws ``StrataError/conflict(_:)``.
     ///
     /// Filters and ``ReplicationConfiguration/limitToChannels`` select documents and are refused
     /// here. Needs ``Permission/readTopic`` and ``Permission/updateTopic`` in a session.
@@ -114,6 +118,7 @@ extension TimeSeries {
         return try StreamReplication.start(.series(state), key: state, registry: state.replications,
                                            configuration: configuration, what: "time series \"\(path)\"") {
             _ = try state.engine.snapshot()
+            _ = try state.beginReplication(pushes: configuration.pushes)
         }
     }
 

@@ -71,7 +71,9 @@ struct StreamReplicator: Sendable {
                     if pushes { group.addTask { try await retrying { try await push() } } }
                     if !configuration.pulls { replication.direction(pull: true, caughtUp: true) }
                     if !pushes { replication.direction(pull: false, caughtUp: true) }
-                    try await group.waitForAll()
+                    // `next()` rethrows a direction's failure at once, and leaving the group
+                    // cancels the other direction (`waitForAll()` would wait for it first).
+                    while try await group.next() != nil {}
                 }
             } else {
                 if pushes { try await retrying { try await push() } }

@@ -113,7 +113,7 @@ struct StreamReplicationTests {
 
             // A deletion on store b replicates to every store and the gateway.
             let cut = try await StreamReplicaState.gatewayHistory(server, "chat/room2")[99].timetoken
-            try await stores[1].handle.channel("chat/room2", of: String.self).deleteMessages(end: Timetoken(cut))
+            try await stores[1].handle.channel("chat/room2", of: String.self).deleteMessages(start: Timetoken(cut + 1))
             (done, report) = try await StreamReplicaState.awaitConvergence(stores: stores, channels: channels, series: series, server: server)
             #expect(done, "\(report)")
             let left = try await StreamReplicaState.gatewayHistory(server, "chat/room2")
