@@ -32,6 +32,8 @@
 //       printing `KEY test` or `KEY reverse` after each change.
 //   strata-crash-helper push <directory> <seed>
 //       Appends to a series a push subscription matches (PushMode.swift).
+//   strata-crash-helper replicate <directory> <database-url> <user> <password>
+//       Publishes and appends under repeating channel and series replications (ReplicateMode.swift).
 //   strata-crash-helper backup <directory> <target-root>
 //       Backs the store up, again and again, while a writer appends (BackupMode.swift).
 //
@@ -277,6 +279,8 @@ case "series":
     runSeries(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "history":
     runHistory(directory: directory, arguments: Array(arguments.dropFirst(3)))
+case "replicate":
+    runReplicate(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "documents":
     runDocuments(directory: directory, arguments: Array(arguments.dropFirst(3)))
 case "transactions":
