@@ -269,10 +269,13 @@ struct TimeSeriesTests {
         payload.cutoff = 3
         #expect(try SeriesPayload.decode(payload.encode(), name: "p") == payload)
         var bad = payload.encode()
-        bad[0] = 2
-        #expect(throws: StrataError.unsupportedFormatVersion(file: "catalog entry time series \"p\"", found: 2)) {
+        bad[0] = 3
+        #expect(throws: StrataError.unsupportedFormatVersion(file: "catalog entry time series \"p\"", found: 3)) {
             try SeriesPayload.decode(bad, name: "p")
         }
+        // Layout 2 (a replicating series, §14.7) needs its role after the authors.
+        bad[0] = 2
+        #expect(throws: StrataError.self) { try SeriesPayload.decode(bad, name: "p") }
         #expect(throws: StrataError.self) { try SeriesPayload.decode(Array(payload.encode().dropLast()), name: "p") }
     }
 }
