@@ -243,6 +243,24 @@ import Testing
         #expect(third?.message == "later")
     }
 
+    @Test("retention options stay per store: a channel with a limit keeps its newest pulled and provisional messages, and its count stays exact")
+    func limitAppliesToPulledMessages() throws {
+        var f = try Fixture()
+        defer { f.close() }
+        let room = try f.store.channel("chat/room", of: String.self, options: ChannelOptions(limit: 10))
+        try room.state.startReplicating()
+        try room.state.applyPulled((1...25).map { .message(timetoken: Self.base + UInt64($0) * 10, uploadID: nil, record: Self.record("f\($0)")) },
+                                   checkpoint: Self.url, since: 25)
+        #expect(try room.history().messages.map(\.message) == (16...25).map { "f\($0)" })
+        #expect(try room.messageCount(since: Timetoken(0)) == 10)
+        f.clock.set(Self.base + 1_000)
+        try room.publish("p")
+        #expect(try room.history().messages.map(\.message) == (17...25).map { "f\($0)" } + ["p"])
+        try f.reopen()
+        let again = try f.store.channel("chat/room", of: String.self, options: ChannelOptions(limit: 10))
+        #expect(try again.messageCount(since: Timetoken(0)) == 10)
+    }
+
     @Test("record and payload bytes: bit 2 carries 16 bytes of upload id, bit 3 is refused; layout 2 needs the replicated flag, layout 1 refuses it")
     func formats() throws {
         let final = Self.record("hi", publisher: "alice")
