@@ -46,12 +46,14 @@ extension Channel {
     /// let replication = try room.startReplication(with: .repeatingBidirectionalReplication(with: gatewayURL))
     /// ```
     ///
-    /// A configuration that pushes marks the channel as replicating, for good, before the call
+    /// The first replication marks the channel as replicating, for good, before the call
     /// returns: from then on a publish is **provisional** (``HistoryMessage/isProvisional``) — in the local history at
     /// once, at the timetoken this store's clock gives it — until the gateway orders it; then it
     /// moves to the gateway's timetoken in one commit that leaves no trace of the provisional
     /// one. Each message carries an upload id, so a retried upload never makes a second message.
     /// Messages the channel held before its first replication become provisional and upload too.
+    /// (A replication that only pulls leaves them provisional until one that pushes uploads them:
+    /// a pulled message never overwrites a message of this store.)
     /// ``deleteMessages(start:end:)`` replicates (the final messages of its range that this store
     /// has seen); retention and limits stay this store's own. Live ``messages(bufferSize:)``
     /// streams deliver pulled messages too, each once (a finalized message of this store is not
@@ -71,7 +73,7 @@ extension Channel {
         return try StreamReplication.start(.channel(state), key: state, registry: state.history.replications,
                                            configuration: configuration, what: "channel \"\(name)\"") {
             _ = try state.history.engine.snapshot()
-            if configuration.pushes { try state.startReplicating() }
+            try state.startReplicating()
         }
     }
 

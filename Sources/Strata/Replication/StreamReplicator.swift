@@ -135,17 +135,17 @@ struct StreamReplicator: Sendable {
 
     /// Makes the collection ready to replicate; returns whether this replication pushes.
     ///
-    /// A channel that pushes is marked as replicating (its messages become provisional until the
-    /// gateway orders them). A series that pushes claims the gateway's series: granted, this store
+    /// A channel is marked as replicating (its messages become provisional until the gateway
+    /// orders them), whatever the direction, so that a pulled message never overwrites one of
+    /// this store's at the same timetoken: a provisional one moves instead. A series that pushes claims the gateway's series: granted, this store
     /// is its writer; refused, a series without events becomes a reader, and one with events of
     /// its own fails the replication with ``StrataError/conflict(_:)`` (its events would fork the
     /// series).
     private func prepare() async throws -> Bool {
         switch target {
         case .channel(let state):
-            guard configuration.pushes else { return false }
             try await local { try state.startReplicating() }
-            return true
+            return configuration.pushes
         case .series(let state):
             let pushes = configuration.pushes
             // A writer or a claimer replicating without pushing only pulls; its claim waits.
