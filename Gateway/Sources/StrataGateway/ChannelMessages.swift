@@ -68,7 +68,7 @@ enum ChannelMessages {
                 throw GatewayError.badRequest("the message id '\(id)' appears twice in the request (ids must be distinct)")
             }
         }
-        let elementSpans = spans.elements(spans.memberValues(spans.root)[k])
+        let elementSpans = try spans.elements(ofMember: k, count: list.count)
         var outcomes: [Outcome] = []
         var entries: [Entry] = []
         for (index, element) in list.enumerated() {
@@ -82,6 +82,7 @@ enum ChannelMessages {
                     throw .tooLarge("message '\(id)' is \(span.count) bytes, over the limit of \(gateway.maxDocumentSize)")
                 }
                 let fieldSpans = spans.memberValues(span)
+                guard fieldSpans.count == fields.count else { throw .badRequest("message '\(id)' could not be read") }
                 var entry = Entry(index: index, id: id, message: "", meta: nil, publisher: nil)
                 var hasMessage = false
                 for (j, field) in fields.enumerated() {

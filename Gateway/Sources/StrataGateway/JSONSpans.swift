@@ -29,6 +29,16 @@ struct JSONSpans {
         String(decoding: bytes[span], as: UTF8.self)
     }
 
+    /// The spans of the elements of the array that is the root object's member number `member`,
+    /// which the tree says has `count` elements (400 if the walk disagrees, never a crash).
+    func elements(ofMember member: Int, count: Int) throws(GatewayError) -> [Range<Int>] {
+        let members = memberValues(root)
+        guard member < members.count else { throw .badRequest("the body could not be read") }
+        let spans = elements(members[member])
+        guard spans.count == count else { throw .badRequest("the body could not be read") }
+        return spans
+    }
+
     /// The spans of the elements of the array at `span`, in order.
     func elements(_ span: Range<Int>) -> [Range<Int>] {
         var spans: [Range<Int>] = []

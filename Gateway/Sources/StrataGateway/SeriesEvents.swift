@@ -93,7 +93,7 @@ enum SeriesEvents {
         guard list.count <= maximumEvents else {
             throw GatewayError.tooLarge("the request has \(list.count) events, over the limit of \(maximumEvents) per request")
         }
-        let elementSpans = spans.elements(spans.memberValues(spans.root)[k])
+        let elementSpans = try spans.elements(ofMember: k, count: list.count)
         var events: [Event] = []
         events.reserveCapacity(list.count)
         for (index, element) in list.enumerated() {
@@ -110,7 +110,9 @@ enum SeriesEvents {
                 original = try integer(value, "the original of event \(sequence)", 0...(Int64.max - 1))
             }
             guard let j = fields.firstIndex(where: { $0.0 == "value" }) else { throw GatewayError.badRequest("event \(sequence) has no value") }
-            let span = spans.memberValues(elementSpans[index])[j]
+            let fieldSpans = spans.memberValues(elementSpans[index])
+            guard fieldSpans.count == fields.count else { throw GatewayError.badRequest("event \(sequence) could not be read") }
+            let span = fieldSpans[j]
             guard span.count <= gateway.maxDocumentSize else {
                 throw GatewayError.tooLarge("the value of event \(sequence) is \(span.count) bytes, over the limit of \(gateway.maxDocumentSize)")
             }
