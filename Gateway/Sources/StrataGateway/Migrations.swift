@@ -141,6 +141,8 @@ enum Migrations {
             "CREATE UNIQUE INDEX channel_messages_by_id ON channel_messages (db, channel, id)",
             // The change feed (GET /{db}/_strata/changes) is a range scan of these indexes.
             "CREATE INDEX channel_messages_by_seq ON channel_messages (db, seq)",
+            // ... and, with a `channels` filter, of this one.
+            "CREATE INDEX channel_messages_by_channel_seq ON channel_messages (db, channel, seq)",
             // A deletion of a channel's messages from <= timetoken < until, at its sequence.
             """
             CREATE TABLE channel_deletions (
@@ -181,6 +183,7 @@ enum Migrations {
             )
             """,
             "CREATE INDEX series_events_by_seq ON series_events (db, seq)",
+            "CREATE INDEX series_events_by_path_seq ON series_events (db, path, seq)",
         ]),
     ]
 
