@@ -495,3 +495,16 @@ def test_metrics_name_routes_not_channels(db):
     assert 'route="/{db}/_strata/changes"' in text
     assert 'route="/{db}/_strata/{other}"' in text
     assert "secret-channel" not in text
+
+
+def test_a_feed_page_stops_at_about_8_mib(db):
+    c = user(db, "alice", "*", "*")
+    since = ok(c.get(""))["update_seq"]
+    big = "x" * (1024 * 1024)
+    res = ok(publish(c, "big", [{"id": f"m{i}", "message": big} for i in range(10)]))["results"]
+    first = changes(c, since=str(since))
+    page = ok(first)
+    assert 8 * 1024 * 1024 <= len(first.content) < 10 * 1024 * 1024
+    assert len(page["results"]) == 8 and page["last_seq"] == res[7]["seq"]
+    rest = ok(changes(c, since=str(page["last_seq"])))
+    assert [r["id"] for r in rest["results"]] == ["m8", "m9"] and rest["last_seq"] == res[9]["seq"]
