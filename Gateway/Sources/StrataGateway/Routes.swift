@@ -94,8 +94,9 @@ struct Routes: Sendable {
             gateway.logger.error("PostgreSQL: \(String(reflecting: error))")
             return Self.error(.from(error))
         } catch let error as PostgresTransactionError {
-            gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
+            // A refusal decided inside a transaction (a series' conflict, a gap) is the client's.
             if let inner = error.closureError as? GatewayError { return Self.error(inner) }
+            gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
             if let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError {
                 return Self.error(.from(inner))
             }
