@@ -285,6 +285,7 @@ def test_feed_filters_by_channels_and_series(db):
     mixed = ok(changes(c, channels=["b"], series=["t"]))["results"]
     assert [(r["kind"], r.get("channel") or r.get("series")) for r in mixed] == [("message", "b"), ("event", "t")]
     assert ok(changes(c, channels=[]))["results"] == []
+    assert len(ok(changes(c, channels=["a", "a", "b"], series=["s", "s"]))["results"]) == 3
     everything = ok(changes(c))["results"]
     assert len(everything) == 5
 

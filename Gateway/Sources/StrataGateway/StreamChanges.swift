@@ -9,7 +9,8 @@ import PostgresNIO
 /// its read channels). `channels`/`series` (JSON arrays) keep only those streams (403 when one
 /// is not readable); `limit`; `feed=longpoll` waits, woken by any gateway process's write
 /// (ChangeNotifier). One query per page (a `UNION ALL` of range scans of the `(db, seq)`
-/// indexes); the stored JSON texts are copied into the answer as they are.
+/// indexes, or of the `(db, name, seq)` ones of the streams a filter names); the stored JSON
+/// texts are copied into the answer as they are.
 enum StreamChanges {
     static let maximumLimit = 10_000
     /// A response stops adding results once it holds this much JSON.
@@ -59,7 +60,12 @@ enum StreamChanges {
                     guard user.readPaths.covers(name) else {
                         throw .forbidden("user '\(user.name)' may not read \(what) '\(name)'")
                     }
-                    if key == "channels" { channels.append(name) } else { series.append(name) }
+                    // Each stream once (a name listed twice would list its changes twice).
+                    if key == "channels" {
+                        if !channels.contains(name) { channels.append(name) }
+                    } else if !series.contains(name) {
+                        series.append(name)
+                    }
                 }
             }
         }
@@ -137,42 +143,65 @@ enum StreamChanges {
         let channels = parameters.channels, series = parameters.series
         var rows: [Row] = []
         rows.reserveCapacity(min(limit, 1024))
-        let result = try await gateway.client.query(
-            """
-            SELECT seq, kind, name, a, b, c, t1, t2, t3, t4, flag FROM (
-              (SELECT m.seq, 1::int4 AS kind, m.channel AS name, m.timetoken AS a, 0::int8 AS b, NULL::int8 AS c,
-                      m.id AS t1, m.message AS t2, m.meta AS t3, m.publisher AS t4, false AS flag
-               FROM channel_messages m
-               WHERE m.db = \(db) AND m.seq > \(since) AND m.seq <= \(top) AND NOT m.deleted
-                 AND CASE WHEN \(filtered) THEN m.channel = ANY(\(channels)::text[])
-                          ELSE (\(allPaths) OR m.channel = ANY(\(paths)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(paths)::text[]) AS p(path)
-                                WHERE left(m.channel, length(p.path) + 1) = p.path || '/')) END
-               ORDER BY m.seq LIMIT \(limit))
-              UNION ALL
-              (SELECT x.seq, 2::int4, x.channel, x.from_timetoken, x.until_timetoken, NULL::int8, NULL::text, NULL::text, NULL::text, NULL::text, false
-               FROM channel_deletions x
-               WHERE x.db = \(db) AND x.seq > \(since) AND x.seq <= \(top)
-                 AND CASE WHEN \(filtered) THEN x.channel = ANY(\(channels)::text[])
-                          ELSE (\(allPaths) OR x.channel = ANY(\(paths)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(paths)::text[]) AS p(path)
-                                WHERE left(x.channel, length(p.path) + 1) = p.path || '/')) END
-               ORDER BY x.seq LIMIT \(limit))
-              UNION ALL
-              (SELECT e.seq, 3::int4, e.path, e.sequence, e.timestamp, e.original, e.author, e.value, NULL::text, NULL::text, false
-               FROM series_events e
-               WHERE e.db = \(db) AND e.seq > \(since) AND e.seq <= \(top)
-                 AND CASE WHEN \(filtered) THEN e.path = ANY(\(series)::text[])
-                          ELSE (\(allPaths) OR e.path = ANY(\(paths)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(paths)::text[]) AS p(path)
-                                WHERE left(e.path, length(p.path) + 1) = p.path || '/')) END
-               ORDER BY e.seq LIMIT \(limit))
-              UNION ALL
-              (SELECT d.seq, 4::int4, d.doc_id, 0::int8, 0::int8, NULL::int8, d.winning_rev, NULL::text, NULL::text, NULL::text, d.deleted
-               FROM documents d
-               WHERE NOT \(filtered) AND d.db = \(db) AND d.seq > \(since) AND d.seq <= \(top)
-                 AND (\(allChannels) OR EXISTS (SELECT 1 FROM revisions r WHERE r.db = d.db AND r.doc_id = d.doc_id
-                                                AND r.is_leaf AND r.channels && \(docChannels)::text[]))
-               ORDER BY d.seq LIMIT \(limit))
-            ) AS changes ORDER BY seq LIMIT \(limit)
-            """, logger: logger)
+        let result: PostgresRowSequence
+        if filtered {
+            // Per named stream, an ordered scan of its (db, name, seq) index up to `limit` rows,
+            // so that a page costs the same whatever the stream's size.
+            result = try await gateway.client.query(
+                """
+                SELECT seq, kind, name, a, b, c, t1, t2, t3, t4, flag FROM (
+                  (SELECT m.seq, 1::int4 AS kind, m.channel AS name, m.timetoken AS a, 0::int8 AS b, NULL::int8 AS c,
+                          m.id AS t1, m.message AS t2, m.meta AS t3, m.publisher AS t4, false AS flag
+                   FROM unnest(\(channels)::text[]) AS f(name) CROSS JOIN LATERAL (
+                     SELECT * FROM channel_messages m WHERE m.db = \(db) AND m.channel = f.name
+                       AND m.seq > \(since) AND m.seq <= \(top) AND NOT m.deleted ORDER BY m.seq LIMIT \(limit)) m)
+                  UNION ALL
+                  (SELECT x.seq, 2::int4, x.channel, x.from_timetoken, x.until_timetoken, NULL::int8, NULL::text, NULL::text, NULL::text, NULL::text, false
+                   FROM channel_deletions x
+                   WHERE x.db = \(db) AND x.seq > \(since) AND x.seq <= \(top) AND x.channel = ANY(\(channels)::text[])
+                   ORDER BY x.seq LIMIT \(limit))
+                  UNION ALL
+                  (SELECT e.seq, 3::int4, e.path, e.sequence, e.timestamp, e.original, e.author, e.value, NULL::text, NULL::text, false
+                   FROM unnest(\(series)::text[]) AS f(name) CROSS JOIN LATERAL (
+                     SELECT * FROM series_events e WHERE e.db = \(db) AND e.path = f.name
+                       AND e.seq > \(since) AND e.seq <= \(top) ORDER BY e.seq LIMIT \(limit)) e)
+                ) AS changes ORDER BY seq LIMIT \(limit)
+                """, logger: logger)
+        } else {
+            result = try await gateway.client.query(
+                """
+                SELECT seq, kind, name, a, b, c, t1, t2, t3, t4, flag FROM (
+                  (SELECT m.seq, 1::int4 AS kind, m.channel AS name, m.timetoken AS a, 0::int8 AS b, NULL::int8 AS c,
+                          m.id AS t1, m.message AS t2, m.meta AS t3, m.publisher AS t4, false AS flag
+                   FROM channel_messages m
+                   WHERE m.db = \(db) AND m.seq > \(since) AND m.seq <= \(top) AND NOT m.deleted
+                     AND (\(allPaths) OR m.channel = ANY(\(paths)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(paths)::text[]) AS p(path)
+                          WHERE left(m.channel, length(p.path) + 1) = p.path || '/'))
+                   ORDER BY m.seq LIMIT \(limit))
+                  UNION ALL
+                  (SELECT x.seq, 2::int4, x.channel, x.from_timetoken, x.until_timetoken, NULL::int8, NULL::text, NULL::text, NULL::text, NULL::text, false
+                   FROM channel_deletions x
+                   WHERE x.db = \(db) AND x.seq > \(since) AND x.seq <= \(top)
+                     AND (\(allPaths) OR x.channel = ANY(\(paths)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(paths)::text[]) AS p(path)
+                          WHERE left(x.channel, length(p.path) + 1) = p.path || '/'))
+                   ORDER BY x.seq LIMIT \(limit))
+                  UNION ALL
+                  (SELECT e.seq, 3::int4, e.path, e.sequence, e.timestamp, e.original, e.author, e.value, NULL::text, NULL::text, false
+                   FROM series_events e
+                   WHERE e.db = \(db) AND e.seq > \(since) AND e.seq <= \(top)
+                     AND (\(allPaths) OR e.path = ANY(\(paths)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(paths)::text[]) AS p(path)
+                          WHERE left(e.path, length(p.path) + 1) = p.path || '/'))
+                   ORDER BY e.seq LIMIT \(limit))
+                  UNION ALL
+                  (SELECT d.seq, 4::int4, d.doc_id, 0::int8, 0::int8, NULL::int8, d.winning_rev, NULL::text, NULL::text, NULL::text, d.deleted
+                   FROM documents d
+                   WHERE d.db = \(db) AND d.seq > \(since) AND d.seq <= \(top)
+                     AND (\(allChannels) OR EXISTS (SELECT 1 FROM revisions r WHERE r.db = d.db AND r.doc_id = d.doc_id
+                                                    AND r.is_leaf AND r.channels && \(docChannels)::text[]))
+                   ORDER BY d.seq LIMIT \(limit))
+                ) AS changes ORDER BY seq LIMIT \(limit)
+                """, logger: logger)
+        }
         for try await (seq, kind, name, a, b, c, t1, t2, t3, t4, flag) in result.decode(
             (Int64, Int32, String, Int64, Int64, Int64?, String?, String?, String?, String?, Bool).self) {
             rows.append(Row(seq: seq, kind: kind, name: name, a: a, b: b, c: c, t1: t1, t2: t2, t3: t3, t4: t4, flag: flag))
