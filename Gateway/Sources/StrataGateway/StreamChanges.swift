@@ -202,9 +202,17 @@ enum StreamChanges {
                 ) AS changes ORDER BY seq LIMIT \(limit)
                 """, logger: logger)
         }
-        for try await (seq, kind, name, a, b, c, t1, t2, t3, t4, flag) in result.decode(
-            (Int64, Int32, String, Int64, Int64, Int64?, String?, String?, String?, String?, Bool).self) {
-            rows.append(Row(seq: seq, kind: kind, name: name, a: a, b: b, c: c, t1: t1, t2: t2, t3: t3, t4: t4, flag: flag))
+        // Cell by cell: decoding an 11-tuple looks up its generic metadata on every row.
+        for try await row in result {
+            guard row.count == 11 else { continue }
+            var cells = row.makeIterator()
+            rows.append(Row(
+                seq: try cells.next()!.decode(Int64.self), kind: try cells.next()!.decode(Int32.self),
+                name: try cells.next()!.decode(String.self), a: try cells.next()!.decode(Int64.self),
+                b: try cells.next()!.decode(Int64.self), c: try cells.next()!.decode(Int64?.self),
+                t1: try cells.next()!.decode(String?.self), t2: try cells.next()!.decode(String?.self),
+                t3: try cells.next()!.decode(String?.self), t4: try cells.next()!.decode(String?.self),
+                flag: try cells.next()!.decode(Bool.self)))
         }
         let full = rows.count == limit
         // Documents: the first leaf the user may read, in winner order (as `_changes` lists it).
