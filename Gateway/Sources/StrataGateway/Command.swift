@@ -10,7 +10,7 @@ struct StrataGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-gateway",
         abstract: "Serves Strata databases for replication, keeping every revision in PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, DatabaseCommand.self, UserCommand.self])
+        subcommands: [Serve.self, Migrate.self, DatabaseCommand.self, UserCommand.self, SeriesCommand.self])
 }
 
 /// The `--postgres` option shared by every subcommand.
@@ -111,16 +111,20 @@ struct UserCommand: AsyncParsableCommand {
         @Option(help: "The password (stored as a bcrypt hash).") var password: String
         @Option(help: "Channels the user may read, comma-separated; * = every channel.") var read: String = ""
         @Option(help: "Channels the user may write, comma-separated; * = every channel.") var write: String = ""
+        @Option(help: "Channel names and series paths the user may read (each with the names below it), comma-separated; * = every path.") var readPaths: String = ""
+        @Option(help: "Channel names and series paths the user may write (each with the names below it), comma-separated; * = every path.") var writePaths: String = ""
         @OptionGroup var postgres: PostgresOption
 
         func run() async throws {
             let (name, password, read, write) = (self.name, self.password, Users.channels(self.read), Users.channels(self.write))
+            let (readPaths, writePaths) = (Users.channels(self.readPaths), Users.channels(self.writePaths))
             guard !name.isEmpty, !name.contains(":") else { throw CommandError("a user name must be non-empty and have no ':'") }
             let added = try await UserCommand.withDatabase(database, postgres) { client, id, logger in
-                try await Users.add(name, databaseID: id, password: password, read: read, write: write, client: client, logger: logger)
+                try await Users.add(name, databaseID: id, password: password, read: read, write: write,
+                                    readPaths: readPaths, writePaths: writePaths, client: client, logger: logger)
             }
             guard added else { throw CommandError("user '\(name)' exists already in database '\(database)' (change it with user set)") }
-            print("added user \(name) to \(database): read \(read.joined(separator: ",")), write \(write.joined(separator: ","))")
+            print("added user \(name) to \(database): read \(read.joined(separator: ",")), write \(write.joined(separator: ",")), read paths \(readPaths.joined(separator: ",")), write paths \(writePaths.joined(separator: ","))")
         }
     }
 
@@ -131,12 +135,16 @@ struct UserCommand: AsyncParsableCommand {
         @Option(help: "A new password.") var password: String?
         @Option(help: "New read channels, comma-separated; * = every channel.") var read: String?
         @Option(help: "New write channels, comma-separated; * = every channel.") var write: String?
+        @Option(help: "New read paths (channel names and series paths), comma-separated; * = every path.") var readPaths: String?
+        @Option(help: "New write paths (channel names and series paths), comma-separated; * = every path.") var writePaths: String?
         @OptionGroup var postgres: PostgresOption
 
         func run() async throws {
             let (name, password, read, write) = (self.name, self.password, self.read.map(Users.channels), self.write.map(Users.channels))
+            let (readPaths, writePaths) = (self.readPaths.map(Users.channels), self.writePaths.map(Users.channels))
             let changed = try await UserCommand.withDatabase(database, postgres) { client, id, logger in
-                try await Users.set(name, databaseID: id, password: password, read: read, write: write, client: client, logger: logger)
+                try await Users.set(name, databaseID: id, password: password, read: read, write: write,
+                                    readPaths: readPaths, writePaths: writePaths, client: client, logger: logger)
             }
             guard changed else { throw CommandError("no user '\(name)' in database '\(database)'") }
             print("changed user \(name) of \(database)")
@@ -160,15 +168,40 @@ struct UserCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lists a database's users: name, read channels, write channels.")
+        static let configuration = CommandConfiguration(abstract: "Lists a database's users: name, read and write channels, read and write paths.")
         @Option(help: "The database.") var database: String
         @OptionGroup var postgres: PostgresOption
 
         func run() async throws {
             let users = try await UserCommand.withDatabase(database, postgres) { client, id, logger in
-                try await Users.list(databaseID: id, client: client, logger: logger).map { [$0.name, $0.read.joined(separator: ","), $0.write.joined(separator: ",")] }
+                try await Users.list(databaseID: id, client: client, logger: logger).map {
+                    [$0.name, $0.read.joined(separator: ","), $0.write.joined(separator: ","), $0.readPaths.joined(separator: ","), $0.writePaths.joined(separator: ",")]
+                }
             }
-            for user in users { print("\(user[0])\tread=\(user[1])\twrite=\(user[2])") }
+            for user in users { print("\(user[0])\tread=\(user[1])\twrite=\(user[2])\tread-paths=\(user[3])\twrite-paths=\(user[4])") }
+        }
+    }
+}
+
+/// `strata-gateway series ...`: the admin side of time series (PROTOCOL.md "Time series").
+struct SeriesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "series", abstract: "Manages time series' writer claims.", subcommands: [Release.self])
+
+    struct Release: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Frees a series' writer claim (for a writer gone for good): the next claim by any writer succeeds.")
+        @Argument(help: "The series path.") var path: String
+        @Option(help: "The database.") var database: String
+        @OptionGroup var postgres: PostgresOption
+
+        func run() async throws {
+            let path = self.path
+            let writer = try await UserCommand.withDatabase(database, postgres) { client, id, logger in
+                try await SeriesEvents.release(path, databaseID: id, client: client, logger: logger)
+            }
+            guard let writer else { throw CommandError("series '\(path)' of database '\(database)' has no writer claim") }
+            print("released series \(path) of \(database) (it was claimed by writer \(writer))")
         }
     }
 }

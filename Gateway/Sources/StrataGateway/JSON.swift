@@ -320,7 +320,19 @@ struct JSONWriter {
     }
 
     mutating func integer(_ n: some BinaryInteger) {
-        bytes.append(contentsOf: Array(String(n).utf8))
+        guard let value = Int64(exactly: n) else {
+            bytes.append(contentsOf: Array(String(n).utf8))
+            return
+        }
+        // Digits written in place (feeds write millions of numbers): no String per number.
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[start...].reverse()
     }
 
     mutating func value(_ value: JSON) {

@@ -104,6 +104,87 @@ enum Migrations {
             """,
             "CREATE INDEX sessions_by_expiry ON sessions (expires)",
         ]),
+        (4, [
+            // Channels and time series (PROTOCOL.md "Channels and time series"). A user's path
+            // rights: the channel names and series paths it may read and write, each covering
+            // the names below it in whole '/' segments ('*' = every path; none by default).
+            "ALTER TABLE users ADD COLUMN read_paths text[] NOT NULL DEFAULT '{}'",
+            "ALTER TABLE users ADD COLUMN write_paths text[] NOT NULL DEFAULT '{}'",
+            // A channel: the largest timetoken it ever assigned (the next one is above it, even
+            // after its messages are deleted).
+            """
+            CREATE TABLE channels (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                name text NOT NULL,
+                last_timetoken bigint NOT NULL,
+                PRIMARY KEY (db, name)
+            )
+            """,
+            // A channel's messages: its timetoken, its idempotency id (unique per channel, kept
+            // after a deletion so that a retried publish adds nothing), the database sequence of
+            // its publication, and the JSON texts of its message, meta and publisher as they
+            // arrived. A deleted message keeps its row (deleted, its texts emptied).
+            """
+            CREATE TABLE channel_messages (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                channel text NOT NULL,
+                timetoken bigint NOT NULL,
+                id text NOT NULL,
+                seq bigint NOT NULL,
+                message text NOT NULL,
+                meta text,
+                publisher text,
+                deleted boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (db, channel, timetoken)
+            )
+            """,
+            "CREATE UNIQUE INDEX channel_messages_by_id ON channel_messages (db, channel, id)",
+            // The change feed (GET /{db}/_strata/changes) is a range scan of these indexes.
+            "CREATE INDEX channel_messages_by_seq ON channel_messages (db, seq)",
+            // ... and, with a `channels` filter, of this one.
+            "CREATE INDEX channel_messages_by_channel_seq ON channel_messages (db, channel, seq)",
+            // A deletion of a channel's messages from <= timetoken < until, at its sequence.
+            """
+            CREATE TABLE channel_deletions (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                seq bigint NOT NULL,
+                channel text NOT NULL,
+                from_timetoken bigint NOT NULL,
+                until_timetoken bigint NOT NULL,
+                PRIMARY KEY (db, seq)
+            )
+            """,
+            // A time series: the writer holding its claim (NULL: none), its first sequence, the
+            // sequence of its next event, and its last event's timestamp (NULL: no event yet).
+            """
+            CREATE TABLE series (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                path text NOT NULL,
+                writer text,
+                start bigint NOT NULL DEFAULT 0,
+                next bigint NOT NULL DEFAULT 0,
+                last_timestamp bigint,
+                PRIMARY KEY (db, path)
+            )
+            """,
+            // A series' events by the writer's sequence, with the database sequence of their
+            // append; value is the JSON text as it arrived; original names the edited event.
+            """
+            CREATE TABLE series_events (
+                db bigint NOT NULL REFERENCES databases (id) ON DELETE CASCADE,
+                path text NOT NULL,
+                sequence bigint NOT NULL,
+                seq bigint NOT NULL,
+                timestamp bigint NOT NULL,
+                author text NOT NULL,
+                value text NOT NULL,
+                original bigint,
+                PRIMARY KEY (db, path, sequence)
+            )
+            """,
+            "CREATE INDEX series_events_by_seq ON series_events (db, seq)",
+            "CREATE INDEX series_events_by_path_seq ON series_events (db, path, seq)",
+        ]),
     ]
 
     /// Applies the migrations not applied yet; returns the versions it applied.

@@ -62,8 +62,24 @@ struct Routes: Sendable {
         guard segments.count > 1 else { return "/{db}" }
         let second = segments[1]
         if second == "_local" { return "/{db}/_local/{id}" }
+        if second == "_strata" { return strataRouteLabel(Array(segments.dropFirst(2))) }
         if second.hasPrefix("_") { return "/{db}/" + second }
         return segments.count > 2 ? "/{db}/{docid}/{attachment}" : "/{db}/{docid}"
+    }
+
+    /// The route of a `/{db}/_strata/...` target (its segments after `_strata`) for metrics.
+    static func strataRouteLabel(_ segments: [Substring]) -> String {
+        if segments == ["changes"] { return "/{db}/_strata/changes" }
+        if segments.count == 3 {
+            switch (segments[0], segments[2]) {
+            case ("channels", "publish"), ("channels", "delete"), ("channels", "messages"), ("channels", "count"):
+                return "/{db}/_strata/channels/{name}/" + segments[2]
+            case ("series", "claim"), ("series", "events"):
+                return "/{db}/_strata/series/{path}/" + segments[2]
+            default: break
+            }
+        }
+        return "/{db}/_strata/{other}"
     }
 
     private func answer(_ request: Request, context: GatewayRequestContext) async -> Response {
@@ -78,8 +94,9 @@ struct Routes: Sendable {
             gateway.logger.error("PostgreSQL: \(String(reflecting: error))")
             return Self.error(.from(error))
         } catch let error as PostgresTransactionError {
-            gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
+            // A refusal decided inside a transaction (a series' conflict, a gap) is the client's.
             if let inner = error.closureError as? GatewayError { return Self.error(inner) }
+            gateway.logger.error("PostgreSQL transaction: \(String(reflecting: error))")
             if let inner = (error.closureError ?? error.commitError ?? error.beginError) as? PSQLError {
                 return Self.error(.from(inner))
             }
@@ -200,6 +217,8 @@ struct Routes: Sendable {
             return Self.json(200, try await RevisionReader.bulkGet(gateway: gateway, user: user, body: try await body(request, limit: Self.maximumQueryBodySize), revs: revs))
         case ("_bulk_docs", .post):
             return Self.json(201, try await BulkDocs.handle(gateway: gateway, database: database, user: user, body: try await body(request)))
+        case ("_strata", _):
+            return try await strata(Array(rest.dropFirst()), request: request, database: database, user: user, query: query)
         case ("_ensure_full_commit", .post):
             // Every write is committed (and durable) when it is answered.
             return Self.json(201, Array(#"{"ok":true,"instance_start_time":"0"}"#.utf8))
@@ -243,6 +262,43 @@ struct Routes: Sendable {
                     rev: query["rev"] ?? request.headers[.ifMatch].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) })
             default: throw GatewayError.methodNotAllowed("Only GET,HEAD,PUT,DELETE allowed")
             }
+        }
+    }
+
+    /// Channels, time series and the database's change feed (`/{db}/_strata/...`, PROTOCOL.md
+    /// "Channels and time series"): `segments` are the decoded path segments after `_strata`.
+    private func strata(_ segments: [String], request: Request, database: String, user: GatewayUser, query: [String: String]) async throws -> Response {
+        let method = request.method
+        let reading = method == .get || method == .head
+        if segments == ["changes"] {
+            guard reading else { throw GatewayError.methodNotAllowed("Only GET,HEAD allowed") }
+            return try await StreamChanges.handle(gateway: gateway, database: database, user: user, query: query)
+        }
+        guard segments.count == 3 else { throw GatewayError.notFound("no endpoint /\(database)/_strata/\(segments.joined(separator: "/"))") }
+        let name = segments[1]
+        switch (segments[0], segments[2]) {
+        case ("channels", "publish"):
+            guard method == .post else { throw GatewayError.methodNotAllowed("Only POST allowed") }
+            return Self.json(200, try await ChannelMessages.publish(gateway: gateway, database: database, user: user, name: name, body: try await body(request)))
+        case ("channels", "delete"):
+            guard method == .post else { throw GatewayError.methodNotAllowed("Only POST allowed") }
+            return Self.json(200, try await ChannelMessages.delete(
+                gateway: gateway, database: database, user: user, name: name, body: try await body(request, limit: Self.maximumQueryBodySize)))
+        case ("channels", "messages"):
+            guard reading else { throw GatewayError.methodNotAllowed("Only GET,HEAD allowed") }
+            return Self.json(200, try await ChannelMessages.messages(gateway: gateway, user: user, name: name, query: query))
+        case ("channels", "count"):
+            guard reading else { throw GatewayError.methodNotAllowed("Only GET,HEAD allowed") }
+            return Self.json(200, try await ChannelMessages.count(gateway: gateway, user: user, name: name, query: query))
+        case ("series", "claim"):
+            guard method == .post else { throw GatewayError.methodNotAllowed("Only POST allowed") }
+            return Self.json(200, try await SeriesEvents.claim(gateway: gateway, user: user, path: name, body: try await body(request, limit: Self.maximumQueryBodySize)))
+        case ("series", "events"):
+            if reading { return Self.json(200, try await SeriesEvents.list(gateway: gateway, user: user, path: name, query: query)) }
+            guard method == .post else { throw GatewayError.methodNotAllowed("Only GET,HEAD,POST allowed") }
+            return Self.json(200, try await SeriesEvents.append(gateway: gateway, database: database, user: user, path: name, body: try await body(request)))
+        default:
+            throw GatewayError.notFound("no endpoint /\(database)/_strata/\(segments[0])/{name}/\(segments[2])")
         }
     }
 
