@@ -78,31 +78,19 @@ struct Replicator: Sendable {
 
     /// Runs one direction, trying again after transient faults.
     private func runDirection(push: Bool, uuid: String, wake: AsyncThrowingStream<[DocumentChange], any Error>?) async throws {
-        var backoff = RetryBackoff(maximum: configuration.maximumRetryDelay)
         var wakeIterator = wake?.makeAsyncIterator()
         let checkpointID = ReplicationCheckpoint.id(
             uuid: uuid, url: configuration.baseURLString, push: push, channels: push ? [] : configuration.limitToChannels,
             filterName: configuration.filter == nil ? nil : (configuration.filterName ?? "filter"),
             filterParameters: configuration.filterParameters)
-        while true {
-            try Task.checkCancellation()
-            do {
-                let checkpoint = ReplicationCheckpoint(id: checkpointID, client: client, database: database)
-                if push {
-                    try await self.push(checkpoint: checkpoint, backoff: &backoff, wake: &wakeIterator)
-                } else {
-                    try await pull(checkpoint: checkpoint, backoff: &backoff)
-                }
-                replication.direction(pull: !push, caughtUp: true)
-                return
-            } catch GatewayClient.Fault.transient(let text) {
-                if let limit = configuration.maximumRetries, backoff.failures >= limit {
-                    throw StrataError.network("\(text) (gave up after \(limit) retries)")
-                }
-                replication.setOffline(true)
-                try await Task.sleep(for: backoff.nextDelay())
-                replication.setOffline(false)
+        try await RetryBackoff.retrying(configuration, replication) { backoff in
+            let checkpoint = ReplicationCheckpoint(id: checkpointID, client: client, database: database)
+            if push {
+                try await self.push(checkpoint: checkpoint, backoff: &backoff, wake: &wakeIterator)
+            } else {
+                try await pull(checkpoint: checkpoint, backoff: &backoff)
             }
+            replication.direction(pull: !push, caughtUp: true)
         }
     }
 

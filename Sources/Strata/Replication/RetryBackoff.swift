@@ -47,3 +47,26 @@ struct RetryBackoff: Sendable {
     /// Forgets the failures (after a success).
     mutating func reset() { failures = 0 }
 }
+
+extension RetryBackoff {
+    /// Runs `body` until it returns, waiting with backoff after each transient fault (the
+    /// replication is offline meanwhile); `body` resets the backoff after progress, so that
+    /// `configuration.maximumRetries` counts consecutive failures. Other errors end it.
+    static func retrying<T: Sendable>(_ configuration: ReplicationConfiguration, _ replication: Replication,
+                                      _ body: (inout RetryBackoff) async throws -> T) async throws -> T {
+        var backoff = RetryBackoff(maximum: configuration.maximumRetryDelay)
+        while true {
+            try Task.checkCancellation()
+            do {
+                return try await body(&backoff)
+            } catch GatewayClient.Fault.transient(let text) {
+                if let limit = configuration.maximumRetries, backoff.failures >= limit {
+                    throw StrataError.network("\(text) (gave up after \(limit) retries)")
+                }
+                replication.setOffline(true)
+                try await Task.sleep(for: backoff.nextDelay())
+                replication.setOffline(false)
+            }
+        }
+    }
+}

@@ -64,11 +64,11 @@ struct StreamReplicator: Sendable {
     func run() async {
         defer { client.invalidate() }
         do {
-            let pushes = try await retrying { try await prepare() }
+            let pushes = try await retrying { try await prepare(&$0) }
             if configuration.repeating {
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    if configuration.pulls { group.addTask { try await retrying { try await pull() } } }
-                    if pushes { group.addTask { try await retrying { try await push() } } }
+                    if configuration.pulls { group.addTask { try await retrying { try await pull(&$0) } } }
+                    if pushes { group.addTask { try await retrying { try await push(&$0) } } }
                     if !configuration.pulls { replication.direction(pull: true, caughtUp: true) }
                     if !pushes { replication.direction(pull: false, caughtUp: true) }
                     // `next()` rethrows a direction's failure at once, and leaving the group
@@ -76,9 +76,9 @@ struct StreamReplicator: Sendable {
                     while try await group.next() != nil {}
                 }
             } else {
-                if pushes { try await retrying { try await push() } }
+                if pushes { try await retrying { try await push(&$0) } }
                 replication.direction(pull: false, caughtUp: true)
-                if configuration.pulls { try await retrying { try await pull() } }
+                if configuration.pulls { try await retrying { try await pull(&$0) } }
             }
             replication.end(replication.isStopRequested ? .stopped : .completed)
         } catch {
@@ -87,24 +87,9 @@ struct StreamReplicator: Sendable {
         }
     }
 
-    /// Runs `body` until it returns, waiting with backoff after each transient fault (the
-    /// replication is offline meanwhile).
-    private func retrying<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        var backoff = RetryBackoff(maximum: configuration.maximumRetryDelay)
-        while true {
-            try Task.checkCancellation()
-            do {
-                let result = try await body()
-                return result
-            } catch GatewayClient.Fault.transient(let text) {
-                if let limit = configuration.maximumRetries, backoff.failures >= limit {
-                    throw StrataError.network("\(text) (gave up after \(limit) retries)")
-                }
-                replication.setOffline(true)
-                try await Task.sleep(for: backoff.nextDelay())
-                replication.setOffline(false)
-            }
-        }
+    /// Runs `body` until it returns, retrying transient faults (``RetryBackoff/retrying(_:_:_:)``).
+    private func retrying<T: Sendable>(_ body: (inout RetryBackoff) async throws -> T) async throws -> T {
+        try await RetryBackoff.retrying(configuration, replication, body)
     }
 
     /// Runs local work on the store's executor.
@@ -141,7 +126,7 @@ struct StreamReplicator: Sendable {
     /// is its writer; refused, a series without events becomes a reader, and one with events of
     /// its own fails the replication with ``StrataError/conflict(_:)`` (its events would fork the
     /// series).
-    private func prepare() async throws -> Bool {
+    private func prepare(_ backoff: inout RetryBackoff) async throws -> Bool {
         switch target {
         case .channel(let state):
             try await local { try state.startReplicating() }
@@ -164,6 +149,7 @@ struct StreamReplicator: Sendable {
                 throw malformed(endpoint, "the claim's writer is not ours")
             }
             _ = try await local { try state.claimAnswered(granted: true) }
+            backoff.reset()
             return true
         }
     }
@@ -203,7 +189,7 @@ struct StreamReplicator: Sendable {
         }
     }
 
-    private func pull() async throws {
+    private func pull(_ backoff: inout RetryBackoff) async throws {
         let repeating = configuration.repeating
         var since = try await local { [target, url] in
             switch target {
@@ -222,6 +208,7 @@ struct StreamReplicator: Sendable {
             } else {
                 page = try await fetch(since: since, longpoll: longpoll)
             }
+            backoff.reset()
             replication.setOffline(false)
             let more = !page.results.isEmpty
             if more || repeating {
@@ -348,18 +335,27 @@ struct StreamReplicator: Sendable {
 
     // MARK: Push
 
-    private func push() async throws {
+    private func push(_ backoff: inout RetryBackoff) async throws {
         switch target {
-        case .channel(let state): try await pushChannel(state)
-        case .series(let state): try await pushSeries(state)
+        case .channel(let state): try await pushChannel(state, &backoff)
+        case .series(let state): try await pushSeries(state, &backoff)
         }
     }
 
     /// How long a waiting push sleeps before it looks at the outbox again by itself.
     static let idleRecheck: Duration = .seconds(1)
 
-    private func pushChannel(_ state: ChannelState) async throws {
-        let repeating = configuration.repeating
+    /// Nothing (more) to upload: a one-time push ends (false); a repeating one is caught up and
+    /// waits for `signal` past `generation`, or `idleRecheck` (true: look again).
+    private func idle(_ signal: ReplicationSignal, after generation: UInt64) async throws -> Bool {
+        guard configuration.repeating else { return false }
+        replication.direction(pull: false, caughtUp: true)
+        await signal.wait(after: generation, timeout: Self.idleRecheck)
+        try Task.checkCancellation()
+        return true
+    }
+
+    private func pushChannel(_ state: ChannelState, _ backoff: inout RetryBackoff) async throws {
         let batchSize = configuration.batchSize
         var sentThrough: UInt64?
         while true {
@@ -367,10 +363,7 @@ struct StreamReplicator: Sendable {
             let after = sentThrough
             let items = try await local { try state.outbox(after: after, limit: batchSize) }
             if items.isEmpty {
-                if !repeating { return }
-                replication.direction(pull: false, caughtUp: true)
-                await state.outboxSignal.wait(after: generation, timeout: Self.idleRecheck)
-                try Task.checkCancellation()
+                guard try await idle(state.outboxSignal, after: generation) else { return }
                 continue
             }
             replication.direction(pull: false, caughtUp: false)
@@ -391,6 +384,7 @@ struct StreamReplicator: Sendable {
             }
             try await publish(messages, state: state)
             sentThrough = items.last?.localTimetoken
+            backoff.reset()
             replication.progress(pull: false, completed: items.count)
         }
     }
@@ -446,8 +440,7 @@ struct StreamReplicator: Sendable {
         }
     }
 
-    private func pushSeries(_ state: SeriesState) async throws {
-        let repeating = configuration.repeating
+    private func pushSeries(_ state: SeriesState, _ backoff: inout RetryBackoff) async throws {
         let batchSize = configuration.batchSize
         guard case .writer(let writerID)? = state.replicationRole else { return }
         let writer = SeriesReplicationRole.text(writerID)
@@ -459,10 +452,7 @@ struct StreamReplicator: Sendable {
             let from = uploaded
             let (events, _) = try await local { try state.events(from: from, limit: batchSize) }
             if events.isEmpty {
-                if !repeating { return }
-                replication.direction(pull: false, caughtUp: true)
-                await state.uploadSignal.wait(after: generation, timeout: Self.idleRecheck)
-                try Task.checkCancellation()
+                guard try await idle(state.uploadSignal, after: generation) else { return }
                 continue
             }
             replication.direction(pull: false, caughtUp: false)
@@ -480,6 +470,7 @@ struct StreamReplicator: Sendable {
             uploaded = (events.last?.sequence ?? from) + 1
             let next = uploaded
             try await local { try state.setUploaded(next, url: self.url) }
+            backoff.reset()
             replication.progress(pull: false, completed: events.count)
         }
     }
