@@ -24,16 +24,7 @@ struct StreamFaultTests {
                           writer: Bool, batchSize: Int = 50) async throws -> [Replication] {
         let configuration = Self.configuration(cluster, gateway: gateway, batchSize: batchSize)
         let c = try await store.handle.channel(channel, of: String.self).startReplication(with: configuration)
-        let s = try await store.handle.timeSeries(series, of: Double.self)
-        let r = try s.startReplication(with: configuration)
-        let settled = await waitUntil(seconds: 60, interval: .milliseconds(20)) {
-            switch s.state.replicationRole {
-            case .writer?: return writer
-            case .reader?: return !writer
-            default: return false
-            }
-        }
-        #expect(settled, "\(store.name) \(series): \(String(describing: s.state.replicationRole)) \(r.status)")
+        let r = try await StreamReplicaState.replicateSeries(store, series, configuration: configuration, writer: writer)
         return [c, r]
     }
 

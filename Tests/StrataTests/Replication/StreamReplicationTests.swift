@@ -18,23 +18,10 @@ struct StreamReplicationTests {
         return false
     }
 
-    /// Starts a repeating replication of series `path` of `store`, waits until the store holds the
-    /// role `writer` asks for.
     static func replicateSeries(_ store: ReplicaStore, _ path: String, cluster: GatewayCluster, gateway: Int,
-                                writer: Bool, batchSize: Int = 500) async throws -> Replication {
-        let series = try await store.handle.timeSeries(path, of: Double.self)
-        var configuration = cluster.configuration(repeating, database: "main", gateway: gateway)
-        configuration.batchSize = batchSize
-        let replication = try series.startReplication(with: configuration)
-        let settled = await waitUntil(seconds: 60, interval: .milliseconds(20)) {
-            switch series.state.replicationRole {
-            case .writer?: return writer
-            case .reader?: return !writer
-            default: return false
-            }
-        }
-        #expect(settled, "\(store.name) \(path): role \(String(describing: series.state.replicationRole)), status \(replication.status)")
-        return replication
+                                writer: Bool) async throws -> Replication {
+        try await StreamReplicaState.replicateSeries(store, path, configuration: cluster.configuration(repeating, database: "main", gateway: gateway),
+                                                     writer: writer)
     }
 
     static func replicateChannel(_ store: ReplicaStore, _ name: String, cluster: GatewayCluster, gateway: Int,

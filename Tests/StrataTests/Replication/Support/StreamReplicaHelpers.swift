@@ -23,6 +23,25 @@ struct SharedEvent: Equatable, CustomStringConvertible {
 }
 
 enum StreamReplicaState {
+    /// Starts a replication of series `path` of `store` with `configuration` and waits until the
+    /// store holds the role `writer` asks for (the writer's claim granted, or a reader's refused).
+    static func replicateSeries(_ store: ReplicaStore, _ path: String, configuration: ReplicationConfiguration,
+                                writer: Bool) async throws -> Replication {
+        let series = try await store.handle.timeSeries(path, of: Double.self)
+        let replication = try series.startReplication(with: configuration)
+        let settled = await waitUntil(seconds: 60, interval: .milliseconds(20)) {
+            switch series.state.replicationRole {
+            case .writer?: return writer
+            case .reader?: return !writer
+            default: return false
+            }
+        }
+        guard settled else {
+            throw FixtureError("\(store.name) \(path): role \(String(describing: series.state.replicationRole)), status \(replication.status)")
+        }
+        return replication
+    }
+
     /// A name as one URL path segment.
     static func segment(_ name: String) -> String {
         name.addingPercentEncoding(withAllowedCharacters: StreamReplicator.unreserved) ?? name
