@@ -67,6 +67,30 @@ enum SyncSupport {
         }
     }
 
+    /// A store for each of `sides`, opened in a subdirectory of that name of the run's directory.
+    static func openStores(_ run: RunContext, sides: [String]) throws -> [Store] {
+        var stores: [Store] = []
+        do {
+            for side in sides {
+                let directory = run.directory.appendingPathComponent(side)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                stores.append(try Store.open(at: directory))
+            }
+        } catch {
+            for store in stores { try? store.close() }
+            throw error
+        }
+        return stores
+    }
+
+    /// Stops `replications` and waits for each to end.
+    static func stop(_ replications: [Replication]) throws {
+        for replication in replications {
+            replication.stop()
+            _ = try wait { await replication.finished() }
+        }
+    }
+
     /// Waits, from synchronous code, for `body` on a task.
     static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let outcome = TaskOutcome<T>()

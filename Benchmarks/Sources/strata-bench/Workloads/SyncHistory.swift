@@ -88,16 +88,9 @@ struct SyncHistory: Workload {
 
     private func delivery(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let name = SyncSupport.freshChannel()
-        var stores: [Store] = []
+        var stores = try SyncSupport.openStores(run, sides: ["a", "b"])
         defer { for store in stores { try? store.close() } }
-        var channels: [Channel<String>] = []
-        for side in ["a", "b"] {
-            let directory = run.directory.appendingPathComponent(side)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let store = try Store.open(at: directory)
-            stores.append(store)
-            channels.append(try store.channel(name, of: String.self))
-        }
+        let channels = try stores.map { try $0.channel(name, of: String.self) }
         let configuration = try SyncSupport.configuration(run.config) { .repeatingBidirectionalReplication(with: $0) }
         let replications = try channels.map { try $0.startReplication(with: configuration) }
         let watcher = StreamWatcher(try channels[1].messages(bufferSize: 100_000))
@@ -110,10 +103,7 @@ struct SyncHistory: Workload {
                 try SyncSupport.wait { try await watcher.waitFor { $0.message == text } }
             }
         }
-        for replication in replications {
-            replication.stop()
-            _ = try SyncSupport.wait { await replication.finished() }
-        }
+        try SyncSupport.stop(replications)
         let close = try Clock.seconds { for store in stores { try store.close() } }
         stores = []
         return RunOutcome(records: run.operations, closeSeconds: close)

@@ -63,16 +63,9 @@ struct SyncPull: Workload {
 
     private func firstConsistency(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let channel = SyncSupport.freshChannel()
-        var stores: [Store] = []
+        var stores = try SyncSupport.openStores(run, sides: ["a", "b"])
         defer { for store in stores { try? store.close() } }
-        var databases: [DocumentDatabase] = []
-        for side in ["a", "b"] {
-            let directory = run.directory.appendingPathComponent(side)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let store = try Store.open(at: directory)
-            stores.append(store)
-            databases.append(try store.documents("bench"))
-        }
+        let databases = try stores.map { try $0.documents("bench") }
         var configuration = try SyncSupport.configuration(run.config) { .repeatingBidirectionalReplication(with: $0) }
         configuration.limitToChannels = [channel]
         let replications = try databases.map { try $0.startReplication(with: configuration) }
@@ -88,10 +81,7 @@ struct SyncPull: Workload {
                 try SyncSupport.wait { try await watcher.waitFor(id) }
             }
         }
-        for replication in replications {
-            replication.stop()
-            _ = try SyncSupport.wait { await replication.finished() }
-        }
+        try SyncSupport.stop(replications)
         let close = try Clock.seconds { for store in stores { try store.close() } }
         stores = []
         return RunOutcome(records: run.operations, closeSeconds: close)

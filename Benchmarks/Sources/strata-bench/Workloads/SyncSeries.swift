@@ -83,16 +83,9 @@ struct SyncSeries: Workload {
 
     private func delivery(_ run: RunContext, recorder: Recorder) throws -> RunOutcome {
         let path = "bench/" + SyncSupport.freshChannel()
-        var stores: [Store] = []
+        var stores = try SyncSupport.openStores(run, sides: ["writer", "reader"])
         defer { for store in stores { try? store.close() } }
-        var series: [TimeSeries<Double>] = []
-        for side in ["writer", "reader"] {
-            let directory = run.directory.appendingPathComponent(side)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let store = try Store.open(at: directory)
-            stores.append(store)
-            series.append(try store.timeSeries(path, of: Double.self))
-        }
+        let series = try stores.map { try $0.timeSeries(path, of: Double.self) }
         let configuration = try SyncSupport.configuration(run.config) { .repeatingBidirectionalReplication(with: $0) }
         let writerReplication = try series[0].startReplication(with: configuration)
         // The writer's claim first, then the reader's replication (its claim is refused).
@@ -116,10 +109,7 @@ struct SyncSeries: Workload {
                 try SyncSupport.wait { try await watcher.waitFor { $0.value == value } }
             }
         }
-        for replication in [writerReplication, readerReplication] {
-            replication.stop()
-            _ = try SyncSupport.wait { await replication.finished() }
-        }
+        try SyncSupport.stop([writerReplication, readerReplication])
         let close = try Clock.seconds { for store in stores { try store.close() } }
         stores = []
         return RunOutcome(records: run.operations, closeSeconds: close)
