@@ -28,20 +28,21 @@ enum ChannelMessages {
         case failed(id: String?, GatewayError)
     }
 
-    /// 403 unless the user may write the channel `name` (checked to be a valid name first).
-    static func checkWrite(_ name: String, user: GatewayUser) throws(GatewayError) {
-        try StreamNames.check(name, what: "a channel name")
-        guard user.writePaths.covers(name) else {
-            throw .forbidden("user '\(user.name)' may not write channel '\(name)'")
+    /// Takes the database row lock (timetokens and sequences are assigned in commit order) and
+    /// reads the database's sequence and the channel's last timetoken (0 for a new channel).
+    static func lockChannel(_ connection: PostgresConnection, db: Int64, name: String,
+                            logger: Logger) async throws -> (seq: Int64, last: Int64) {
+        var baseSeq: Int64 = 0, last: Int64 = 0
+        for try await (seq, lastTimetoken) in try await connection.query(
+            """
+            SELECT d.seq, c.last_timetoken FROM databases d
+            LEFT JOIN channels c ON c.db = d.id AND c.name = \(name)
+            WHERE d.id = \(db) FOR UPDATE OF d
+            """, logger: logger).decode((Int64, Int64?).self) {
+            baseSeq = seq
+            last = lastTimetoken ?? 0
         }
-    }
-
-    /// 403 unless the user may read the channel `name` (checked to be a valid name first).
-    static func checkRead(_ name: String, user: GatewayUser) throws(GatewayError) {
-        try StreamNames.check(name, what: "a channel name")
-        guard user.readPaths.covers(name) else {
-            throw .forbidden("user '\(user.name)' may not read channel '\(name)'")
-        }
+        return (baseSeq, last)
     }
 
     /// The gateway's clock in 100-ns units since 1970 (PubNub's timetokens).
@@ -51,7 +52,7 @@ enum ChannelMessages {
 
     /// `POST /{db}/_strata/channels/{name}/publish`.
     static func publish(gateway: Gateway, database: String, user: GatewayUser, name: String, body: ByteBuffer) async throws -> [UInt8] {
-        try checkWrite(name, user: user)
+        try StreamNames.checkAccess(name, .channel, user: user, write: true)
         let spans = try JSONSpans(Array(body.readableBytesView), what: "the publish body")
         guard case let .object(members) = spans.tree,
               let k = members.firstIndex(where: { $0.0 == "messages" }), case let .array(list) = members[k].1
@@ -134,17 +135,7 @@ enum ChannelMessages {
         let db = user.databaseID
         let logger = gateway.logger
         return try await gateway.client.withTransaction(logger: logger) { connection in
-            // The database row lock: timetokens and sequences are assigned in commit order.
-            var baseSeq: Int64 = 0, last: Int64 = 0
-            for try await (seq, lastTimetoken) in try await connection.query(
-                """
-                SELECT d.seq, c.last_timetoken FROM databases d
-                LEFT JOIN channels c ON c.db = d.id AND c.name = \(name)
-                WHERE d.id = \(db) FOR UPDATE OF d
-                """, logger: logger).decode((Int64, Int64?).self) {
-                baseSeq = seq
-                last = lastTimetoken ?? 0
-            }
+            let (baseSeq, last) = try await lockChannel(connection, db: db, name: name, logger: logger)
             var known: [String: (timetoken: Int64, seq: Int64)] = [:]
             let rows = try await connection.query(
                 """
@@ -197,7 +188,7 @@ enum ChannelMessages {
 
     /// `POST /{db}/_strata/channels/{name}/delete`: body `{"from"?, "until"?}`.
     static func delete(gateway: Gateway, database: String, user: GatewayUser, name: String, body: ByteBuffer) async throws -> [UInt8] {
-        try checkWrite(name, user: user)
+        try StreamNames.checkAccess(name, .channel, user: user, write: true)
         var from: Int64 = 0, until: Int64? = nil
         if body.readableBytes > 0 {
             let request: JSON
@@ -214,16 +205,7 @@ enum ChannelMessages {
         let logger = gateway.logger
         let given = until
         let (seq, applied) = try await gateway.client.withTransaction(logger: logger) { connection -> (Int64, Int64) in
-            var baseSeq: Int64 = 0, last: Int64 = 0
-            for try await (seq, lastTimetoken) in try await connection.query(
-                """
-                SELECT d.seq, c.last_timetoken FROM databases d
-                LEFT JOIN channels c ON c.db = d.id AND c.name = \(name)
-                WHERE d.id = \(db) FOR UPDATE OF d
-                """, logger: logger).decode((Int64, Int64?).self) {
-                baseSeq = seq
-                last = lastTimetoken ?? 0
-            }
+            let (baseSeq, last) = try await lockChannel(connection, db: db, name: name, logger: logger)
             let until = given ?? last + 1
             let seq = baseSeq + 1
             try await connection.query(
@@ -252,7 +234,7 @@ enum ChannelMessages {
 
     /// `GET /{db}/_strata/channels/{name}/messages?after=T&limit=N`.
     static func messages(gateway: Gateway, user: GatewayUser, name: String, query: [String: String]) async throws -> [UInt8] {
-        try checkRead(name, user: user)
+        try StreamNames.checkAccess(name, .channel, user: user, write: false)
         let after = try query["after"].map { text throws(GatewayError) in try StreamNames.timetoken(text, what: "after") } ?? 0
         let limit = try StreamNames.limit(query["limit"], maximum: maximumLimit)
         let db = user.databaseID
@@ -287,7 +269,7 @@ enum ChannelMessages {
 
     /// `GET /{db}/_strata/channels/{name}/count?since=T`: the messages above `since`.
     static func count(gateway: Gateway, user: GatewayUser, name: String, query: [String: String]) async throws -> [UInt8] {
-        try checkRead(name, user: user)
+        try StreamNames.checkAccess(name, .channel, user: user, write: false)
         let since = try query["since"].map { text throws(GatewayError) in try StreamNames.timetoken(text, what: "since") } ?? 0
         var count: Int64 = 0
         for try await value in try await gateway.client.query(

@@ -55,6 +55,24 @@ enum StreamNames {
         }
     }
 
+    /// What a stream is, for the rules and the errors that name it.
+    enum Kind: String, Sendable {
+        case channel
+        case series
+
+        /// How a rule names one: "a channel name", "a series path".
+        var nameWord: String { self == .channel ? "a channel name" : "a series path" }
+    }
+
+    /// 400 unless `name` is a valid name of `kind`; then 403 unless `user` may read it (or write
+    /// it, with `write`).
+    static func checkAccess(_ name: String, _ kind: Kind, user: GatewayUser, write: Bool) throws(GatewayError) {
+        try check(name, what: kind.nameWord)
+        guard (write ? user.writePaths : user.readPaths).covers(name) else {
+            throw .forbidden("user '\(user.name)' may not \(write ? "write" : "read") \(kind.rawValue) '\(name)'")
+        }
+    }
+
     /// Throws 400 unless `key` is 1 to 64 characters of `[0-9A-Za-z_-]` (a message id, a writer).
     static func checkKey(_ key: String, what: String) throws(GatewayError) {
         let bytes = key.utf8

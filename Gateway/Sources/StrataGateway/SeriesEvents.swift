@@ -22,22 +22,6 @@ enum SeriesEvents {
         var original: Int64?
     }
 
-    /// 403 unless the user may write the series `path` (checked to be a valid path first).
-    static func checkWrite(_ path: String, user: GatewayUser) throws(GatewayError) {
-        try StreamNames.check(path, what: "a series path")
-        guard user.writePaths.covers(path) else {
-            throw .forbidden("user '\(user.name)' may not write series '\(path)'")
-        }
-    }
-
-    /// 403 unless the user may read the series `path` (checked to be a valid path first).
-    static func checkRead(_ path: String, user: GatewayUser) throws(GatewayError) {
-        try StreamNames.check(path, what: "a series path")
-        guard user.readPaths.covers(path) else {
-            throw .forbidden("user '\(user.name)' may not read series '\(path)'")
-        }
-    }
-
     /// The `writer` of a request body, checked.
     static func writer(of request: JSON) throws(GatewayError) -> String {
         guard let writer = request["writer"]?.stringValue else { throw .badRequest("the body needs a writer (a string)") }
@@ -47,7 +31,7 @@ enum SeriesEvents {
 
     /// `POST /{db}/_strata/series/{path}/claim`: body `{"writer": "W"}`.
     static func claim(gateway: Gateway, user: GatewayUser, path: String, body: ByteBuffer) async throws -> [UInt8] {
-        try checkWrite(path, user: user)
+        try StreamNames.checkAccess(path, .series, user: user, write: true)
         let request: JSON
         do { request = try JSONParser.parse(body.readableBytesView) } catch { throw GatewayError.badRequest("the claim body: \(error)") }
         let writer = try writer(of: request)
@@ -81,7 +65,7 @@ enum SeriesEvents {
 
     /// `POST /{db}/_strata/series/{path}/events`: body `{"writer", "events": [...]}`.
     static func append(gateway: Gateway, database: String, user: GatewayUser, path: String, body: ByteBuffer) async throws -> [UInt8] {
-        try checkWrite(path, user: user)
+        try StreamNames.checkAccess(path, .series, user: user, write: true)
         let spans = try JSONSpans(Array(body.readableBytesView), what: "the events body")
         let writer = try writer(of: spans.tree)
         guard case let .object(members) = spans.tree,
@@ -253,7 +237,7 @@ enum SeriesEvents {
 
     /// `GET /{db}/_strata/series/{path}/events?from=N&limit=L`.
     static func list(gateway: Gateway, user: GatewayUser, path: String, query: [String: String]) async throws -> [UInt8] {
-        try checkRead(path, user: user)
+        try StreamNames.checkAccess(path, .series, user: user, write: false)
         var from: Int64 = 0
         if let text = query["from"] {
             guard let value = StreamNames.unsigned(text) else { throw GatewayError.badRequest("from must be a sequence (an integer from 0 to 2^63 - 1)") }
