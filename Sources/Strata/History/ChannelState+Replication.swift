@@ -32,8 +32,7 @@ extension ChannelState {
         out.reserveCapacity(values.count)
         for (i, value) in values.enumerated() {
             let tt = first + UInt64(i)
-            var id = [UInt8](repeating: 0, count: MessageRecord.uploadIDLength)
-            for j in id.indices { id[j] = UInt8.random(in: 0...255, using: &generator) }
+            let id = RandomID.bytes(MessageRecord.uploadIDLength, using: &generator)
             out.append(MessageRecord.provisional(value, uploadID: id))
             batch.records.putRaw(replica.outbox(tt), ChannelOutboxEntry.message(uploadID: id).encoded)
             var varint: [UInt8] = []
@@ -48,11 +47,15 @@ extension ChannelState {
     /// too. Done in commits of at most `chunk` messages under the writer lock; the mark is in the
     /// last, so a crash midway leaves a channel that is converted further at the next start.
     func startReplicating(chunk: Int = 1_000) throws {
+        // Each chunk resumes after the last message the one before converted (publishes between
+        // chunks come later in timetoken order), so a conversion reads each message once.
+        var resume: UInt64?
         while true {
             let done = try writer.withLock { w -> Bool in
                 if w.descriptor.replicated { return true }
                 let snapshot = try history.engine.snapshot()
-                let cursor = snapshot.cursor(lower: keys.key(w.head.floor), upper: keys.end)
+                let lower = resume.map { max($0, w.head.floor) } ?? w.head.floor
+                let cursor = snapshot.cursor(lower: keys.key(lower), upper: keys.end)
                 var batch = CommitBatch()
                 var converted = 0
                 var reachedEnd = true
@@ -66,14 +69,14 @@ extension ChannelState {
                         throw StrataError.corrupted(file: "channel \"\(keys.name)\"", offset: 0,
                                                     reason: "bad message key \(TupleKey.describe(cursor.key)) or empty record")
                     }
-                    var id = [UInt8](repeating: 0, count: MessageRecord.uploadIDLength)
-                    for j in id.indices { id[j] = UInt8.random(in: 0...255, using: &generator) }
+                    let id = RandomID.bytes(MessageRecord.uploadIDLength, using: &generator)
                     batch.records.putRaw(keys.key(tt), MessageRecord.provisional(Array(value), uploadID: id))
                     batch.records.putRaw(replica.outbox(tt), ChannelOutboxEntry.message(uploadID: id).encoded)
                     var varint: [UInt8] = []
                     Varint.append(tt, to: &varint)
                     batch.records.putRaw(replica.upload(id), varint)
                     converted += 1
+                    resume = tt &+ 1
                 }
                 var descriptor = w.descriptor
                 if reachedEnd {
@@ -173,6 +176,20 @@ extension ChannelState {
             var lastFinal = try lastFinal(in: snapshot)
             var newTimetokens: [UInt64] = []
             var newValues: [[UInt8]] = []
+            // The provisional messages at the timetokens this batch puts, found with one scan of
+            // the outbox over the batch's span (not a point read per message).
+            var atPulled = Set<UInt64>()
+            let pulled = changes.compactMap { change -> UInt64? in
+                if case .message(let tt, _, _) = change { return tt }
+                return nil
+            }
+            if let lo = pulled.min(), let hi = pulled.max() {
+                let cursor = snapshot.cursor(lower: replica.outbox(lo), upper: hi == .max ? replica.outboxEnd : replica.outbox(hi + 1))
+                while try cursor.next() {
+                    guard let tt = cursor.withKey({ replica.localTimetoken(ofOutboxKey: $0) }) else { continue }
+                    atPulled.insert(tt)
+                }
+            }
             // Provisional messages moved or finalized in this batch, by their old timetoken.
             var gone = Set<UInt64>()
             var moved: [UInt64: (id: [UInt8], record: [UInt8])] = [:]
@@ -200,7 +217,7 @@ extension ChannelState {
                         }
                         own = true
                     }
-                    if !gone.contains(tt), let bytes = try snapshot.get(replica.outbox(tt)) {
+                    if atPulled.contains(tt), !gone.contains(tt), let bytes = try snapshot.get(replica.outbox(tt)) {
                         let entry = try bytes.withUnsafeBytes { try ChannelOutboxEntry(decoding: $0, what: "channel \"\(keys.name)\" outbox entry \(tt)") }
                         if case .message(let id) = entry, let provisional = try snapshot.get(keys.key(tt)) {
                             // A provisional message sits at the gateway's timetoken: it moves up.

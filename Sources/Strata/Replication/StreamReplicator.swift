@@ -161,7 +161,9 @@ struct StreamReplicator: Sendable {
         let lastSequence: UInt64
     }
 
-    var pageSize: Int { min(configuration.batchSize * 4, 10_000) }
+    /// The feed's page: the gateway's largest. A page's messages or events are small, and the
+    /// gateway's cost is mostly per row, not per request; commits stay `batchSize`.
+    var pageSize: Int { 10_000 }
 
     private func fetch(since: UInt64, longpoll: Bool) async throws -> Page {
         var query: [(String, String)] = [("since", String(since)), ("limit", String(pageSize))]

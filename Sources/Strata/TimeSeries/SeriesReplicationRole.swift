@@ -45,7 +45,14 @@ enum SeriesReplicationRole: Sendable, Equatable {
 
     /// The writer id as the gateway sees it: 32 lowercase hex digits.
     static func text(_ id: [UInt8]) -> String {
-        id.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: id.count * 2) { out in
+            for (i, byte) in id.enumerated() {
+                out[2 * i] = digits[Int(byte >> 4)]
+                out[2 * i + 1] = digits[Int(byte & 15)]
+            }
+            return id.count * 2
+        }
     }
 }
 

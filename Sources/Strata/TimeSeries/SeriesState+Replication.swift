@@ -47,7 +47,7 @@ extension SeriesState {
                 var id: [UInt8]?
                 if pushes {
                     var generator = SystemRandomNumberGenerator()
-                    let new = (0..<SeriesReplicationRole.writerIDLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                    let new = RandomID.bytes(SeriesReplicationRole.writerIDLength, using: &generator)
                     payload.replication = .claiming(writerID: new)
                     id = new
                 } else {

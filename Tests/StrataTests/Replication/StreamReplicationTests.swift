@@ -232,6 +232,17 @@ struct StreamReplicationTests {
                 try await StreamReplicaState.gatewayHistory(server, "chat/east/room").map(\.message) == ["hello"]
             }
             #expect(arrived)
+            // A series outside the read paths is not received: a pull-only replication of it fails.
+            let hidden = try await fresh.handle.timeSeries("private/x", of: Double.self)
+            _ = try await server.checked("POST", "_strata/series/\(StreamReplicaState.segment("private/x"))/claim", body: ["writer": "w"])
+            _ = try await server.checked("POST", "_strata/series/\(StreamReplicaState.segment("private/x"))/events",
+                                         body: ["writer": "w", "events": [["sequence": 0, "timestamp": 1, "author": "w", "value": 1.5]]])
+            let hiddenStatus = await finished(try hidden.startReplication(with: pullOnly), seconds: 60)
+            guard case .failed(.permissionDenied(_, .readTopic, "private/x"))? = hiddenStatus else {
+                Issue.record("private/x: \(String(describing: hiddenStatus))")
+                return
+            }
+            #expect(try await hidden.bounds().count == 0)
             // A series under prices is readable but not writable: the claim is refused with 403.
             let prices = try await fresh.handle.timeSeries("prices/x", of: Double.self)
             let rp = try prices.startReplication(with: configuration())
