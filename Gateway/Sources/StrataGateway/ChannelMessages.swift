@@ -54,22 +54,15 @@ enum ChannelMessages {
     static func publish(gateway: Gateway, database: String, user: GatewayUser, name: String, body: ByteBuffer) async throws -> [UInt8] {
         try StreamNames.checkAccess(name, .channel, user: user, write: true)
         let spans = try JSONSpans(Array(body.readableBytesView), what: "the publish body")
-        guard case let .object(members) = spans.tree,
-              let k = members.firstIndex(where: { $0.0 == "messages" }), case let .array(list) = members[k].1
-        else {
-            throw GatewayError.badRequest("the publish body must be an object with a messages array")
-        }
-        guard !list.isEmpty else { throw GatewayError.badRequest("messages is empty (1 to \(maximumMessages) messages)") }
-        guard list.count <= maximumMessages else {
-            throw GatewayError.tooLarge("publish has \(list.count) messages, over the limit of \(maximumMessages) per request")
-        }
+        let items = try spans.list("messages", limit: maximumMessages, what: "the publish body")
+        let list = items.map(\.value)
         var ids = Set<String>()
         for element in list {
             if let id = element["id"]?.stringValue, !ids.insert(id).inserted {
                 throw GatewayError.badRequest("the message id '\(id)' appears twice in the request (ids must be distinct)")
             }
         }
-        let elementSpans = try spans.elements(ofMember: k, count: list.count)
+        let elementSpans = items.map(\.span)
         var outcomes: [Outcome] = []
         var entries: [Entry] = []
         for (index, element) in list.enumerated() {

@@ -29,6 +29,22 @@ struct JSONSpans {
         String(decoding: bytes[span], as: UTF8.self)
     }
 
+    /// The elements of the array that is the root object's member `name`, with their spans: a
+    /// 400 naming `what` unless the root is an object with that member an array of at least one
+    /// element, a 413 above `limit` elements.
+    func list(_ name: String, limit: Int, what: String) throws(GatewayError) -> [(value: JSON, span: Range<Int>)] {
+        guard case let .object(members) = tree,
+              let k = members.firstIndex(where: { $0.0 == name }), case let .array(list) = members[k].1
+        else {
+            throw .badRequest("\(what) must be an object with a \(name) array")
+        }
+        guard !list.isEmpty else { throw .badRequest("\(name) is empty (1 to \(limit) \(name))") }
+        guard list.count <= limit else {
+            throw .tooLarge("the request has \(list.count) \(name), over the limit of \(limit) per request")
+        }
+        return Array(zip(list, try elements(ofMember: k, count: list.count)))
+    }
+
     /// The spans of the elements of the array that is the root object's member number `member`,
     /// which the tree says has `count` elements (400 if the walk disagrees, never a crash).
     func elements(ofMember member: Int, count: Int) throws(GatewayError) -> [Range<Int>] {

@@ -68,16 +68,9 @@ enum SeriesEvents {
         try StreamNames.checkAccess(path, .series, user: user, write: true)
         let spans = try JSONSpans(Array(body.readableBytesView), what: "the events body")
         let writer = try writer(of: spans.tree)
-        guard case let .object(members) = spans.tree,
-              let k = members.firstIndex(where: { $0.0 == "events" }), case let .array(list) = members[k].1
-        else {
-            throw GatewayError.badRequest("the events body must be an object with an events array")
-        }
-        guard !list.isEmpty else { throw GatewayError.badRequest("events is empty (1 to \(maximumEvents) events)") }
-        guard list.count <= maximumEvents else {
-            throw GatewayError.tooLarge("the request has \(list.count) events, over the limit of \(maximumEvents) per request")
-        }
-        let elementSpans = try spans.elements(ofMember: k, count: list.count)
+        let items = try spans.list("events", limit: maximumEvents, what: "the events body")
+        let list = items.map(\.value)
+        let elementSpans = items.map(\.span)
         var events: [Event] = []
         events.reserveCapacity(list.count)
         for (index, element) in list.enumerated() {
