@@ -31,7 +31,7 @@ struct StreamReplicationTests {
         return try store.handle.channel(name, of: String.self).startReplication(with: configuration)
     }
 
-    @Test("3 stores, 2 gateways: concurrent publishes and appends, one store offline for a while, a replicated deletion; every store equals the gateway, every message once")
+    @Test("3 stores, 2 gateways: concurrent publishes and appends, one store offline for a while, a gateway killed and PostgreSQL restarted meanwhile, a replicated deletion; every store equals the gateway, every message once")
     func threeStoresConverge() async throws {
         try await GatewayCluster.with(gateways: 2) { cluster in
             let server = try cluster.createDatabaseWithAdmin("main")
@@ -63,6 +63,18 @@ struct StreamReplicationTests {
 
             let perStore = 150
             try await withThrowingTaskGroup(of: Void.self) { group in
+                // Faults while they write: gateway 1 killed (kill -9) and restarted, then
+                // PostgreSQL killed and restarted.
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(300))
+                    cluster.gateways[1].kill()
+                    try await Task.sleep(for: .seconds(1))
+                    try cluster.gateways[1].start()
+                    try await Task.sleep(for: .milliseconds(500))
+                    try cluster.postgres.kill()
+                    try await Task.sleep(for: .seconds(1))
+                    try cluster.postgres.start()
+                }
                 for (i, store) in stores.enumerated() {
                     group.addTask {
                         let own = try await store.handle.timeSeries(series[i], of: Double.self)
