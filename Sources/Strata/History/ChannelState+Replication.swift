@@ -34,12 +34,23 @@ extension ChannelState {
             let tt = first + UInt64(i)
             let id = RandomID.bytes(MessageRecord.uploadIDLength, using: &generator)
             out.append(MessageRecord.provisional(value, uploadID: id))
-            batch.records.putRaw(replica.outbox(tt), ChannelOutboxEntry.message(uploadID: id).encoded)
-            var varint: [UInt8] = []
-            Varint.append(tt, to: &varint)
-            batch.records.putRaw(replica.upload(id), varint)
+            stageOutboxEntry(tt, uploadID: id, into: &batch)
         }
         return out
+    }
+
+    /// Adds the outbox entry of the provisional message at `tt` and its upload id's index entry
+    /// to `batch`.
+    func stageOutboxEntry(_ tt: UInt64, uploadID id: [UInt8], into batch: inout CommitBatch) {
+        batch.records.putRaw(replica.outbox(tt), ChannelOutboxEntry.message(uploadID: id).encoded)
+        batch.records.putRaw(replica.upload(id), ReplicaCounter.encoded(tt))
+    }
+
+    /// Adds the removal of the outbox entry at `tt` (and of its upload id's index entry, for a
+    /// message) to `batch`.
+    func stageOutboxRemoval(_ tt: UInt64, uploadID id: [UInt8]?, into batch: inout CommitBatch) {
+        batch.records.deleteRaw(replica.outbox(tt))
+        if let id { batch.records.deleteRaw(replica.upload(id)) }
     }
 
     /// Marks the channel as replicating (catalog payload layout 2), first turning every message it
@@ -71,10 +82,7 @@ extension ChannelState {
                     }
                     let id = RandomID.bytes(MessageRecord.uploadIDLength, using: &generator)
                     batch.records.putRaw(keys.key(tt), MessageRecord.provisional(Array(value), uploadID: id))
-                    batch.records.putRaw(replica.outbox(tt), ChannelOutboxEntry.message(uploadID: id).encoded)
-                    var varint: [UInt8] = []
-                    Varint.append(tt, to: &varint)
-                    batch.records.putRaw(replica.upload(id), varint)
+                    stageOutboxEntry(tt, uploadID: id, into: &batch)
                     converted += 1
                     resume = tt &+ 1
                 }
@@ -118,11 +126,6 @@ extension ChannelState {
         return items
     }
 
-    /// Whether anything waits in the outbox.
-    var hasOutbox: Bool {
-        get throws { try !outbox(after: nil, limit: 1).isEmpty }
-    }
-
     /// Removes outbox entries (an uploaded deletion, a message the gateway refused for good, a
     /// message whose record a deletion removed). A refused message stays in the local history,
     /// provisional.
@@ -131,8 +134,9 @@ extension ChannelState {
         try writer.withLock { _ in
             var batch = CommitBatch()
             for item in items {
-                batch.records.deleteRaw(replica.outbox(item.localTimetoken))
-                if case .message(let id) = item.entry { batch.records.deleteRaw(replica.upload(id)) }
+                var id: [UInt8]?
+                if case .message(let uploadID) = item.entry { id = uploadID }
+                stageOutboxRemoval(item.localTimetoken, uploadID: id, into: &batch)
             }
             try history.engine.commit(batch)
         }
@@ -142,22 +146,13 @@ extension ChannelState {
     func pullCheckpoint(url: String) throws -> UInt64 {
         let snapshot = try history.engine.snapshot()
         guard let bytes = try snapshot.get(replica.checkpoint(url)) else { return 0 }
-        return try Self.varint(bytes, what: "channel \"\(keys.name)\" pull checkpoint")
+        return try ReplicaCounter.decode(bytes, what: "channel \"\(keys.name)\" pull checkpoint")
     }
 
     /// The newest final timetoken applied (0 for none).
     func lastFinal(in snapshot: Snapshot) throws -> UInt64 {
         guard let bytes = try snapshot.get(replica.lastFinal) else { return 0 }
-        return try Self.varint(bytes, what: "channel \"\(keys.name)\" last final timetoken")
-    }
-
-    static func varint(_ bytes: [UInt8], what: String) throws -> UInt64 {
-        try bytes.withUnsafeBytes { raw in
-            var r = ByteReader(raw, file: what)
-            let v = try r.varint("value")
-            try r.expectEnd("the value")
-            return v
-        }
+        return try ReplicaCounter.decode(bytes, what: "channel \"\(keys.name)\" last final timetoken")
     }
 
     /// Applies changes pulled from the gateway, in its feed order, and saves the pull checkpoint
@@ -201,19 +196,14 @@ extension ChannelState {
                 case .message(let tt, let uploadID, let record):
                     var own = false
                     if let uploadID, let bytes = try snapshot.get(replica.upload(uploadID)) {
-                        let local = try Self.varint(bytes, what: "channel \"\(keys.name)\" upload id")
-                        if !gone.contains(local) {
+                        // Its provisional place, or the one it moved to earlier in this batch.
+                        var local: UInt64? = try ReplicaCounter.decode(bytes, what: "channel \"\(keys.name)\" upload id")
+                        if let at = local, gone.contains(at) { local = moved.first(where: { $0.value.id == uploadID })?.key }
+                        if let local {
                             batch.records.deleteRaw(keys.key(local))
-                            batch.records.deleteRaw(replica.outbox(local))
-                            batch.records.deleteRaw(replica.upload(uploadID))
+                            stageOutboxRemoval(local, uploadID: uploadID, into: &batch)
                             gone.insert(local)
-                        } else if let to = moved.first(where: { $0.value.id == uploadID })?.key {
-                            // Moved earlier in this batch: its new place goes instead.
-                            batch.records.deleteRaw(keys.key(to))
-                            batch.records.deleteRaw(replica.outbox(to))
-                            batch.records.deleteRaw(replica.upload(uploadID))
-                            gone.insert(to)
-                            moved[to] = nil
+                            moved[local] = nil
                         }
                         own = true
                     }
@@ -225,11 +215,8 @@ extension ChannelState {
                             w.head.last = max(w.head.last, to)
                             headChanged = true
                             batch.records.putRaw(keys.key(to), provisional)
-                            batch.records.deleteRaw(replica.outbox(tt))
-                            batch.records.putRaw(replica.outbox(to), entry.encoded)
-                            var varint: [UInt8] = []
-                            Varint.append(to, to: &varint)
-                            batch.records.putRaw(replica.upload(id), varint)
+                            stageOutboxRemoval(tt, uploadID: nil, into: &batch)
+                            stageOutboxEntry(to, uploadID: id, into: &batch)
                             gone.insert(tt)
                             moved[to] = (id, provisional)
                         }
@@ -257,14 +244,8 @@ extension ChannelState {
                     for (tt, record) in keep { batch.records.putRaw(keys.key(tt), record) }
                 }
             }
-            var varint: [UInt8] = []
-            if let url {
-                Varint.append(since, to: &varint)
-                batch.records.putRaw(replica.checkpoint(url), varint)
-                varint.removeAll()
-            }
-            Varint.append(lastFinal, to: &varint)
-            batch.records.putRaw(replica.lastFinal, varint)
+            if let url { batch.records.putRaw(replica.checkpoint(url), ReplicaCounter.encoded(since)) }
+            batch.records.putRaw(replica.lastFinal, ReplicaCounter.encoded(lastFinal))
             if headChanged { batch.records.putRaw(headKey, w.head.encoded) }
             if !newTimetokens.isEmpty, broadcaster.wantsChanges(of: history.engine, kind: .channel, name: keys.name) {
                 batch.changes.append(Messages(channelID: keys.id, name: keys.name, typeName: typeName,
@@ -304,8 +285,7 @@ extension ChannelState {
             guard let tt = cursor.withKey({ replica.localTimetoken(ofOutboxKey: $0) }) else { continue }
             let entry = try ChannelOutboxEntry(decoding: cursor.value, what: "channel \"\(keys.name)\" outbox entry \(tt)")
             guard case .message(let id) = entry else { continue }
-            batch.records.deleteRaw(replica.outbox(tt))
-            batch.records.deleteRaw(replica.upload(id))
+            stageOutboxRemoval(tt, uploadID: id, into: &batch)
         }
         if lower < until {
             let at = try history.clock.allocate(1)

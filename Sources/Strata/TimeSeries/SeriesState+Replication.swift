@@ -43,22 +43,17 @@ extension SeriesState {
             case .reader?:
                 return nil
             case nil:
-                var payload = w.payload
-                var id: [UInt8]?
-                if pushes {
-                    var generator = SystemRandomNumberGenerator()
-                    let new = RandomID.bytes(SeriesReplicationRole.writerIDLength, using: &generator)
-                    payload.replication = .claiming(writerID: new)
-                    id = new
-                } else {
+                guard pushes else {
                     guard w.head.next == 0 else {
                         throw StrataError.conflict("time series \"\(path)\" has events of its own and cannot replicate as a reader: replicate it with a configuration that pushes (its store claims it as the writer), or use a new series")
                     }
-                    payload.replication = .reader
+                    stageRole(.reader, &w, into: &batch)
+                    return nil
                 }
-                Catalog.put(CatalogEntry(id: id_, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
-                w.payload = payload
-                return id
+                var generator = SystemRandomNumberGenerator()
+                let writerID = RandomID.bytes(SeriesReplicationRole.writerIDLength, using: &generator)
+                stageRole(.claiming(writerID: writerID), &w, into: &batch)
+                return writerID
             }
         }
     }
@@ -68,36 +63,35 @@ extension SeriesState {
     /// the call returns true; one with events of its own stays claiming and the call returns false.
     func claimAnswered(granted: Bool) throws -> Bool {
         try write { w, batch in
-            guard case .claiming(let id)? = w.payload.replication else { return true }
-            var payload = w.payload
+            guard case .claiming(let writerID)? = w.payload.replication else { return true }
             if granted {
-                payload.replication = .writer(writerID: id)
+                stageRole(.writer(writerID: writerID), &w, into: &batch)
             } else {
                 guard w.head.next == 0 else { return false }
-                payload.replication = .reader
+                stageRole(.reader, &w, into: &batch)
             }
-            Catalog.put(CatalogEntry(id: id_, payload: payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
-            w.payload = payload
             return true
         }
     }
 
-    private var id_: UInt64 { id }
+    /// Sets the series' role in `w` and adds its catalog payload (layout 2) to `batch`.
+    private func stageRole(_ role: SeriesReplicationRole, _ w: inout Writer, into batch: inout CommitBatch) {
+        w.payload.replication = role
+        Catalog.put(CatalogEntry(id: id, payload: w.payload.encode()), kind: .timeSeries, name: path, into: &batch.records)
+    }
 
     var replica: SeriesReplicaKeys { SeriesReplicaKeys(seriesID: id) }
 
     /// A varint kept in keyspace 9 (0 when absent).
     func replicaCounter(_ key: [UInt8], what: String) throws -> UInt64 {
         guard let bytes = try engine.snapshot().get(key) else { return 0 }
-        return try ChannelState.varint(bytes, what: "time series \"\(path)\" \(what)")
+        return try ReplicaCounter.decode(bytes, what: "time series \"\(path)\" \(what)")
     }
 
     /// Records that the events below `next` are on the gateway at `url`.
     func setUploaded(_ next: UInt64, url: String) throws {
         var batch = CommitBatch()
-        var varint: [UInt8] = []
-        Varint.append(next, to: &varint)
-        batch.records.putRaw(replica.uploaded(url), varint)
+        batch.records.putRaw(replica.uploaded(url), ReplicaCounter.encoded(next))
         try engine.commit(batch)
     }
 
@@ -168,9 +162,7 @@ extension SeriesState {
                                     encode: { k, out in out += run[run.startIndex + k].value }, into: &batch, pulled: true)
                 i = j
             }
-            var varint: [UInt8] = []
-            Varint.append(since, to: &varint)
-            batch.records.putRaw(replica.checkpoint(url), varint)
+            batch.records.putRaw(replica.checkpoint(url), ReplicaCounter.encoded(since))
         }
     }
 }
