@@ -202,6 +202,18 @@ public final class Replication: Sendable {
 
     /// Stops the replication because the store closes: its streams end by throwing
     /// ``StrataError/closed``.
+    /// Runs a replicator's work and ends the replication as the work ended: completed, or
+    /// stopped when a stop was asked; after an error, with the status
+    /// ``Replicator/finalStatus(of:stopRequested:)`` gives it.
+    func runToEnd(_ work: () async throws -> Void) async {
+        do {
+            try await work()
+            end(isStopRequested ? .stopped : .completed)
+        } catch {
+            end(Replicator.finalStatus(of: error, stopRequested: isStopRequested), closed: (error as? StrataError) == .closed)
+        }
+    }
+
     func stopForClose() {
         state.withLock { $0.closedByStore = true }
         stop()

@@ -40,7 +40,7 @@ struct Replicator: Sendable {
     /// Runs until the replication completes, fails or is stopped, and ends it.
     func run() async {
         defer { client.invalidate() }
-        do {
+        await replication.runToEnd {
             let uuid = try await ReplicationCheckpoint.uuid(of: database)
             // The change stream is subscribed before the push reads the feed, so that no commit
             // falls between the two.
@@ -57,10 +57,6 @@ struct Replicator: Sendable {
                 // never ends by itself).
                 while try await group.next() != nil {}
             }
-            replication.end(replication.isStopRequested ? .stopped : .completed)
-        } catch {
-            replication.end(Self.finalStatus(of: error, stopRequested: replication.isStopRequested),
-                            closed: (error as? StrataError) == .closed)
         }
     }
 

@@ -63,7 +63,7 @@ struct StreamReplicator: Sendable {
 
     func run() async {
         defer { client.invalidate() }
-        do {
+        await replication.runToEnd {
             let pushes = try await retrying { try await prepare(&$0) }
             if configuration.repeating {
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -80,10 +80,6 @@ struct StreamReplicator: Sendable {
                 replication.direction(pull: false, caughtUp: true)
                 if configuration.pulls { try await retrying { try await pull(&$0) } }
             }
-            replication.end(replication.isStopRequested ? .stopped : .completed)
-        } catch {
-            replication.end(Replicator.finalStatus(of: error, stopRequested: replication.isStopRequested),
-                            closed: (error as? StrataError) == .closed)
         }
     }
 
