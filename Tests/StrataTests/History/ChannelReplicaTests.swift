@@ -261,6 +261,29 @@ import Testing
         #expect(try again.messageCount(since: Timetoken(0)) == 10)
     }
 
+    @Test("a replication record that is not exactly one varint is a corruption naming the channel, not a trap")
+    func malformedReplicaRecords() throws {
+        let f = try Fixture()
+        defer { f.close() }
+        let room = try f.room()
+        try room.state.startReplicating()
+        for bad: [UInt8] in [[], [0x80], [0x01, 0x00], [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]] {
+            var batch = CommitBatch()
+            batch.records.putRaw(room.state.replica.checkpoint(Self.url), bad)
+            batch.records.putRaw(room.state.replica.lastFinal, bad)
+            try room.state.history.engine.commit(batch)
+            #expect {
+                try room.state.pullCheckpoint(url: Self.url)
+            } throws: { error in
+                guard case StrataError.corrupted(let file, _, _) = error else { return false }
+                return file.contains("chat/room") && file.contains("pull checkpoint")
+            }
+            #expect(throws: StrataError.self) { try room.state.lastFinal(in: room.state.history.engine.snapshot()) }
+        }
+        #expect(ReplicaCounter.encoded(.max) == [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
+        #expect(try ReplicaCounter.decode(ReplicaCounter.encoded(.max), what: "t") == .max)
+    }
+
     @Test("record and payload bytes: bit 2 carries 16 bytes of upload id, bit 3 is refused; layout 2 needs the replicated flag, layout 1 refuses it")
     func formats() throws {
         let final = Self.record("hi", publisher: "alice")
