@@ -77,7 +77,9 @@ struct ReplicationFaultTests {
             #expect(done, "\(report)")
             try Self.expectFeedHoldsEachOnce(a, expected.keys)
             try Self.expectFeedHoldsEachOnce(b, expected.keys)
-            #expect(push.status == .idle && pull.status == .idle, "\(push.status) \(pull.status)")
+            // Converged; each goes idle once it has noted that it caught up.
+            let idle = await waitUntil(seconds: 30, interval: .milliseconds(20)) { push.status == .idle && pull.status == .idle }
+            #expect(idle, "\(push.status) \(pull.status)")
             print("gateway killed mid-push after \(sentAtKill) of 2000 documents sent; \(report)")
         }
     }

@@ -125,7 +125,12 @@ struct StreamFaultTests {
             let started = await waitUntil(seconds: 60, interval: .milliseconds(5)) { log.sent >= 100 }
             #expect(started)
             try a.reopen()   // ends a's replications mid-upload
-            #expect(replications.allSatisfy { $0.status.isFinal })
+            // A stop is asynchronous (Replication.stop()): each ends at its next step.
+            for replication in replications {
+                let status = await finished(replication, seconds: 30)
+                #expect(status == .stopped, "\(String(describing: status))")
+            }
+            print("store closed after \(log.sent) of 2000 messages sent")
             replications = try await Self.replicate(a, channel: "room", series: "s", cluster: cluster, gateway: 0, writer: true)
             defer { for r in replications { r.stop() } }
             let (done, report) = try await StreamReplicaState.awaitConvergence(stores: [a, b], channels: ["room"], series: ["s"], server: server)
