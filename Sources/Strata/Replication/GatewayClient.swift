@@ -105,6 +105,40 @@ final class GatewayClient: Sendable {
     /// ``send(_:_:query:body:accepting:extraTimeout:)`` with a body that is JSON text already.
     func send(_ method: String, _ path: String, query: [(String, String)] = [], bodyText: Data?,
               accepting: Set<Int> = [], extraTimeout: TimeInterval = 0) async throws -> Answer {
+        let (data, status, what) = try await exchange(method, path, query: query, bodyText: bodyText, extraTimeout: extraTimeout)
+        let parsed: JSON
+        if data.isEmpty {
+            parsed = .null
+        } else {
+            do {
+                parsed = try JSON(parsing: data)
+            } catch {
+                if status >= 500 { throw Fault.transient("\(what): \(status), body is not JSON") }
+                throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON: \(error)"))
+            }
+        }
+        if (200..<300).contains(status) || accepting.contains(status) { return Answer(status: status, body: parsed) }
+        throw Self.failure(status, parsed, what: what)
+    }
+
+    /// ``send(_:_:query:bodyText:accepting:extraTimeout:)`` for a caller that reads the answer's
+    /// text itself: the status and text of a 2xx answer or one of `accepting`, unparsed. Other
+    /// statuses throw as there.
+    func sendForText(_ method: String, _ path: String, query: [(String, String)] = [], accepting: Set<Int> = [],
+                     extraTimeout: TimeInterval = 0) async throws -> (status: Int, text: Data) {
+        let (data, status, what) = try await exchange(method, path, query: query, bodyText: nil, extraTimeout: extraTimeout)
+        if (200..<300).contains(status) || accepting.contains(status) { return (status, data) }
+        guard let parsed = data.isEmpty ? JSON.null : try? JSON(parsing: data) else {
+            if status >= 500 { throw Fault.transient("\(what): \(status), body is not JSON") }
+            throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON"))
+        }
+        throw Self.failure(status, parsed, what: what)
+    }
+
+    /// Makes and performs the request; returns the answer's body and status, and the request's
+    /// description for messages.
+    private func exchange(_ method: String, _ path: String, query: [(String, String)], bodyText: Data?,
+                          extraTimeout: TimeInterval) async throws -> (Data, Int, String) {
         guard let url = url(path, query: query) else {
             throw Fault.permanent(.invalidArgument(argument: "url", reason: "replication: cannot form a URL from \(base.debugDescription) and \(path.debugDescription)"))
         }
@@ -119,23 +153,16 @@ final class GatewayClient: Sendable {
         }
         let what = "\(method) \(url.absoluteString)"
         let (data, status) = try await perform(request, what: what)
-        let parsed: JSON
-        if data.isEmpty {
-            parsed = .null
-        } else {
-            do {
-                parsed = try JSON(parsing: data)
-            } catch {
-                if status >= 500 { throw Fault.transient("\(what): \(status), body is not JSON") }
-                throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON: \(error)"))
-            }
-        }
-        if (200..<300).contains(status) || accepting.contains(status) { return Answer(status: status, body: parsed) }
+        return (data, status, what)
+    }
+
+    /// The fault of an answer with a status that is not accepted: transient for 5xx, 408 and 429.
+    private static func failure(_ status: Int, _ parsed: JSON, what: String) -> Fault {
         let kind = parsed["error"]?.stringValue ?? "error"
         let reason = parsed["reason"]?.stringValue ?? ""
         let text = "\(what): \(status) \(kind)\(reason.isEmpty ? "" : ": " + reason)"
-        if status >= 500 || status == 408 || status == 429 { throw Fault.transient(text) }
-        throw Fault.permanent(.network(text))
+        if status >= 500 || status == 408 || status == 429 { return Fault.transient(text) }
+        return Fault.permanent(.network(text))
     }
 
     private func perform(_ request: URLRequest, what: String) async throws -> (Data, Int) {

@@ -152,16 +152,11 @@ struct StreamReplicator: Sendable {
 
     // MARK: Pull
 
-    struct Page: Sendable {
-        let results: [JSON]
-        let lastSequence: UInt64
-    }
-
     /// The feed's page: the gateway's largest. A page's messages or events are small, and the
     /// gateway's cost is mostly per row, not per request; commits stay `batchSize`.
     var pageSize: Int { 10_000 }
 
-    private func fetch(since: UInt64, longpoll: Bool) async throws -> Page {
+    private func fetch(since: UInt64, longpoll: Bool) async throws -> StreamFeedPage {
         var query: [(String, String)] = [("since", String(since)), ("limit", String(pageSize))]
         switch target {
         case .channel: query.append(("channels", StoredValueJSON.text(.array([.string(name)]))))
@@ -171,12 +166,16 @@ struct StreamReplicator: Sendable {
             query.append(("feed", "longpoll"))
             query.append(("timeout", String(Int(GatewayClient.seconds(configuration.longpollTimeout) * 1000))))
         }
-        let answer = try await send("GET", "_strata/changes", query: query,
-                                    extraTimeout: longpoll ? GatewayClient.seconds(configuration.longpollTimeout) : 0,
-                                    permission: .readTopic)
-        guard case .array(let results)? = answer.body["results"] else { throw malformed("_strata/changes", "no results array") }
-        guard let last = Self.unsigned(answer.body["last_seq"]) else { throw malformed("_strata/changes", "no last_seq") }
-        return Page(results: results, lastSequence: last)
+        let answer = try await client.sendForText("GET", "_strata/changes", query: query, accepting: [403],
+                                                  extraTimeout: longpoll ? GatewayClient.seconds(configuration.longpollTimeout) : 0)
+        if answer.status == 403 {
+            throw GatewayClient.Fault.permanent(.permissionDenied(principal: principal, permission: .readTopic, path: name))
+        }
+        do {
+            return try StreamFeedPage(parsing: answer.text)
+        } catch {
+            throw malformed("_strata/changes", "\(error)")
+        }
     }
 
     static func unsigned(_ value: JSON?) -> UInt64? {
@@ -196,10 +195,10 @@ struct StreamReplicator: Sendable {
             }
         }
         var longpoll = false
-        var prefetched: Task<Page, any Error>?
+        var prefetched: Task<StreamFeedPage, any Error>?
         defer { prefetched?.cancel() }
         while true {
-            let page: Page
+            let page: StreamFeedPage
             if let next = prefetched {
                 prefetched = nil
                 page = try await withTaskCancellationHandler { try await next.value } onCancel: { next.cancel() }
@@ -208,14 +207,14 @@ struct StreamReplicator: Sendable {
             }
             backoff.reset()
             replication.setOffline(false)
-            let more = !page.results.isEmpty
+            let more = !page.changes.isEmpty
             if more || repeating {
                 let last = page.lastSequence
                 prefetched = Task { try await fetch(since: last, longpoll: repeating && !more) }
             }
             if more {
                 replication.direction(pull: true, caughtUp: false)
-                replication.progress(pull: true, total: page.results.count)
+                replication.progress(pull: true, total: page.changes.count)
                 try await apply(page)
             } else if page.lastSequence != since {
                 try await apply(page)
@@ -230,14 +229,13 @@ struct StreamReplicator: Sendable {
     }
 
     /// Applies a page in commits of at most `batchSize` results, each with its checkpoint.
-    private func apply(_ page: Page) async throws {
+    private func apply(_ page: StreamFeedPage) async throws {
         let batchSize = configuration.batchSize
         var start = 0
         repeat {
-            let end = min(start + batchSize, page.results.count)
-            let slice = Array(page.results[start..<end])
-            let since = end == page.results.count ? page.lastSequence
-                : (Self.unsigned(slice.last?["seq"]) ?? page.lastSequence)
+            let end = min(start + batchSize, page.changes.count)
+            let slice = page.changes[start..<end]
+            let since = end == page.changes.count ? page.lastSequence : (slice.last?.seq ?? page.lastSequence)
             switch target {
             case .channel(let state):
                 let changes = try parseChannel(slice, state: state)
@@ -248,59 +246,54 @@ struct StreamReplicator: Sendable {
             }
             if end > start { replication.progress(pull: true, completed: end - start) }
             start = end
-        } while start < page.results.count
+        } while start < page.changes.count
     }
 
-    private func parseChannel(_ results: [JSON], state: ChannelState) throws -> [ChannelState.PulledChange] {
+    private func parseChannel(_ results: ArraySlice<StreamFeedPage.Change>, state: ChannelState) throws -> [ChannelState.PulledChange] {
         var changes: [ChannelState.PulledChange] = []
         changes.reserveCapacity(results.count)
-        for result in results {
-            guard result["channel"]?.stringValue == name else { continue }
-            switch result["kind"]?.stringValue {
-            case "message":
-                guard let tt = Self.unsigned(result["timetoken"]), let message = result["message"] else {
+        for result in results where result.channel == name {
+            switch result.kind {
+            case .message:
+                guard let tt = result.timetoken, let message = result.message else {
                     throw malformed("_strata/changes", "a message without timetoken or message")
                 }
                 var record: [UInt8] = []
-                let publisher = result["publisher"]?.stringValue
-                let meta: JSON? = result["meta"].flatMap { $0 == .null ? nil : $0 }
                 do {
                     try MessageRecord.encode(message: { out in
                         try StoredValueJSON.append(message, typeName: state.typeName, what: "\(what) message \(tt)", to: &out)
-                    }, meta: meta, publisher: publisher, into: &record)
+                    }, meta: result.meta, publisher: result.publisher, into: &record)
                 } catch let error as StrataError {
                     // A message this channel's type cannot hold (another client's): reported, and
                     // passed, as a refused document is.
                     replication.reject("\(what) message \(tt): \(error)")
                     continue
                 }
-                changes.append(.message(timetoken: tt, uploadID: result["id"]?.stringValue.flatMap(Self.uploadID), record: record))
-            case "delete":
-                guard let from = Self.unsigned(result["from"]), let until = Self.unsigned(result["until"]) else {
+                changes.append(.message(timetoken: tt, uploadID: result.id.flatMap(Self.uploadID), record: record))
+            case .deletion:
+                guard let from = result.from, let until = result.until else {
                     throw malformed("_strata/changes", "a deletion without from or until")
                 }
                 changes.append(.deletion(from: from, until: until))
-            default:
+            case .event, .other:
                 continue
             }
         }
         return changes
     }
 
-    private func parseSeries(_ results: [JSON], state: SeriesState) throws -> [SeriesState.PulledEvent] {
+    private func parseSeries(_ results: ArraySlice<StreamFeedPage.Change>, state: SeriesState) throws -> [SeriesState.PulledEvent] {
         var events: [SeriesState.PulledEvent] = []
         events.reserveCapacity(results.count)
-        for result in results {
-            guard result["kind"]?.stringValue == "event", result["series"]?.stringValue == name else { continue }
-            guard let sequence = Self.unsigned(result["sequence"]), sequence <= UInt64(Int64.max),
-                  case .int(let timestamp)? = result["timestamp"],
-                  let author = result["author"]?.stringValue, let value = result["value"] else {
+        for result in results where result.kind == .event && result.series == name {
+            guard let sequence = result.sequence, sequence <= UInt64(Int64.max), let timestamp = result.timestamp,
+                  let author = result.author, let value = result.value else {
                 throw malformed("_strata/changes", "an event without sequence, timestamp, author or value")
             }
             var bytes: [UInt8] = []
             try StoredValueJSON.append(value, typeName: state.typeName, what: "\(what) event \(sequence)", to: &bytes)
             var original: UInt64?
-            if let o = result["original"], o != .null {
+            if let o = result.original {
                 guard let s = Self.unsigned(o), s < sequence else { throw malformed("_strata/changes", "event \(sequence) has a bad original") }
                 original = s
             }

@@ -154,6 +154,11 @@ package struct JSONTextParser {
     package let bytes: UnsafeRawBufferPointer
     package var position = 0
 
+    /// A parser at the start of `bytes`.
+    package init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
     package static func parse(_ bytes: UnsafeRawBufferPointer) throws -> JSON {
         var parser = JSONTextParser(bytes: bytes)
         // A UTF-8 byte order mark is not JSON text (RFC 8259 §8.1 lets a parser ignore it).
