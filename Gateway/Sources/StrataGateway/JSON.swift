@@ -299,7 +299,23 @@ struct JSONWriter {
         bytes.append(contentsOf: other)
     }
 
+    /// A text as it is (stored JSON text): copied in one go.
+    mutating func raw(_ text: String.UTF8View) {
+        if text.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: text)
+        }
+    }
+
     mutating func string(_ s: String) {
+        // Most strings (names, ids, authors) need no escape: copied in one go.
+        let plain = s.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            bytes.append(0x22)
+            bytes.append(contentsOf: utf8)
+            bytes.append(0x22)
+            return true
+        }
+        if plain == true { return }
         bytes.append(0x22)
         for byte in s.utf8 {
             switch byte {
