@@ -250,9 +250,7 @@ struct StreamFeedPage: Sendable {
         /// The member name at `position` (its `"`): compared as bytes when it has no escape.
         private mutating func memberName() throws -> Member? {
             let start = position + 1
-            var p = start
-            while p < bytes.count, bytes[p] != UInt8(ascii: "\""), bytes[p] != UInt8(ascii: "\\"), bytes[p] >= 0x20 { p += 1 }
-            if p < bytes.count && bytes[p] == UInt8(ascii: "\""), p > start,
+            if let p = plainStringEnd(), p > start,
                let member = Member.candidate(count: p - start, first: bytes[start], last: bytes[p - 1]),
                Self.equal(member.name, UnsafeRawBufferPointer(rebasing: bytes[start..<p])) {
                 position = p + 1
@@ -261,6 +259,14 @@ struct StreamFeedPage: Sendable {
             // Escaped or unknown: read (and checked) as JSON(parsing:) reads it.
             let key = try parser.parseString()
             return Member.allCases.first { $0.name == key }
+        }
+
+        /// For the string at `position` (its `"`): where its closing quote stands, when it has no
+        /// escape and no control character before it; nil otherwise.
+        private func plainStringEnd() -> Int? {
+            var p = position + 1
+            while p < bytes.count, bytes[p] != UInt8(ascii: "\""), bytes[p] != UInt8(ascii: "\\"), bytes[p] >= 0x20 { p += 1 }
+            return p < bytes.count && bytes[p] == UInt8(ascii: "\"") ? p : nil
         }
 
         /// Whether `s` is the bytes `raw`.
@@ -290,18 +296,11 @@ struct StreamFeedPage: Sendable {
                 _ = try parser.parseValue(depth: Self.memberDepth)
                 return nil
             }
-            if remember {
-                let start = position + 1
-                var p = start
-                while p < bytes.count, bytes[p] != UInt8(ascii: "\""), bytes[p] != UInt8(ascii: "\\"), bytes[p] >= 0x20 { p += 1 }
-                if p < bytes.count && bytes[p] == UInt8(ascii: "\"") {
-                    let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<p])
-                    // Only strings validated before are reused, so UTF-8 is checked as parseString checks it.
-                    if let known = recent.first(where: { Self.equal($0, raw) }) {
-                        position = p + 1
-                        return known
-                    }
-                }
+            // Only strings validated before are reused, so UTF-8 is checked as parseString checks it.
+            if remember, let p = plainStringEnd(),
+               let known = recent.first(where: { Self.equal($0, UnsafeRawBufferPointer(rebasing: bytes[position + 1..<p])) }) {
+                position = p + 1
+                return known
             }
             let s = try parser.parseString()
             if remember {
