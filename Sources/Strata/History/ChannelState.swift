@@ -158,11 +158,7 @@ final class ChannelState: CollectionState {
             tt &+= 1
         }
         w.staged += timetokens
-        if TransactionScope.current != nil {
-            w.stagedValues += values
-            // Before the commit: the push's wait is bounded, and it looks again.
-            if w.descriptor.replicated { outboxSignal.bump() }
-        }
+        if TransactionScope.current != nil { w.stagedValues += values }
         if broadcaster.wantsChanges(of: history.engine, kind: .channel, name: keys.name) {
             batch.changes.append(Messages(channelID: keys.id, name: keys.name, typeName: typeName, timetokens: timetokens, values: values))
         }

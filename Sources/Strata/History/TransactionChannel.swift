@@ -84,6 +84,8 @@ extension ChannelState {
     func hold() -> Hold<Writer> {
         Hold(writer, seal: { w, batch in try self.seal(&w, into: &batch) }, committed: { before, w in
             if w.head.floor != before.head.floor { self.publishRules(w) }
+            // After the commit, as a publish outside a transaction: the push finds the outbox entries.
+            if w.descriptor.replicated { self.outboxSignal.bump() }
         })
     }
 }

@@ -161,6 +161,10 @@ public struct TransactionTimeSeries<Value: Codable & Sendable> {
 
 extension SeriesState {
     func hold() -> Hold<Writer> {
-        Hold(writer, seal: { w, batch in self.seal(w, into: &batch) }, committed: { _, w in w.uncommitted = [:] })
+        Hold(writer, seal: { w, batch in self.seal(w, into: &batch) }, committed: { _, w in
+            w.uncommitted = [:]
+            // After the commit, as `write` does: the writer's push finds the new events.
+            if w.payload.replication != nil { self.uploadSignal.bump() }
+        })
     }
 }

@@ -327,4 +327,20 @@ import Testing
             #expect(throws: StrataError.self) { try bytes.withUnsafeBytes { _ = try ChannelOutboxEntry(decoding: $0, what: "t") } }
         }
     }
+
+    @Test("a transaction's publish to a replicating channel wakes the push when the transaction commits, not before")
+    func transactionWakesThePushAtCommit() throws {
+        let f = try Fixture()
+        defer { f.close() }
+        let room = try f.room()
+        try room.state.startReplicating()
+        let before = room.state.outboxSignal.generation
+        try f.store.transaction { tx in
+            _ = try tx.channel("chat/room", of: String.self).publish("in a transaction")
+            // Woken now, the push would find no outbox entry and wait a whole recheck.
+            #expect(room.state.outboxSignal.generation == before)
+        }
+        #expect(room.state.outboxSignal.generation > before)
+        #expect(try room.state.outbox(after: nil, limit: 10).count == 1)
+    }
 }

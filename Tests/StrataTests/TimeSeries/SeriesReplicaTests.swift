@@ -157,4 +157,20 @@ import Testing
         #expect(throws: StrataError.self) { try SeriesPayload.decode(truncated, name: "s") }
         #expect(SeriesReplicationRole.text([0, 1, 0xab, 0xff] + [UInt8](repeating: 0, count: 12)) == "0001abff" + String(repeating: "0", count: 24))
     }
+
+    @Test("a writer's append in a transaction wakes the upload when the transaction commits")
+    func transactionWakesTheUploadAtCommit() throws {
+        let f = try Fixture()
+        defer { f.close() }
+        let prices = try f.prices()
+        _ = try #require(try prices.state.beginReplication(pushes: true))
+        #expect(try prices.state.claimAnswered(granted: true))
+        let before = prices.state.uploadSignal.generation
+        try f.store.transaction { tx in
+            _ = try tx.timeSeries("prices/AAPL", of: Double.self).append(1.5)
+            #expect(prices.state.uploadSignal.generation == before)
+        }
+        #expect(prices.state.uploadSignal.generation > before)
+        #expect(try prices.state.events(from: 0, limit: 10).events.count == 1)
+    }
 }
