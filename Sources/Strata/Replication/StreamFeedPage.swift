@@ -273,8 +273,7 @@ struct StreamFeedPage: Sendable {
         private static func equal(_ s: String, _ raw: UnsafeRawBufferPointer) -> Bool {
             let utf8 = s.utf8
             guard utf8.count == raw.count else { return false }
-            if raw.isEmpty { return true }
-            return utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, raw.baseAddress!, raw.count) == 0 }
+            return utf8.withContiguousStorageIfAvailable { JSONBinary.compareBytes(UnsafeRawBufferPointer($0), raw) == 0 }
                 ?? utf8.elementsEqual(raw)
         }
 
