@@ -56,35 +56,26 @@ struct JSONSpans {
     }
 
     /// The spans of the elements of the array at `span`, in order.
-    func elements(_ span: Range<Int>) -> [Range<Int>] {
-        var spans: [Range<Int>] = []
-        var i = span.lowerBound + 1
-        skipWhitespace(&i)
-        guard i < span.upperBound, bytes[i] != UInt8(ascii: "]") else { return spans }
-        while i < span.upperBound {
-            let end = valueEnd(i)
-            spans.append(i..<end)
-            i = end
-            skipWhitespace(&i)
-            guard i < span.upperBound, bytes[i] == UInt8(ascii: ",") else { break }
-            i += 1
-            skipWhitespace(&i)
-        }
-        return spans
-    }
+    func elements(_ span: Range<Int>) -> [Range<Int>] { children(span, named: false) }
 
     /// The spans of the member values of the object at `span`, in order (the names are the
     /// tree's).
-    func memberValues(_ span: Range<Int>) -> [Range<Int>] {
+    func memberValues(_ span: Range<Int>) -> [Range<Int>] { children(span, named: true) }
+
+    /// The spans of the values inside the array or object at `span`; `named`: each is preceded
+    /// by a member name and `:`, skipped.
+    private func children(_ span: Range<Int>, named: Bool) -> [Range<Int>] {
         var spans: [Range<Int>] = []
         var i = span.lowerBound + 1
         skipWhitespace(&i)
-        guard i < span.upperBound, bytes[i] != UInt8(ascii: "}") else { return spans }
+        guard i < span.upperBound, bytes[i] != UInt8(ascii: named ? "}" : "]") else { return spans }
         while i < span.upperBound {
-            i = valueEnd(i)  // the name
-            skipWhitespace(&i)
-            i += 1  // ':'
-            skipWhitespace(&i)
+            if named {
+                i = valueEnd(i)  // the name
+                skipWhitespace(&i)
+                i += 1  // ':'
+                skipWhitespace(&i)
+            }
             let end = valueEnd(i)
             spans.append(i..<end)
             i = end
