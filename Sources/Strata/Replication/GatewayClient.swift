@@ -106,17 +106,7 @@ final class GatewayClient: Sendable {
     func send(_ method: String, _ path: String, query: [(String, String)] = [], bodyText: Data?,
               accepting: Set<Int> = [], extraTimeout: TimeInterval = 0) async throws -> Answer {
         let (data, status, what) = try await exchange(method, path, query: query, bodyText: bodyText, extraTimeout: extraTimeout)
-        let parsed: JSON
-        if data.isEmpty {
-            parsed = .null
-        } else {
-            do {
-                parsed = try JSON(parsing: data)
-            } catch {
-                if status >= 500 { throw Fault.transient("\(what): \(status), body is not JSON") }
-                throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON: \(error)"))
-            }
-        }
+        let parsed = try Self.parsed(data, status: status, what: what)
         if (200..<300).contains(status) || accepting.contains(status) { return Answer(status: status, body: parsed) }
         throw Self.failure(status, parsed, what: what)
     }
@@ -128,11 +118,19 @@ final class GatewayClient: Sendable {
                      extraTimeout: TimeInterval = 0) async throws -> (status: Int, text: Data) {
         let (data, status, what) = try await exchange(method, path, query: query, bodyText: nil, extraTimeout: extraTimeout)
         if (200..<300).contains(status) || accepting.contains(status) { return (status, data) }
-        guard let parsed = data.isEmpty ? JSON.null : try? JSON(parsing: data) else {
+        throw Self.failure(status, try Self.parsed(data, status: status, what: what), what: what)
+    }
+
+    /// An answer's body as JSON (`null` when empty); a body that is not JSON is a transient fault
+    /// with a 5xx status, a permanent one otherwise.
+    private static func parsed(_ data: Data, status: Int, what: String) throws -> JSON {
+        if data.isEmpty { return .null }
+        do {
+            return try JSON(parsing: data)
+        } catch {
             if status >= 500 { throw Fault.transient("\(what): \(status), body is not JSON") }
-            throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON"))
+            throw Fault.permanent(.network("\(what): the answer (status \(status)) is not JSON: \(error)"))
         }
-        throw Self.failure(status, parsed, what: what)
     }
 
     /// Makes and performs the request; returns the answer's body and status, and the request's
